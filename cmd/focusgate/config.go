@@ -1,0 +1,47 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/focusgate/focusgate/config"
+)
+
+// parseFlags loads the configuration from the environment, lets the command
+// line override it, and validates the result. addFlags declares the
+// command's own flags; synopsis heads its --help.
+// On --help it prints the command's usage to stdout and returns flag.ErrHelp.
+func parseFlags(name, synopsis string, args []string, getenv func(string) string, stdout io.Writer, addFlags func(*flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
+	cfg, loadErr := config.Load(getenv)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	// Parse errors are returned to main, which prints them once.
+	fs.SetOutput(io.Discard)
+	if addFlags != nil {
+		addFlags(fs)
+	}
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: focusgate %s\n", synopsis)
+			config.PrintSettings(stdout, fs)
+		}
+		return cfg, fs, err
+	}
+	if err := errors.Join(loadErr, cfg.Validate()); err != nil {
+		return cfg, fs, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return cfg, fs, nil
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

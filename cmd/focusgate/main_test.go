@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// logBuffer collects what run writes to stderr and lets a test wait for a
+// line, so that no test sleeps waiting for the server to come up.
+type logBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	written chan struct{}
+}
+
+func newLogBuffer() *logBuffer { return &logBuffer{written: make(chan struct{}, 1)} }
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	defer func() {
+		select {
+		case b.written <- struct{}{}:
+		default:
+		}
+	}()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(b.String(), s) {
+		select {
+		case <-b.written:
+		case <-deadline:
+			t.Fatalf("stderr never contained %q:\n%s", s, b.String())
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// process is the program started in-process by startGateway.
+type process struct {
+	URL  string
+	logs *logBuffer
+	stop context.CancelFunc // what SIGTERM does
+	done chan struct{}      // closed when run has returned
+	err  error              // run's result, once done is closed
+}
+
+// wait returns run's result, failing the test if run has not returned by
+// the deadline.
+func (p *process) wait(t *testing.T, within time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(within):
+		t.Fatalf("run did not return within %s", within)
+		return nil
+	}
+}
+
+// startGateway runs the whole program in-process against env.
+func startGateway(t *testing.T, env map[string]string) *process {
+	t.Helper()
+	addr := freeAddr(t)
+	env["FOCUSGATE_ADDR"] = addr
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &process{URL: "http://" + addr, logs: newLogBuffer(), stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.err = run(ctx, []string{"focusgate"}, func(k string) string { return env[k] }, io.Discard, p.logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		p.wait(t, 10*time.Second)
+	})
+	p.logs.waitFor(t, "focusgate listening")
+	return p
+}
+
+// fakeOpenAI plays the action model for an unmodified OpenAI client.
+func fakeOpenAI(t *testing.T, seen chan<- *http.Request) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if seen != nil {
+			seen <- r
+		}
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4.1","object":"model","created":1,"owned_by":"openai"}]}`)
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
+			var req struct{ Stream bool }
+			json.Unmarshal(body, &req)
+			if !req.Stream {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"click('a12')"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}`)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, tok := range []string{"click", "('a12')"} {
+				fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4.1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", tok)
+				w.(http.Flusher).Flush()
+			}
+			io.WriteString(w, "data: [DONE]\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestRunServesAnUnmodifiedOpenAIClient(t *testing.T) {
+	up := fakeOpenAI(t, nil)
+	gw := startGateway(t, map[string]string{"FOCUSGATE_UPSTREAM_URL": up.URL + "/v1"})
+
+	cfg := openai.DefaultConfig("sk-test-secret")
+	cfg.BaseURL = gw.URL + "/v1"
+	client := openai.NewClientWithConfig(cfg)
+	ctx := context.Background()
+	req := openai.ChatCompletionRequest{
+		Model:    "gpt-4.1",
+		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "hello"}},
+	}
+
+	resp, err := client.CreateChatCompletion(ctx, req)
+	if err != nil {
+		t.Fatalf("chat completion: %v", err)
+	}
+	if got := resp.Choices[0].Message.Content; got != "click('a12')" {
+		t.Errorf("chat completion content %q", got)
+	}
+
+	req.Stream = true
+	stream, err := client.CreateChatCompletionStream(ctx, req)
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	defer stream.Close()
+	var got strings.Builder
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("stream recv: %v", err)
+		}
+		got.WriteString(chunk.Choices[0].Delta.Content)
+	}
+	if got.String() != "click('a12')" {
+		t.Errorf("streamed content %q", got.String())
+	}
+
+	models, err := client.ListModels(ctx)
+	if err != nil || len(models.Models) != 1 || models.Models[0].ID != "gpt-4.1" {
+		t.Errorf("models: %+v, %v", models, err)
+	}
+	if strings.Contains(gw.logs.String(), "sk-test-secret") {
+		t.Errorf("the API key reached the logs:\n%s", gw.logs.String())
+	}
+}
+
+// On SIGTERM an open stream may finish within the grace period, new
+// connections are refused, and run returns nil so the process exits 0.
+func TestRunDrainsOpenStreamsOnShutdown(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: 1\n\n")
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, "data: 2\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":     up.URL + "/v1",
+		"FOCUSGATE_SHUTDOWN_TIMEOUT": "20s",
+	})
+
+	resp, err := http.Post(gw.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, len("data: 1\n\n"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatal(err)
+	}
+
+	gw.stop()
+	gw.logs.waitFor(t, "shutting down")
+	select {
+	case <-gw.done:
+		t.Fatalf("run returned (%v) while a stream was still open", gw.err)
+	default:
+	}
+	close(release)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(rest) != "data: 2\n\ndata: [DONE]\n\n" {
+		t.Errorf("the stream was cut during shutdown: %q, %v", rest, err)
+	}
+	if err := gw.wait(t, 10*time.Second); err != nil {
+		t.Errorf("run returned %v after a clean shutdown", err)
+	}
+}
+
+// A stream that never ends is cut when the grace period is over.
+func TestRunShutdownIsBounded(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: 1\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(up.Close)
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":     up.URL + "/v1",
+		"FOCUSGATE_SHUTDOWN_TIMEOUT": "200ms",
+	})
+	resp, err := http.Post(gw.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	io.ReadFull(resp.Body, make([]byte, 4))
+
+	gw.stop()
+	if err := gw.wait(t, 10*time.Second); err != nil {
+		t.Errorf("run returned %v", err)
+	}
+}
+
+func TestRunRejectsBadConfiguration(t *testing.T) {
+	var stderr bytes.Buffer
+	env := map[string]string{"FOCUSGATE_MODE": "shrink", "FOCUSGATE_RETRIEVER_TIMEOUT": "soon"}
+	err := run(context.Background(), []string{"focusgate", "serve", "--upstream-url", "ftp://x"},
+		func(k string) string { return env[k] }, io.Discard, &stderr)
+	if err == nil {
+		t.Fatal("bad configuration accepted")
+	}
+	for _, name := range []string{"FOCUSGATE_MODE", "FOCUSGATE_RETRIEVER_TIMEOUT", "FOCUSGATE_UPSTREAM_URL"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s: %v", name, err)
+		}
+	}
+}
+
+func TestRunHelp(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"focusgate", "serve", "--help"}, func(string) string { return "" }, &stdout, io.Discard); err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"FOCUSGATE_UPSTREAM_URL", "--retriever-timeout", `"20s"`} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("serve --help lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if err := run(context.Background(), []string{"focusgate", "frobnicate"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil {
+		t.Error("an unknown command was accepted")
+	}
+}

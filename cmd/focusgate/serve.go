@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/focusgate/focusgate/proxy"
+)
+
+// serve runs the gateway until ctx ends (SIGINT/SIGTERM), then drains:
+// in-flight requests and open streams get FOCUSGATE_SHUTDOWN_TIMEOUT to
+// finish before their connections are closed.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, _, err := parseFlags("serve", "serve [flags]", args, getenv, stdout, nil)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	upstream, err := url.Parse(cfg.UpstreamURL)
+	if err != nil {
+		return fmt.Errorf("upstream URL: %w", err)
+	}
+
+	gateway := proxy.New(proxy.Options{
+		Upstream:        upstream,
+		UpstreamAPIKey:  cfg.UpstreamAPIKey,
+		UpstreamTimeout: cfg.UpstreamTimeout,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		Logger:          log,
+	})
+	srv := &http.Server{
+		Handler: gateway,
+		// Only the header read is bounded here: read and write timeouts
+		// would cut long streams. Bodies are bounded by the gateway itself.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", upstream.Redacted())
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	log.Info("shutting down: draining in-flight requests", "grace", cfg.ShutdownTimeout)
+	gateway.Drain()
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		log.Warn("grace period over: closing the remaining connections", "err", err)
+		_ = srv.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("focusgate stopped")
+	return nil
+}

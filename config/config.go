@@ -1,0 +1,212 @@
+// Package config holds focusgate's settings: their names, defaults and
+// meaning, how they are read from FOCUSGATE_* environment variables and
+// command-line flags, and how they are checked. It is the only place a setting
+// is declared; --help and the README table are derived from the struct tags.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Prefix starts the name of every environment variable focusgate reads.
+const Prefix = "FOCUSGATE_"
+
+// Modes are the accepted post-processing modes (FOCUSGATE_MODE).
+var Modes = []string{"remove", "ancestors", "stubs", "off"}
+
+// Prompts are the accepted retriever prompt variants (FOCUSGATE_PROMPT).
+var Prompts = []string{"line", "restrictive", "neutral", "defender"}
+
+// Config is every setting of the gateway. The env tag names the variable
+// (after Prefix), envDefault its default and help its one-line description;
+// the flag of a field is its variable name in lower case with dashes.
+type Config struct {
+	Addr             string        `env:"ADDR" envDefault:":8080" help:"listen address"`
+	UpstreamURL      string        `env:"UPSTREAM_URL" envDefault:"https://api.openai.com/v1" help:"base URL of the action model's API; request paths are joined onto it"`
+	UpstreamAPIKey   string        `env:"UPSTREAM_API_KEY" help:"API key sent upstream only when the client sends no Authorization"`
+	UpstreamTimeout  time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
+	RetrieverURL     string        `env:"RETRIEVER_URL" help:"OpenAI-compatible base URL of the retriever (default: the upstream URL)"`
+	RetrieverAPIKey  string        `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key, else the client's own Authorization)"`
+	RetrieverModel   string        `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
+	RetrieverTimeout time.Duration `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"hard deadline for one retriever call; past it the request goes out unpruned"`
+	RetrieverHistory bool          `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
+	Mode             string        `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
+	Prompt           string        `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
+	MinTokens        int           `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
+	PruneAll         bool          `env:"PRUNE_ALL" envDefault:"false" help:"prune every observation of a conversation, not only the newest"`
+	RedisURL         string        `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
+	CacheTTL         time.Duration `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
+	CacheMaxBytes    int64         `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
+	MaxBodyBytes     int64         `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
+	ShutdownTimeout  time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish"`
+	LogFormat        string        `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
+	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
+}
+
+// Load reads the configuration from the environment through getenv, so that
+// tests can inject one. Variables that are unset take their defaults. Every
+// value that cannot be parsed is reported, each with its variable's name.
+func Load(getenv func(string) string) (Config, error) {
+	var cfg Config
+	opts := env.Options{Prefix: Prefix, Environment: map[string]string{}}
+	params, err := env.GetFieldParamsWithOptions(&cfg, opts)
+	if err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	varByField := make(map[string]string, len(params))
+	for i, f := range fields() {
+		key := params[i].Key
+		varByField[f.Name] = key
+		if v := getenv(key); v != "" {
+			opts.Environment[key] = v
+		}
+	}
+	if err := env.ParseWithOptions(&cfg, opts); err != nil {
+		return cfg, renameParseErrors(err, varByField)
+	}
+	return cfg, nil
+}
+
+// renameParseErrors rewrites the parser's errors, which name struct fields,
+// so that they name the environment variable the user actually set.
+func renameParseErrors(err error, varByField map[string]string) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return fmt.Errorf("config: %w", err)
+	}
+	var errs []error
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			errs = append(errs, fmt.Errorf("%s: %w", varByField[pe.Name], pe.Err))
+			continue
+		}
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem of the configuration at once, each naming
+// its environment variable, so that a user fixes them in one go.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s%s: %s", Prefix, name, fmt.Sprintf(format, args...)))
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		bad("ADDR", "%q is not host:port: %v", c.Addr, err)
+	}
+	if err := checkHTTPURL(c.UpstreamURL); err != nil {
+		bad("UPSTREAM_URL", "%v", err)
+	}
+	if c.RetrieverURL != "" {
+		if err := checkHTTPURL(c.RetrieverURL); err != nil {
+			bad("RETRIEVER_URL", "%v", err)
+		}
+	}
+	if strings.TrimSpace(c.RetrieverModel) == "" {
+		bad("RETRIEVER_MODEL", "must not be empty")
+	}
+	for name, d := range map[string]time.Duration{
+		"UPSTREAM_TIMEOUT":  c.UpstreamTimeout,
+		"RETRIEVER_TIMEOUT": c.RetrieverTimeout,
+		"CACHE_TTL":         c.CacheTTL,
+		"SHUTDOWN_TIMEOUT":  c.ShutdownTimeout,
+	} {
+		if d <= 0 {
+			bad(name, "must be a positive duration, got %s", d)
+		}
+	}
+	if !slices.Contains(Modes, c.Mode) {
+		bad("MODE", "unknown mode %q (want one of %s)", c.Mode, strings.Join(Modes, ", "))
+	}
+	if !slices.Contains(Prompts, c.Prompt) {
+		bad("PROMPT", "unknown prompt variant %q (want one of %s)", c.Prompt, strings.Join(Prompts, ", "))
+	}
+	if c.MinTokens < 0 {
+		bad("MIN_TOKENS", "must not be negative, got %d", c.MinTokens)
+	}
+	if c.RedisURL != "" {
+		if err := checkRedisURL(c.RedisURL); err != nil {
+			bad("REDIS_URL", "%v", err)
+		}
+	}
+	if c.CacheMaxBytes <= 0 {
+		bad("CACHE_MAX_BYTES", "must be positive, got %d", c.CacheMaxBytes)
+	}
+	if c.MaxBodyBytes <= 0 {
+		bad("MAX_BODY_BYTES", "must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("LOG_FORMAT", "unknown format %q (want text or json)", c.LogFormat)
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
+		bad("LOG_LEVEL", "unknown level %q (want debug, info, warn or error)", c.LogLevel)
+	}
+	// Sort for a stable message: the durations come from a map.
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+// RetrieverBaseURL is where the retriever lives: its own URL, else the upstream's.
+func (c Config) RetrieverBaseURL() string {
+	if c.RetrieverURL != "" {
+		return c.RetrieverURL
+	}
+	return c.UpstreamURL
+}
+
+// RetrieverKey is the key the retriever is called with: its own, else the
+// upstream's. Empty means each call uses the client's own Authorization.
+func (c Config) RetrieverKey() string {
+	if c.RetrieverAPIKey != "" {
+		return c.RetrieverAPIKey
+	}
+	return c.UpstreamAPIKey
+}
+
+func checkHTTPURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %w", raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute http(s) URL", raw)
+	}
+	return nil
+}
+
+func checkRedisURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// The parser's error quotes the URL, password included: leave it out.
+		return errors.New("not a valid URL")
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Host == "" {
+			return fmt.Errorf("%q has no host", redact(raw))
+		}
+	case "unix":
+	default:
+		return fmt.Errorf("%q: scheme must be redis, rediss or unix", redact(raw))
+	}
+	return nil
+}
+
+// redact hides a password in a URL before it reaches an error message or a log.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

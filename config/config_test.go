@@ -1,0 +1,203 @@
+package config_test
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/focusgate/focusgate/config"
+)
+
+func getenv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadDefaults(t *testing.T) {
+	cfg, err := config.Load(getenv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Config{
+		Addr:             ":8080",
+		UpstreamURL:      "https://api.openai.com/v1",
+		UpstreamTimeout:  10 * time.Minute,
+		RetrieverModel:   "gpt-4.1-mini",
+		RetrieverTimeout: 20 * time.Second,
+		RetrieverHistory: true,
+		Mode:             "remove",
+		Prompt:           "line",
+		MinTokens:        1000,
+		CacheTTL:         24 * time.Hour,
+		CacheMaxBytes:    64 << 20,
+		MaxBodyBytes:     32 << 20,
+		ShutdownTimeout:  30 * time.Second,
+		LogFormat:        "text",
+		LogLevel:         "info",
+	}
+	if cfg != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+	if got := cfg.RetrieverBaseURL(); got != cfg.UpstreamURL {
+		t.Errorf("retriever URL defaults to %q, want the upstream's", got)
+	}
+}
+
+func TestLoadEnvironment(t *testing.T) {
+	cfg, err := config.Load(getenv(map[string]string{
+		"FOCUSGATE_ADDR":              "127.0.0.1:9000",
+		"FOCUSGATE_UPSTREAM_URL":      "http://localhost:11434/v1",
+		"FOCUSGATE_UPSTREAM_API_KEY":  "sk-up",
+		"FOCUSGATE_RETRIEVER_TIMEOUT": "1500ms",
+		"FOCUSGATE_MODE":              "stubs",
+		"FOCUSGATE_MIN_TOKENS":        "0",
+		"FOCUSGATE_PRUNE_ALL":         "true",
+		"FOCUSGATE_MAX_BODY_BYTES":    "1024",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:9000" || cfg.UpstreamURL != "http://localhost:11434/v1" ||
+		cfg.RetrieverTimeout != 1500*time.Millisecond || cfg.Mode != "stubs" || cfg.MinTokens != 0 ||
+		!cfg.PruneAll || cfg.MaxBodyBytes != 1024 {
+		t.Errorf("environment not applied: %+v", cfg)
+	}
+	if got := cfg.RetrieverKey(); got != "sk-up" {
+		t.Errorf("retriever key falls back to %q, want the upstream key", got)
+	}
+}
+
+func TestLoadReportsEveryBadValueByVariable(t *testing.T) {
+	_, err := config.Load(getenv(map[string]string{
+		"FOCUSGATE_RETRIEVER_TIMEOUT": "soon",
+		"FOCUSGATE_MIN_TOKENS":        "many",
+		"FOCUSGATE_PRUNE_ALL":         "perhaps",
+	}))
+	if err == nil {
+		t.Fatal("bad values accepted")
+	}
+	for _, name := range []string{"FOCUSGATE_RETRIEVER_TIMEOUT", "FOCUSGATE_MIN_TOKENS", "FOCUSGATE_PRUNE_ALL"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s: %v", name, err)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	valid, err := config.Load(getenv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		change func(*config.Config)
+		want   []string // every variable the error must name
+	}{
+		{"relative upstream", func(c *config.Config) { c.UpstreamURL = "/v1" }, []string{"FOCUSGATE_UPSTREAM_URL"}},
+		{"ftp retriever", func(c *config.Config) { c.RetrieverURL = "ftp://host/v1" }, []string{"FOCUSGATE_RETRIEVER_URL"}},
+		{"unknown mode", func(c *config.Config) { c.Mode = "shrink" }, []string{"FOCUSGATE_MODE"}},
+		{"unknown prompt", func(c *config.Config) { c.Prompt = "gentle" }, []string{"FOCUSGATE_PROMPT"}},
+		{"zero timeout", func(c *config.Config) { c.RetrieverTimeout = 0 }, []string{"FOCUSGATE_RETRIEVER_TIMEOUT"}},
+		{"bad address", func(c *config.Config) { c.Addr = "8080" }, []string{"FOCUSGATE_ADDR"}},
+		{"bad redis scheme", func(c *config.Config) { c.RedisURL = "http://localhost:6379" }, []string{"FOCUSGATE_REDIS_URL"}},
+		{"zero body cap", func(c *config.Config) { c.MaxBodyBytes = 0 }, []string{"FOCUSGATE_MAX_BODY_BYTES"}},
+		{"bad log format", func(c *config.Config) { c.LogFormat = "xml" }, []string{"FOCUSGATE_LOG_FORMAT"}},
+		{
+			"every problem at once",
+			func(c *config.Config) {
+				c.UpstreamURL = "nope"
+				c.Mode = "x"
+				c.CacheTTL = -time.Second
+				c.MinTokens = -1
+			},
+			[]string{"FOCUSGATE_UPSTREAM_URL", "FOCUSGATE_MODE", "FOCUSGATE_CACHE_TTL", "FOCUSGATE_MIN_TOKENS"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := valid
+			tt.change(&cfg)
+			err := cfg.Validate()
+			if err == nil {
+				t.Fatal("invalid configuration accepted")
+			}
+			for _, name := range tt.want {
+				if !strings.Contains(err.Error(), name) {
+					t.Errorf("error does not name %s: %v", name, err)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateNeverEchoesRedisPassword(t *testing.T) {
+	cfg, _ := config.Load(getenv(nil))
+	cfg.RedisURL = "http://user:hunter2@host:6379"
+	err := cfg.Validate()
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error %v: want a rejection without the password", err)
+	}
+}
+
+func TestFlagsOverrideEnvironment(t *testing.T) {
+	cfg, err := config.Load(getenv(map[string]string{"FOCUSGATE_MODE": "stubs", "FOCUSGATE_ADDR": ":1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--mode", "ancestors", "--retriever-timeout=3s", "--prune-all", "--cache-max-bytes", "10"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Mode != "ancestors" || cfg.RetrieverTimeout != 3*time.Second || !cfg.PruneAll || cfg.CacheMaxBytes != 10 {
+		t.Errorf("flags not applied: %+v", cfg)
+	}
+	if cfg.Addr != ":1" {
+		t.Errorf("a setting without a flag lost its environment value: %q", cfg.Addr)
+	}
+	if err := fs.Parse([]string{"--retriever-timeout", "later"}); err == nil {
+		t.Error("bad duration flag accepted")
+	}
+}
+
+func TestHelpListsEverySetting(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var cfg config.Config
+	cfg.RegisterFlags(fs)
+	var buf bytes.Buffer
+	config.PrintSettings(&buf, fs)
+	for _, s := range config.Settings() {
+		if !strings.Contains(buf.String(), "--"+s.Flag+", "+s.Env) {
+			t.Errorf("help does not list --%s / %s:\n%s", s.Flag, s.Env, buf.String())
+		}
+		if s.Default != "" && !strings.Contains(buf.String(), `"`+s.Default+`"`) {
+			t.Errorf("help does not give %s's default %q", s.Env, s.Default)
+		}
+	}
+}
+
+// The README's configuration table is what users read; it must not drift
+// from the settings the binary actually has.
+func TestREADMEDocumentsEverySetting(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range config.Settings() {
+		row := "| `" + s.Env + "` |"
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README has no table row for %s", s.Env)
+			continue
+		}
+		if s.Default != "" && !strings.Contains(string(readme), row+" `"+s.Default+"` |") {
+			t.Errorf("README does not give %s's default as `%s`", s.Env, s.Default)
+		}
+	}
+}

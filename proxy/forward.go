@@ -1,0 +1,121 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// statusClientClosed is logged when the client went away before the upstream
+// answered (nginx's convention); the client never sees it.
+const statusClientClosed = 499
+
+// headerPrefix marks focusgate's own request headers, which never reach the
+// upstream.
+const headerPrefix = "X-Focusgate-"
+
+func (s *Server) newReverseProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:   s.rewriteRequest,
+		Transport: s.opts.Transport,
+		// Flush after every write: server-sent events must reach the client
+		// as the upstream produces them, and a JSON answer is one write anyway.
+		FlushInterval: -1,
+		ErrorHandler:  s.upstreamError,
+	}
+}
+
+// rewriteRequest points the outgoing request at the upstream. Headers stay as
+// the client sent them, minus hop-by-hop ones (removed by ReverseProxy) and
+// focusgate's own.
+func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
+	up := upstreamURL(s.opts.Upstream, pr.In.URL)
+	pr.Out.URL.Scheme, pr.Out.URL.Host = up.Scheme, up.Host
+	pr.Out.URL.Path, pr.Out.URL.RawPath = up.Path, up.RawPath
+	pr.Out.Host = ""
+
+	// ReverseProxy drops X-Forwarded-* before Rewrite; a transparent gateway
+	// passes on what the client sent and adds nothing of its own.
+	for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		if v, ok := pr.In.Header[h]; ok {
+			pr.Out.Header[h] = v
+		}
+	}
+	for h := range pr.Out.Header {
+		if strings.HasPrefix(h, headerPrefix) {
+			delete(pr.Out.Header, h)
+		}
+	}
+	if s.opts.UpstreamAPIKey != "" && pr.Out.Header.Get("Authorization") == "" {
+		pr.Out.Header.Set("Authorization", "Bearer "+s.opts.UpstreamAPIKey)
+	}
+}
+
+// upstreamURL joins the request path onto the upstream base URL. Clients are
+// configured with a base URL that ends in /v1 (OPENAI_BASE_URL) or not; when
+// the upstream's base also ends in /v1, a leading /v1 of the request is not
+// repeated, so /v1/models and /models both reach https://host/v1/models.
+func upstreamURL(base, in *url.URL) *url.URL {
+	basePath := strings.TrimSuffix(base.EscapedPath(), "/")
+	reqPath := in.EscapedPath()
+	if strings.HasSuffix(basePath, "/v1") && (reqPath == "/v1" || strings.HasPrefix(reqPath, "/v1/")) {
+		reqPath = strings.TrimPrefix(reqPath, "/v1")
+	}
+	if reqPath != "" && !strings.HasPrefix(reqPath, "/") {
+		reqPath = "/" + reqPath
+	}
+	joined := basePath + reqPath
+	out := *base
+	out.RawQuery, out.Fragment = in.RawQuery, ""
+	out.Path, out.RawPath = joined, joined
+	if p, err := url.PathUnescape(joined); err == nil {
+		out.Path = p
+	}
+	return &out
+}
+
+// forward sends the (possibly rewritten) request upstream and copies the
+// answer back.
+func (s *Server) forward(c *gin.Context) {
+	s.proxy.ServeHTTP(c.Writer, c.Request)
+}
+
+// passthrough forwards any request focusgate does not inspect, streaming its
+// body under the size cap.
+func (s *Server) passthrough(c *gin.Context) {
+	r := c.Request
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		s.tooLarge(c)
+		return
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(c.Writer, r.Body, s.opts.MaxBodyBytes)
+	}
+	s.forward(c)
+}
+
+// upstreamError answers when no response came from the upstream. Errors are
+// in OpenAI's shape so that SDKs surface them as API errors.
+func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	var tooLarge *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge.Error(), "invalid_request_error", "request_too_large")
+	case r.Context().Err() != nil:
+		// The client is gone; nobody reads an answer.
+		w.WriteHeader(statusClientClosed)
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
+		s.log.WarnContext(r.Context(), "upstream timeout", "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusGatewayTimeout, "focusgate: the upstream did not answer in time", "upstream_error", "upstream_timeout")
+	default:
+		s.log.WarnContext(r.Context(), "upstream unreachable", "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusBadGateway, "focusgate: the upstream could not be reached", "upstream_error", "bad_gateway")
+	}
+}

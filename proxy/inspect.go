@@ -1,0 +1,70 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// api is the request shape of an inspected route.
+type api int
+
+const (
+	chatAPI api = iota
+	responsesAPI
+)
+
+// inspect handles the routes whose bodies may carry page observations. The
+// body is read whole (under the size cap and a read deadline) and decoded, so
+// that it can be inspected; what goes upstream is the decoded body with a
+// matching Content-Length.
+func (s *Server) inspect(kind api) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r := c.Request
+		if r.ContentLength > s.opts.MaxBodyBytes {
+			s.tooLarge(c)
+			return
+		}
+		rc := http.NewResponseController(c.Writer)
+		_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+		raw, err := readAll(r.Body, s.opts.MaxBodyBytes, r.ContentLength)
+		_ = rc.SetReadDeadline(time.Time{})
+		switch {
+		case errors.Is(err, errBodyTooLarge):
+			s.tooLarge(c)
+			return
+		case err != nil:
+			writeError(c.Writer, http.StatusBadRequest, "focusgate: could not read the request body", "invalid_request_error", "unreadable_body")
+			return
+		}
+
+		body := raw
+		if enc := r.Header.Get("Content-Encoding"); enc != "" {
+			decoded, err := decode(raw, enc, s.opts.MaxBodyBytes)
+			switch {
+			case errors.Is(err, errBodyTooLarge):
+				s.tooLarge(c)
+				return
+			case err != nil:
+				// Not ours to judge: the upstream answers for a body it
+				// cannot read either.
+				setBody(r, raw)
+				s.forward(c)
+				return
+			}
+			body = decoded
+			r.Header.Del("Content-Encoding")
+		}
+		setBody(r, body)
+		s.forward(c)
+	}
+}
+
+func (s *Server) tooLarge(c *gin.Context) {
+	// The rest of the body is not read: close the connection rather than
+	// drain it.
+	c.Header("Connection", "close")
+	writeError(c.Writer, http.StatusRequestEntityTooLarge, errBodyTooLarge.Error(), "invalid_request_error", "request_too_large")
+}

@@ -1,0 +1,63 @@
+package proxy
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// accessLog writes one line per request once its response is complete (for a
+// stream, when the stream ends or is aborted). It never logs bodies, query
+// strings or headers: they carry prompts and API keys.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	defer func() {
+		v := recover()
+		attrs := []slog.Attr{
+			slog.String("method", c.Request.Method),
+			slog.String("path", c.Request.URL.Path),
+			slog.Int("status", c.Writer.Status()),
+			slog.Duration("duration", time.Since(start)),
+			slog.Int64("bytes_in", c.Request.ContentLength),
+			slog.Int("bytes_out", max(c.Writer.Size(), 0)),
+		}
+		if st := c.Writer.Header().Get(HeaderStatus); st != "" {
+			attrs = append(attrs, slog.String("focusgate", st))
+		}
+		if v != nil {
+			// Only http.ErrAbortHandler gets here (recoverPanics handles the
+			// rest): the client went away mid-response.
+			attrs = append(attrs, slog.Bool("aborted", true))
+		}
+		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", attrs...)
+		if v != nil {
+			panic(v)
+		}
+	}()
+	c.Next()
+}
+
+// recoverPanics turns a handler panic into a 500 in OpenAI's shape and one
+// log line. http.ErrAbortHandler is re-raised untouched: ReverseProxy uses it
+// to abort a response whose client went away mid-stream, which is not a crash
+// and which net/http handles silently.
+func (s *Server) recoverPanics(c *gin.Context) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+			panic(v)
+		}
+		s.log.ErrorContext(c.Request.Context(), "panic serving request", "path", c.Request.URL.Path, "panic", v)
+		if !c.Writer.Written() {
+			writeError(c.Writer, http.StatusInternalServerError, "focusgate: internal error", "server_error", "internal_error")
+		}
+		c.Abort()
+	}()
+	c.Next()
+}

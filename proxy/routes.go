@@ -1,0 +1,30 @@
+package proxy
+
+import (
+	"github.com/gin-gonic/gin"
+)
+
+// routes builds the gin engine. Only the two inference routes are inspected;
+// every other method and path falls through to the plain reverse proxy, so
+// the gateway never stands between an agent and an API it does not know.
+func (s *Server) routes() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	// A transparent proxy must not answer for the upstream: no redirects for
+	// trailing slashes or case, no 405s for unknown methods.
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.HandleMethodNotAllowed = false
+	e.ContextWithFallback = true
+
+	e.Use(s.accessLog, s.recoverPanics)
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	for _, prefix := range []string{"/v1", ""} {
+		e.POST(prefix+"/chat/completions", s.inspect(chatAPI))
+		e.POST(prefix+"/responses", s.inspect(responsesAPI))
+	}
+	e.NoRoute(s.passthrough)
+	return e
+}

@@ -1,0 +1,104 @@
+// Package proxy is focusgate's HTTP face: a transparent reverse proxy for
+// OpenAI-compatible APIs that inspects chat-completion and Responses requests,
+// has their page observations pruned, splices the result into the original
+// bytes and streams the upstream's answer back untouched. Every other request
+// passes through as it came.
+package proxy
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Options configure a Server. Upstream is required; the rest have defaults.
+type Options struct {
+	// Upstream is the base URL of the action model's API, e.g. https://api.openai.com/v1.
+	Upstream *url.URL
+	// UpstreamAPIKey is sent as a bearer token when the client sends no Authorization.
+	UpstreamAPIKey string
+	// UpstreamTimeout bounds the wait for the upstream's response headers.
+	UpstreamTimeout time.Duration
+	// MaxBodyBytes caps request bodies, after decompression.
+	MaxBodyBytes int64
+	// BodyReadTimeout bounds how long a client may take to send a body that
+	// focusgate reads whole; it keeps slow clients from holding memory.
+	BodyReadTimeout time.Duration
+	// Transport carries requests upstream; nil builds one from the timeouts above.
+	Transport http.RoundTripper
+	// Checks are reported by /readyz. They inform and never make the gateway
+	// unready: a gateway whose cache is down still serves.
+	Checks map[string]Check
+	Logger *slog.Logger
+}
+
+// Check reports the health of a dependency: nil when it is fine.
+type Check func() error
+
+// Server is the gateway's http.Handler.
+type Server struct {
+	opts     Options
+	engine   *gin.Engine
+	proxy    *httputil.ReverseProxy
+	log      *slog.Logger
+	draining atomic.Bool
+}
+
+// New builds a Server.
+func New(opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 32 << 20
+	}
+	if opts.BodyReadTimeout <= 0 {
+		opts.BodyReadTimeout = time.Minute
+	}
+	if opts.UpstreamTimeout <= 0 {
+		opts.UpstreamTimeout = 10 * time.Minute
+	}
+	if opts.Transport == nil {
+		opts.Transport = newTransport(opts.UpstreamTimeout)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, log: opts.Logger}
+	s.proxy = s.newReverseProxy()
+	s.engine = s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.engine.ServeHTTP(w, r)
+}
+
+// Drain makes /readyz fail from now on, so that load balancers stop sending
+// new requests while the in-flight ones finish.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+}
+
+// newTransport is http.DefaultTransport tuned for a gateway: many idle
+// connections to one host, bounded connection set-up, and no transparent
+// decompression, so that response bytes reach the client exactly as the
+// upstream sent them.
+func newTransport(headerTimeout time.Duration) *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: headerTimeout,
+		DisableCompression:    true,
+	}
+}
