@@ -1,0 +1,56 @@
+// Package cache stores retriever selections so that the same page, goal and
+// prompt never pay for the retriever twice: in process by default, or in Redis
+// when several gateway replicas serve one team. It also makes identical
+// in-flight computations run once, per process and across replicas.
+//
+// The package knows nothing about what it stores: values are opaque bytes and
+// keys are built by the caller with Key.
+package cache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+)
+
+// ErrNotFound is returned by Store.Get for a key the store does not hold.
+var ErrNotFound = errors.New("cache: not found")
+
+// Store holds values by key; Memory and Redis implement it. It must be safe
+// for concurrent use. Slices returned by Get may be shared with other callers
+// and must not be modified.
+type Store interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Set(ctx context.Context, key string, val []byte) error
+}
+
+// Outcome says where a value came from; the gateway reports it in the
+// X-Focusgate-Cache header and in metrics.
+type Outcome string
+
+const (
+	// Hit means the value was already stored.
+	Hit Outcome = "hit"
+	// Miss means this caller computed the value.
+	Miss Outcome = "miss"
+	// Shared means another caller, in this process or another replica,
+	// computed the value while this one waited.
+	Shared Outcome = "shared"
+)
+
+// Key hashes its parts into a fixed-length key. Every part is length-prefixed,
+// so ("ab", "c") and ("a", "bc") give different keys. Callers put a format
+// version first, so that a change in what a value means never reads old
+// entries. Secrets must never be passed: the key is stored in clear in Redis.
+func Key(parts ...string) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,165 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+)
+
+// claimer is implemented by stores that several replicas share, so that one
+// replica computes a missing value while the others wait for it.
+type claimer interface {
+	// claim returns either the value, once another replica has stored it, or
+	// a non-nil release when this caller has the right to compute it; release
+	// must be called after the value is stored or the computation failed. An
+	// error means coordination is unavailable and the caller computes alone.
+	claim(ctx context.Context, key string) (val []byte, release func(), err error)
+}
+
+// Cache is a get-or-compute front for a Store: a value is computed at most
+// once per key while it stays stored, and identical concurrent Fetch calls
+// share one computation. The zero value is not usable; call New.
+type Cache struct {
+	store   Store
+	claimer claimer // nil unless the store is shared between replicas
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	flights map[string]*flight
+}
+
+// flight is one get-or-compute in progress, shared by every Fetch of its key
+// that arrives before it ends.
+type flight struct {
+	done    chan struct{} // closed once val, outcome and err are final
+	val     []byte
+	outcome Outcome
+	err     error
+
+	waiters int                // callers still waiting; guarded by Cache.mu
+	cancel  context.CancelFunc // ends the computation when waiters drops to 0
+}
+
+// New returns a Cache over store. When store is shared between replicas
+// (Redis), a missing value is also computed only once across replicas. A nil
+// logger means slog.Default().
+func New(store Store, logger *slog.Logger) *Cache {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	c := &Cache{store: store, log: logger, flights: make(map[string]*flight)}
+	c.claimer, _ = store.(claimer)
+	return c
+}
+
+// Fetch returns the value stored under key, or computes, stores and returns
+// it. Identical concurrent calls share one computation; the Outcome tells each
+// caller whether the value was stored (Hit), computed for it (Miss) or
+// computed for another caller while it waited (Shared).
+//
+// compute runs with a context that keeps ctx's values but not its deadline or
+// cancellation, because a caller that gives up must not fail the others: the
+// context is cancelled only when every waiting caller has given up, so compute
+// should bound its own running time. A caller whose ctx ends gets ctx.Err() at
+// once.
+//
+// The store's failures are never returned, since a cache must not be the
+// reason a request fails: the value is then computed and returned uncached.
+// The Outcome is meaningful only when the error is nil. The returned slice is
+// shared with other callers and must not be modified.
+func (c *Cache) Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, Outcome, error) {
+	c.mu.Lock()
+	f, joined := c.flights[key]
+	if !joined {
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		f = &flight{done: make(chan struct{}), cancel: cancel}
+		c.flights[key] = f
+		go c.run(fctx, key, f, compute)
+	}
+	f.waiters++
+	c.mu.Unlock()
+
+	select {
+	case <-f.done:
+		if f.err != nil {
+			return nil, "", f.err
+		}
+		if joined && f.outcome == Miss {
+			return f.val, Shared, nil
+		}
+		return f.val, f.outcome, nil
+	case <-ctx.Done():
+		c.leave(key, f)
+		return nil, "", ctx.Err()
+	}
+}
+
+// leave withdraws a caller from f and cancels f once nobody waits for it, so
+// that a client that disconnects stops its retriever call unless another
+// caller still wants the result.
+func (c *Cache) leave(key string, f *flight) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f.waiters--
+	if f.waiters > 0 {
+		return
+	}
+	f.cancel()
+	// A later Fetch must start afresh rather than join a cancelled flight.
+	if c.flights[key] == f {
+		delete(c.flights, key)
+	}
+}
+
+func (c *Cache) run(ctx context.Context, key string, f *flight, compute func(context.Context) ([]byte, error)) {
+	defer func() {
+		// compute runs on this goroutine, out of reach of the caller's own
+		// panic recovery: turn a panic into an error so that the request goes
+		// on uncached instead of taking the process down.
+		if p := recover(); p != nil {
+			c.log.Error("cache: compute panicked", "key", key, "panic", p, "stack", string(debug.Stack()))
+			f.val, f.outcome, f.err = nil, "", fmt.Errorf("cache: compute panicked: %v", p)
+		}
+		c.mu.Lock()
+		if c.flights[key] == f {
+			delete(c.flights, key)
+		}
+		c.mu.Unlock()
+		f.cancel()
+		close(f.done)
+	}()
+	f.val, f.outcome, f.err = c.getOrCompute(ctx, key, compute)
+}
+
+func (c *Cache) getOrCompute(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, Outcome, error) {
+	val, err := c.store.Get(ctx, key)
+	if err == nil {
+		return val, Hit, nil
+	}
+	// Coordinate only on a clean miss: a store that just failed is unlikely
+	// to coordinate either.
+	if c.claimer != nil && errors.Is(err, ErrNotFound) {
+		val, release, err := c.claimer.claim(ctx, key)
+		switch {
+		case release != nil:
+			defer release()
+		case err == nil:
+			return val, Shared, nil
+		case ctx.Err() != nil:
+			return nil, "", ctx.Err()
+		}
+		// Otherwise coordination failed: computing alone costs at most one
+		// duplicate computation, waiting could cost the request.
+	}
+	val, err = compute(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	// The value has been paid for, so it is stored even if every caller left
+	// meanwhile. Stores count and log their own failures.
+	_ = c.store.Set(context.WithoutCancel(ctx), key, val)
+	return val, Miss, nil
+}

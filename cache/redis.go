@@ -1,0 +1,420 @@
+package cache
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// RedisOptions configures NewRedis. Zero fields take the defaults documented
+// on each.
+type RedisOptions struct {
+	// URL locates the server, e.g. redis://user:pass@host:6379/0 (rediss://
+	// for TLS). Timeouts given as URL query parameters are overridden by the
+	// fields below.
+	URL string
+	// TTL is the lifetime of a stored value. Default 24h.
+	TTL time.Duration
+	// Timeout bounds each dial, socket read and write, and the wait for a
+	// pooled connection: the most a request pays for a slow or dead Redis.
+	// Default 50ms.
+	Timeout time.Duration
+	// LockTTL is how long the replica computing a value keeps the others
+	// waiting if it dies. A live holder extends its lock every LockTTL/3, so
+	// this does not bound the computation. Default 5s.
+	LockTTL time.Duration
+	// PollInterval is how often a waiting replica looks again when no
+	// notification arrives, in case one was lost. Default 1s.
+	PollInterval time.Duration
+	// ProbeInterval is how often a Redis known to be down is pinged. Default 1s.
+	ProbeInterval time.Duration
+	// LogInterval is the least time between two failure log lines; the next
+	// line says how many were suppressed. Default 30s.
+	LogInterval time.Duration
+	// Logger receives failures and recoveries. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Redis is a Store shared by every replica of the gateway. Values live under
+// focusgate:sel:<key>; the replica computing a missing value holds
+// focusgate:lock:<key> and announces the end of its computation on the
+// channel focusgate:done:<key>, so that the others wait instead of paying for
+// the same retriever call.
+//
+// Redis is never on the critical path for failures: calls have short
+// timeouts and no retries, the first failure marks Redis down, and while it
+// is down every call returns an error at once without touching the network
+// until a background PING succeeds again.
+type Redis struct {
+	client       *redis.Client
+	ttl          time.Duration
+	timeout      time.Duration
+	lockTTL      time.Duration
+	pollInterval time.Duration
+	log          *slog.Logger
+	logs         throttle
+
+	up      atomic.Bool
+	skipped atomic.Int64
+	errs    [numOps]atomic.Int64
+	mu      sync.Mutex
+	lastErr error // why Redis was last marked down; guarded by mu
+
+	closing chan struct{}
+	probed  chan struct{} // closed when the probe goroutine has returned
+}
+
+// op names a kind of Redis call in stats and logs.
+type op int
+
+const (
+	opGet op = iota
+	opSet
+	opLock // taking, extending and releasing a compute lock
+	opWait // subscribing to another replica's computation
+	opPing
+	numOps
+)
+
+var opNames = [numOps]string{"get", "set", "lock", "wait", "ping"}
+
+func (o op) String() string { return opNames[o] }
+
+// errSkipped is returned for calls not sent because Redis is known to be down.
+var errSkipped = errors.New("cache: redis is down; call skipped")
+
+var (
+	// extendScript extends a lock only while the caller still holds it.
+	extendScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0`)
+	// releaseScript deletes a lock only while the caller still holds it, and
+	// wakes the waiting replicas in the same round trip.
+	releaseScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	redis.call("DEL", KEYS[1])
+end
+return redis.call("PUBLISH", ARGV[2], "")`)
+)
+
+// NewRedis returns a Redis store for opts.URL. It fails only for an invalid
+// URL: a server that is down at start is marked down and probed until it
+// answers. Call Close when done.
+func NewRedis(opts RedisOptions) (*Redis, error) {
+	ro, err := redis.ParseURL(opts.URL)
+	if err != nil {
+		// A url.Error quotes the whole URL, password included.
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("cache: invalid redis URL: %w", err)
+	}
+	opts = opts.withDefaults()
+
+	ro.DialTimeout = opts.Timeout
+	ro.ReadTimeout = opts.Timeout
+	ro.WriteTimeout = opts.Timeout
+	ro.PoolTimeout = opts.Timeout
+	ro.MaxRetries = -1
+	ro.DialerRetries = 1
+	// Maintenance notifications would relax the timeouts above during a
+	// server upgrade, which is exactly when Redis must stay off the path.
+	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+
+	r := &Redis{
+		client:       redis.NewClient(ro),
+		ttl:          opts.TTL,
+		timeout:      opts.Timeout,
+		lockTTL:      opts.LockTTL,
+		pollInterval: opts.PollInterval,
+		log:          opts.Logger,
+		logs:         throttle{every: opts.LogInterval},
+		closing:      make(chan struct{}),
+		probed:       make(chan struct{}),
+	}
+	r.up.Store(true)
+	go r.probe(opts.ProbeInterval)
+	return r, nil
+}
+
+func (o RedisOptions) withDefaults() RedisOptions {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.TTL, 24*time.Hour)
+	def(&o.Timeout, 50*time.Millisecond)
+	def(&o.LockTTL, 5*time.Second)
+	def(&o.PollInterval, time.Second)
+	def(&o.ProbeInterval, time.Second)
+	def(&o.LogInterval, 30*time.Second)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Close stops the background probe and closes the connections.
+func (r *Redis) Close() error {
+	close(r.closing)
+	<-r.probed
+	return r.client.Close()
+}
+
+// Status returns nil while Redis is believed up, and the failure that marked
+// it down otherwise. It is for readiness reports that should show the state
+// without failing: requests still succeed without Redis, only uncached.
+func (r *Redis) Status() error {
+	if r.up.Load() {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr
+}
+
+// RedisStats is a snapshot of the Redis store's health, for metrics.
+type RedisStats struct {
+	Up bool
+	// Skipped counts calls not sent because Redis was known to be down.
+	Skipped int64
+	// Errors counts failed calls by operation: get, set, lock, wait, ping.
+	Errors map[string]int64
+}
+
+// Stats returns the counters accumulated since NewRedis.
+func (r *Redis) Stats() RedisStats {
+	s := RedisStats{Up: r.up.Load(), Skipped: r.skipped.Load(), Errors: make(map[string]int64, numOps)}
+	for o := range numOps {
+		s.Errors[o.String()] = r.errs[o].Load()
+	}
+	return s
+}
+
+// Get returns the value under key, or ErrNotFound.
+func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
+	if !r.available() {
+		return nil, errSkipped
+	}
+	val, err := r.client.Get(ctx, valueKey(key)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, r.fail(ctx, opGet, err)
+	}
+	return val, nil
+}
+
+// Set stores val under key for the TTL.
+func (r *Redis) Set(ctx context.Context, key string, val []byte) error {
+	if !r.available() {
+		return errSkipped
+	}
+	if err := r.client.Set(ctx, valueKey(key), val, r.ttl).Err(); err != nil {
+		return r.fail(ctx, opSet, err)
+	}
+	return nil
+}
+
+func (r *Redis) claim(ctx context.Context, key string) ([]byte, func(), error) {
+	release, err := r.lock(ctx, key)
+	if err != nil || release != nil {
+		return nil, release, err
+	}
+	return r.wait(ctx, key)
+}
+
+// lock tries once to make this replica the one that computes key. It returns
+// a nil release when another replica holds the lock.
+func (r *Redis) lock(ctx context.Context, key string) (release func(), err error) {
+	if !r.available() {
+		return nil, errSkipped
+	}
+	token := rand.Text()
+	held, err := r.client.SetNX(ctx, lockKey(key), token, r.lockTTL).Result()
+	if err != nil {
+		return nil, r.fail(ctx, opLock, err)
+	}
+	if !held {
+		return nil, nil
+	}
+	stop := make(chan struct{})
+	go r.keepLocked(key, token, stop)
+	return func() {
+		close(stop)
+		r.unlock(key, token)
+	}, nil
+}
+
+// keepLocked extends the lock on key until stop is closed, so that the lock
+// can be short, letting a waiter take over soon after a holder dies, while a
+// live holder's computation may take longer than it.
+func (r *Redis) keepLocked(key, token string, stop <-chan struct{}) {
+	tick := time.NewTicker(r.lockTTL / 3)
+	defer tick.Stop()
+	ctx := context.Background()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if !r.available() {
+			continue
+		}
+		err := extendScript.Run(ctx, r.client, []string{lockKey(key)}, token, r.lockTTL.Milliseconds()).Err()
+		if err != nil {
+			r.fail(ctx, opLock, err)
+		}
+	}
+}
+
+// unlock releases a lock and wakes the replicas waiting on it, whether or not
+// a value was stored: without one, a waiter takes over the computation.
+func (r *Redis) unlock(key, token string) {
+	if !r.available() {
+		return // The lock expires on its own.
+	}
+	// The computation may have outlived every caller; the lock must go anyway.
+	ctx := context.Background()
+	if err := releaseScript.Run(ctx, r.client, []string{lockKey(key)}, token, doneChannel(key)).Err(); err != nil {
+		r.fail(ctx, opLock, err)
+	}
+}
+
+// wait blocks while another replica holds the lock on key. It returns the
+// value once that replica has stored it, or a release when the lock came
+// free without a value (its holder failed or died) and this replica took it.
+func (r *Redis) wait(ctx context.Context, key string) ([]byte, func(), error) {
+	// Subscribe before looking again, so that a value stored in between
+	// still wakes this replica.
+	sub := r.client.Subscribe(ctx, doneChannel(key))
+	defer sub.Close()
+	if _, err := sub.ReceiveTimeout(ctx, r.timeout); err != nil {
+		return nil, nil, r.fail(ctx, opWait, err)
+	}
+	done := sub.Channel()
+	poll := time.NewTicker(r.pollInterval)
+	defer poll.Stop()
+	for {
+		val, err := r.Get(ctx, key)
+		if err == nil {
+			return val, nil, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, nil, err
+		}
+		release, err := r.lock(ctx, key)
+		if err != nil || release != nil {
+			return nil, release, err
+		}
+		select {
+		case <-done:
+		case <-poll.C:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// available reports whether Redis is believed up, counting the call as
+// skipped when it is not.
+func (r *Redis) available() bool {
+	if r.up.Load() {
+		return true
+	}
+	r.skipped.Add(1)
+	return false
+}
+
+// fail records a failed call and returns its error. Any failure marks Redis
+// down, whatever its kind: a server that refuses or times out once would
+// cost the next request the same, and the probe brings it back within a
+// ProbeInterval of answering again.
+func (r *Redis) fail(ctx context.Context, o op, err error) error {
+	err = fmt.Errorf("cache: redis %s: %w", o, err)
+	if ctx.Err() != nil {
+		return err // The caller gave up; Redis is not to blame.
+	}
+	r.errs[o].Add(1)
+	r.mu.Lock()
+	r.lastErr = err
+	r.mu.Unlock()
+	wasUp := r.up.Swap(false)
+	if suppressed, ok := r.logs.allow(time.Now()); ok {
+		r.log.Warn("redis cache call failed; requests go on uncached while it is down",
+			"op", o.String(), "err", err, "was_up", wasUp, "suppressed", suppressed)
+	}
+	return err
+}
+
+// probe pings Redis at start, so that Status is right before the first
+// request, and then every interval while it is down.
+func (r *Redis) probe(interval time.Duration) {
+	defer close(r.probed)
+	r.ping()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.closing:
+			return
+		case <-tick.C:
+			if !r.up.Load() {
+				r.ping()
+			}
+		}
+	}
+}
+
+func (r *Redis) ping() {
+	ctx := context.Background()
+	if err := r.client.Ping(ctx).Err(); err != nil {
+		r.fail(ctx, opPing, err)
+		return
+	}
+	if !r.up.Swap(true) {
+		r.log.Info("redis cache reachable again; caching resumes")
+	}
+}
+
+func valueKey(key string) string    { return "focusgate:sel:" + key }
+func lockKey(key string) string     { return "focusgate:lock:" + key }
+func doneChannel(key string) string { return "focusgate:done:" + key }
+
+// throttle lets one log line through per interval and counts the lines it
+// holds back, so that a dead Redis under load costs one line per interval
+// rather than one per request.
+type throttle struct {
+	every time.Duration
+
+	mu         sync.Mutex
+	next       time.Time
+	suppressed int
+}
+
+// allow reports whether a line may be logged at now and, if so, how many
+// were held back since the last one.
+func (t *throttle) allow(now time.Time) (suppressed int, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if now.Before(t.next) {
+		t.suppressed++
+		return 0, false
+	}
+	suppressed, t.suppressed, t.next = t.suppressed, 0, now.Add(t.every)
+	return suppressed, true
+}

@@ -1,0 +1,344 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/focusgate/focusgate/internal/redistest"
+)
+
+// rawClient returns a plain client to look at what the store wrote.
+func rawClient(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// subscribers returns how many connections wait on channel.
+func subscribers(t testing.TB, raw *redis.Client, channel string) int64 {
+	t.Helper()
+	n, err := raw.PubSubNumSub(t.Context(), channel).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n[channel]
+}
+
+// wakeOnlyByNotification makes a waiting replica depend on the pub/sub
+// notification alone, so that a test fails if it is never sent.
+func wakeOnlyByNotification(o *RedisOptions) { o.PollInterval = time.Hour }
+
+func TestNewRedisRejectsInvalidURL(t *testing.T) {
+	tests := []struct {
+		url     string
+		wantErr string
+	}{
+		{"http://localhost:6379", "invalid URL scheme"},
+		{"redis://localhost:6379/notadb", "invalid database number"},
+		{"redis://user:s3cret@localhost:6379/%zz", "invalid URL escape"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			r, err := NewRedis(RedisOptions{URL: tt.url})
+			if err == nil {
+				r.Close()
+				t.Fatal("NewRedis accepted an invalid URL")
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %q does not say %q", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("error %q reveals the password", err)
+			}
+		})
+	}
+}
+
+func TestRedisStoresNamespacedValuesWithTTL(t *testing.T) {
+	url := redistest.Shared(t)
+	r := newTestRedis(t, url, func(o *RedisOptions) { o.TTL = time.Hour })
+	raw := rawClient(t, url)
+	ctx := t.Context()
+	key := testKey(t)
+
+	if _, err := r.Get(ctx, key); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get before Set: err = %v, want ErrNotFound", err)
+	}
+	if err := r.Set(ctx, key, []byte("selection")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Get(ctx, key); err != nil || string(got) != "selection" {
+		t.Fatalf("Get = %q, %v", got, err)
+	}
+	if got, err := raw.Get(ctx, "focusgate:sel:"+key).Result(); err != nil || got != "selection" {
+		t.Errorf("raw GET focusgate:sel:<key> = %q, %v", got, err)
+	}
+	if ttl, err := raw.PTTL(ctx, "focusgate:sel:"+key).Result(); err != nil || ttl <= 0 || ttl > time.Hour {
+		t.Errorf("PTTL = %v, %v; want within (0, 1h]", ttl, err)
+	}
+}
+
+func TestFetchOnOneReplicaIsAHitOnAnother(t *testing.T) {
+	url := redistest.Shared(t)
+	a, b := New(newTestRedis(t, url, nil), nil), New(newTestRedis(t, url, nil), nil)
+	key := testKey(t)
+	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
+
+	if _, out, err := a.Fetch(t.Context(), key, compute); err != nil || out != Miss {
+		t.Fatalf("first replica: %q, %v; want a miss", out, err)
+	}
+	val, out, err := b.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
+		return nil, errors.New("second replica computed a stored value")
+	})
+	if err != nil || out != Hit || string(val) != "selection" {
+		t.Fatalf("second replica: %q, %q, %v; want a hit", val, out, err)
+	}
+}
+
+func TestFetchComputesOnceAcrossReplicas(t *testing.T) {
+	const callers = 20
+	url := redistest.Shared(t)
+	a := New(newTestRedis(t, url, wakeOnlyByNotification), nil)
+	b := New(newTestRedis(t, url, wakeOnlyByNotification), nil)
+	raw := rawClient(t, url)
+	key := testKey(t)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	compute := func(context.Context) ([]byte, error) {
+		calls.Add(1)
+		<-release
+		return []byte("selection"), nil
+	}
+
+	var results []<-chan result
+	for i := range callers {
+		replica := a
+		if i%2 == 1 {
+			replica = b
+		}
+		results = append(results, goFetch(t.Context(), replica, key, compute))
+	}
+	waitFor(t, "one replica to compute while the other waits for it", func() bool {
+		return calls.Load() == 1 && a.waiting(key) == callers/2 && b.waiting(key) == callers/2 &&
+			subscribers(t, raw, doneChannel(key)) == 1
+	})
+	close(release)
+
+	outcomes := map[Outcome]int{}
+	for _, ch := range results {
+		r := receive(t, ch)
+		if r.err != nil || string(r.val) != "selection" {
+			t.Fatalf("Fetch = %q, %v", r.val, r.err)
+		}
+		outcomes[r.out]++
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("compute ran %d times across replicas, want 1", n)
+	}
+	if want := map[Outcome]int{Miss: 1, Shared: callers - 1}; fmt.Sprint(outcomes) != fmt.Sprint(want) {
+		t.Errorf("outcomes %v, want %v", outcomes, want)
+	}
+}
+
+func TestWaitingReplicaComputesWhenHolderFails(t *testing.T) {
+	url := redistest.Shared(t)
+	a := New(newTestRedis(t, url, nil), nil)
+	b := New(newTestRedis(t, url, wakeOnlyByNotification), nil)
+	raw := rawClient(t, url)
+	key := testKey(t)
+	errRetriever := errors.New("retriever down")
+	holding, fail := make(chan struct{}), make(chan struct{})
+
+	first := goFetch(t.Context(), a, key, func(context.Context) ([]byte, error) {
+		close(holding)
+		<-fail
+		return nil, errRetriever
+	})
+	receive(t, holding)
+	second := goFetch(t.Context(), b, key, func(context.Context) ([]byte, error) {
+		return []byte("from b"), nil
+	})
+	waitFor(t, "the second replica to wait", func() bool { return subscribers(t, raw, doneChannel(key)) == 1 })
+	close(fail)
+
+	if r := receive(t, first); !errors.Is(r.err, errRetriever) {
+		t.Errorf("holder got %q, %v; want its own error", r.out, r.err)
+	}
+	if r := receive(t, second); r.err != nil || r.out != Miss || string(r.val) != "from b" {
+		t.Errorf("waiter got %q, %q, %v; want to compute the value itself", r.val, r.out, r.err)
+	}
+}
+
+func TestWaitingReplicaTakesOverFromDeadHolder(t *testing.T) {
+	url := redistest.Shared(t)
+	raw := rawClient(t, url)
+	c := New(newTestRedis(t, url, func(o *RedisOptions) { o.PollInterval = 20 * time.Millisecond }), nil)
+	key := testKey(t)
+	// A replica took the lock and died: nobody will release it or notify.
+	if err := raw.Set(t.Context(), lockKey(key), "dead replica", 300*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	val, out, err := c.Fetch(t.Context(), key, func(ctx context.Context) ([]byte, error) {
+		if holder, _ := raw.Get(ctx, lockKey(key)).Result(); holder == "dead replica" {
+			return nil, errors.New("computed while another replica's lock was in force")
+		}
+		return []byte("selection"), nil
+	})
+	if err != nil || out != Miss || string(val) != "selection" {
+		t.Fatalf("Fetch = %q, %q, %v; want to compute once the dead lock expired", val, out, err)
+	}
+}
+
+func TestHolderKeepsItsLockWhileComputing(t *testing.T) {
+	const lockTTL = 300 * time.Millisecond
+	url := redistest.Shared(t)
+	raw := rawClient(t, url)
+	a := New(newTestRedis(t, url, func(o *RedisOptions) { o.LockTTL = lockTTL }), nil)
+	b := New(newTestRedis(t, url, func(o *RedisOptions) { o.PollInterval = 10 * time.Millisecond }), nil)
+	key := testKey(t)
+
+	holder := goFetch(t.Context(), a, key, func(ctx context.Context) ([]byte, error) {
+		if err := poll(ctx, "the other replica to wait", func() bool {
+			n, err := raw.PubSubNumSub(ctx, doneChannel(key)).Result()
+			return err == nil && n[doneChannel(key)] == 1
+		}); err != nil {
+			return nil, err
+		}
+		// Compute for longer than the lock's TTL: six extensions, one every
+		// lockTTL/3, span two TTLs.
+		extensions, last := 0, time.Duration(math.MaxInt64)
+		err := poll(ctx, "six lock extensions", func() bool {
+			ttl := raw.PTTL(ctx, lockKey(key)).Val()
+			if ttl > last {
+				extensions++
+			}
+			last = ttl
+			return extensions == 6
+		})
+		return []byte("from a"), err
+	})
+	waitFor(t, "the first replica to hold the lock", func() bool {
+		return raw.Exists(t.Context(), lockKey(key)).Val() == 1
+	})
+	waiter := goFetch(t.Context(), b, key, func(context.Context) ([]byte, error) {
+		return nil, errors.New("took over from a live holder")
+	})
+
+	if r := receive(t, holder); r.err != nil || r.out != Miss {
+		t.Fatalf("holder got %q, %v", r.out, r.err)
+	}
+	if r := receive(t, waiter); r.err != nil || r.out != Shared || string(r.val) != "from a" {
+		t.Fatalf("waiter got %q, %q, %v; want the holder's value", r.val, r.out, r.err)
+	}
+}
+
+func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newTestRedis(t, srv.URL(), nil)
+	c := New(r, nil)
+	ctx := t.Context()
+	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
+	fetch := func(key string, want Outcome) {
+		t.Helper()
+		val, out, err := c.Fetch(ctx, key, compute)
+		if err != nil || out != want || string(val) != "selection" {
+			t.Fatalf("Fetch(%.8s) = %q, %q, %v; want %q", key, val, out, err, want)
+		}
+	}
+
+	// Redis dies while the value is being computed.
+	val, out, err := c.Fetch(ctx, testKey(t), func(context.Context) ([]byte, error) {
+		srv.Stop()
+		return []byte("selection"), nil
+	})
+	if err != nil || out != Miss || string(val) != "selection" {
+		t.Fatalf("Fetch across Redis's death = %q, %q, %v; want the computed value", val, out, err)
+	}
+	down := r.Stats()
+	if down.Up || r.Status() == nil {
+		t.Fatalf("Redis not marked down after a failed set: %+v, status %v", down, r.Status())
+	}
+	if down.Errors["set"] != 1 {
+		t.Errorf("set errors = %d, want 1", down.Errors["set"])
+	}
+
+	// While it is known to be down, Fetch computes without calling it.
+	for range 5 {
+		fetch(testKey(t), Miss)
+	}
+	after := r.Stats()
+	if got := after.Skipped - down.Skipped; got != 10 {
+		t.Errorf("%d calls skipped, want 10: a get and a set per Fetch", got)
+	}
+	for _, op := range []string{"get", "set", "lock", "wait"} {
+		if after.Errors[op] != down.Errors[op] {
+			t.Errorf("%s errors went from %d to %d: calls were sent to a Redis known to be down",
+				op, down.Errors[op], after.Errors[op])
+		}
+	}
+
+	srv.Restart()
+	waitFor(t, "the probe to see Redis up", func() bool { return r.Status() == nil })
+	key := testKey(t)
+	fetch(key, Miss)
+	fetch(key, Hit)
+}
+
+func TestRedisDownAtStartIsProbedUntilUp(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	r := newTestRedis(t, srv.URL(), nil)
+	waitFor(t, "the first probe to find Redis down", func() bool { return r.Status() != nil })
+	c := New(r, nil)
+	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
+	if _, out, err := c.Fetch(t.Context(), testKey(t), compute); err != nil || out != Miss {
+		t.Fatalf("Fetch with Redis down = %q, %v; want an uncached miss", out, err)
+	}
+
+	srv.Restart()
+	waitFor(t, "the probe to see Redis up", func() bool { return r.Status() == nil })
+	key := testKey(t)
+	for _, want := range []Outcome{Miss, Hit} {
+		if _, out, err := c.Fetch(t.Context(), key, compute); err != nil || out != want {
+			t.Fatalf("Fetch = %q, %v; want %q", out, err, want)
+		}
+	}
+}
+
+func TestThrottleLetsOneLinePerInterval(t *testing.T) {
+	th := throttle{every: time.Minute}
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	steps := []struct {
+		at             time.Duration
+		wantOK         bool
+		wantSuppressed int
+	}{
+		{0, true, 0},
+		{time.Second, false, 0},
+		{time.Minute - time.Nanosecond, false, 0},
+		{time.Minute, true, 2},
+		{time.Minute + time.Second, false, 0},
+		{time.Hour, true, 1},
+		{2 * time.Hour, true, 0},
+	}
+	for _, s := range steps {
+		suppressed, ok := th.allow(start.Add(s.at))
+		if ok != s.wantOK || suppressed != s.wantSuppressed {
+			t.Errorf("at %v: allow = %d, %v; want %d, %v", s.at, suppressed, ok, s.wantSuppressed, s.wantOK)
+		}
+	}
+}

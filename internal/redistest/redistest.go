@@ -1,0 +1,190 @@
+// Package redistest runs throwaway redis-server processes for tests, so that
+// code talking to Redis is tested against the real thing, including a server
+// that dies and comes back. There is deliberately no fallback to a fake: a
+// Redis test that silently skips is a check that cannot fail.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startAttempts bounds retries when another process takes the free port
+// between the moment it is picked and the moment redis-server binds it.
+const startAttempts = 3
+
+// readyTimeout is how long a starting server may take to answer PING.
+const readyTimeout = 10 * time.Second
+
+// Server is a redis-server process owned by one test. It is not safe for
+// concurrent use.
+type Server struct {
+	tb      testing.TB
+	bin     string
+	dir     string
+	port    int
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has exited
+	exitErr error         // cmd's exit status, once exited is closed
+}
+
+// Start launches redis-server from PATH on a free loopback port, without
+// persistence, and stops it when the test ends. It fails the test if
+// redis-server is not installed, since a test that needs to stop its server
+// cannot use a shared one.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Fatalf("redistest: redis-server not found on PATH (%v): install it, e.g. apt-get install redis-server; CI installs it", err)
+	}
+	s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
+	for attempt := 1; ; attempt++ {
+		s.port = freePort(tb)
+		err := s.start()
+		if err == nil {
+			break
+		}
+		if attempt == startAttempts {
+			tb.Fatalf("redistest: %v", err)
+		}
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Shared returns the URL of a Redis server for tests that never stop it: the
+// one in REDIS_URL when set (scripts/with-redis.sh, CI), else a server of the
+// test's own from Start. Tests sharing a server must use keys of their own.
+func Shared(tb testing.TB) string {
+	tb.Helper()
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		return u
+	}
+	return Start(tb).URL()
+}
+
+// URL returns the server's address as a redis:// URL for database 0.
+func (s *Server) URL() string {
+	return "redis://" + s.addr() + "/0"
+}
+
+// Stop kills the server, as a crash would: clients see their connections
+// drop. Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Restart stops the server if it runs and starts an empty one on the same
+// port, so that clients reconnect to it.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		s.tb.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+func (s *Server) addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+func (s *Server) logPath() string {
+	return filepath.Join(s.dir, "redis.log")
+}
+
+// start launches redis-server on s.port and waits until it answers PING.
+func (s *Server) start() error {
+	cmd := exec.Command(s.bin,
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--logfile", s.logPath(),
+	)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	s.cmd, s.exited = cmd, make(chan struct{})
+	go func(exited chan<- struct{}) {
+		s.exitErr = cmd.Wait()
+		close(exited)
+	}(s.exited)
+
+	if err := s.waitReady(); err != nil {
+		s.Stop()
+		log, _ := os.ReadFile(s.logPath())
+		return fmt.Errorf("redis-server on port %d: %w\n%s", s.port, err, log)
+	}
+	return nil
+}
+
+func (s *Server) waitReady() error {
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := ping(s.addr())
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("exited before answering PING: %v", s.exitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("no answer to PING after %v: %w", readyTimeout, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// ping sends an inline PING, which needs no client library.
+func ping(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return err
+	}
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return errors.New("unexpected reply to PING: " + strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("redistest: find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
