@@ -1,0 +1,191 @@
+package detect
+
+import "strings"
+
+// grammar is a way of reading consecutive lines as one tree.
+type grammar struct {
+	format Format // BrowserGym stands for both BrowserGym and WebArena: one grammar reads both
+	parse  parseFunc
+	run    func(s string, p int, parse parseFunc, buf []element) ([]element, int)
+}
+
+var grammars = [...]grammar{
+	{BrowserGym, parseBracket, lineRun},
+	{AgentOccam, parseOccam, lineRun},
+	{Playwright, parsePlaywright, lineRun},
+	{BrowserUse, browserUseElement, browserUseRun},
+}
+
+// lineRun collects the elements that follow each other from p, and returns them with
+// the start of the line after the last one.
+func lineRun(s string, p int, parse parseFunc, buf []element) ([]element, int) {
+	for p < len(s) {
+		el, ok := parse(s, p)
+		if !ok {
+			break
+		}
+		buf = append(buf, el)
+		p = el.next
+	}
+	return buf, p
+}
+
+// browserUseRun collects browser-use elements and the page text printed between them.
+// The run starts and ends with an element: text after the last one is outside the
+// tree, as is everything after a blank line or the list's end marker.
+func browserUseRun(s string, p int, parse parseFunc, buf []element) ([]element, int) {
+	last, next, text := -1, p, 0
+	for p < len(s) {
+		if el, ok := parse(s, p); ok {
+			buf = append(buf, el)
+			last, next, text = len(buf)-1, el.next, 0
+			p = el.next
+			continue
+		}
+		e := lineEnd(s, p)
+		line := s[p:content(s, p, e)]
+		if last < 0 || isBlank(line) || browserUseStop(line) || text == maxTextRun {
+			break
+		}
+		text++
+		el := element{next: e + 1}
+		el.Start, el.End = p, e
+		el.Depth = tabs(s, p, e)
+		buf = append(buf, el)
+		p = e + 1
+	}
+	return buf[:last+1], next
+}
+
+// accepted applies the thresholds of a block. Both counts only grow with the run,
+// so a run that fails fails from every later start inside it too.
+func accepted(run []element) bool {
+	lines, ids := 0, 0
+	for _, el := range run {
+		if el.counted {
+			lines++
+		}
+		if el.id {
+			ids++
+		}
+	}
+	return lines >= MinLines && ids >= MinIDLines
+}
+
+// Blocks finds every tree in one plain string (used for files given to `focusgate
+// prune` and internally).
+func Blocks(s string) []Block {
+	var (
+		blocks []Block
+		bufs   [len(grammars)][]element
+		// failed[g] is where the last rejected run of grammar g ended: a run
+		// starting before it is a suffix of the rejected one, and is rejected too.
+		failed [len(grammars)]int
+	)
+	for p := 0; p < len(s); {
+		best, bestEnd := -1, 0
+		for g := range grammars {
+			if p < failed[g] {
+				continue
+			}
+			run, end := grammars[g].run(s, p, grammars[g].parse, bufs[g][:0])
+			bufs[g] = run
+			if !accepted(run) {
+				failed[g] = end
+				continue
+			}
+			if best < 0 || len(run) > len(bufs[best]) {
+				best, bestEnd = g, end
+			}
+		}
+		if best < 0 {
+			p = lineEnd(s, p) + 1
+			continue
+		}
+		blocks = append(blocks, newBlock(grammars[best].format, bufs[best]))
+		p = bestEnd
+	}
+	for i := range blocks {
+		from, to := 0, len(s)
+		if i > 0 {
+			from = blocks[i-1].End
+		}
+		if i+1 < len(blocks) {
+			to = blocks[i+1].Start
+		}
+		if bid := promptFocus(s[blocks[i].End:to], false); bid != "" {
+			blocks[i].FocusedBID = bid
+		} else if bid := promptFocus(s[from:blocks[i].Start], true); bid != "" {
+			blocks[i].FocusedBID = bid
+		}
+	}
+	return blocks
+}
+
+func newBlock(f Format, run []element) Block {
+	b := Block{Start: run[0].Start, End: run[len(run)-1].End, Format: f, Lines: make([]Line, len(run))}
+	minDepth, votes := run[0].Depth, 0
+	for _, el := range run {
+		minDepth = min(minDepth, el.Depth)
+		votes += int(el.vote)
+	}
+	for i, el := range run {
+		l := el.Line
+		l.Start -= b.Start
+		l.End -= b.Start
+		l.Depth -= minDepth
+		b.Lines[i] = l
+		if el.focused && el.BID != "" {
+			b.FocusedBID = el.BID
+		}
+	}
+	if f == BrowserGym && votes > 0 {
+		b.Format = WebArena
+	}
+	return b
+}
+
+// promptFocus reads the focused element an agent states next to its tree:
+// GenericAgent's "## Focused element:" section (bid='a12', or None) and OpenHands'
+// "[Focused element bid: a12]". It takes the first statement in region, or the last
+// one when last is set.
+func promptFocus(region string, last bool) string {
+	const heading, inline = "# Focused element:", "[Focused element bid: "
+	index := strings.Index
+	if last {
+		index = strings.LastIndex
+	}
+	h, in := index(region, heading), index(region, inline)
+	if h < 0 && in < 0 {
+		return ""
+	}
+	if in >= 0 && (h < 0 || (in < h) != last) {
+		v, _, _ := strings.Cut(region[in+len(inline):], "]")
+		return bidValue(v)
+	}
+	v := region[h+len(heading):]
+	for {
+		line, rest, found := strings.Cut(v, "\n")
+		if line = strings.TrimSpace(line); line != "" || !found {
+			if bid, ok := strings.CutPrefix(line, "bid="); ok {
+				line = strings.Trim(bid, `'"`)
+			}
+			return bidValue(line)
+		}
+		v = rest
+	}
+}
+
+// bidValue keeps s when it looks like an element id.
+func bidValue(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > maxBIDLen || s == "None" || s == "null" {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		if !isLetter(s[i]) && !isDigit(s[i]) && s[i] != '-' && s[i] != '_' {
+			return ""
+		}
+	}
+	return s
+}

@@ -1,0 +1,433 @@
+package detect
+
+import (
+	"strconv"
+	"strings"
+)
+
+// role is who wrote a unit of the conversation.
+type role uint8
+
+const (
+	roleOther role = iota
+	roleSystem
+	roleUser
+	roleAssistant
+	roleTool
+)
+
+func parseRole(raw []byte) role {
+	switch string(raw) {
+	case "system", "developer":
+		return roleSystem
+	case "user":
+		return roleUser
+	case "assistant":
+		return roleAssistant
+	case "tool", "function":
+		return roleTool
+	}
+	return roleOther
+}
+
+// mayHoldTree says whether a role's text is searched for observations. Assistant
+// turns are the model's own words; a tree there is a quotation, not a page.
+func (r role) mayHoldTree() bool {
+	return r == roleSystem || r == roleUser || r == roleTool
+}
+
+// segment is one JSON string of a unit that holds text: a message's content, one of
+// its text parts, or a function call's output.
+type segment struct {
+	lit     literal
+	field   string // member of the unit that holds the text; "" when the unit is the string itself
+	part    int    // index in that member's array of parts, or -1 when the member is the string
+	text    string // decoded lazily
+	decoded bool
+	blocks  []Block // found lazily
+	scanned bool
+}
+
+// call is a tool call made by an assistant turn, kept as history.
+type call struct {
+	name, args literal
+}
+
+// unit is one turn of the conversation: a chat message, a Responses input item, or
+// the Responses instructions. It stays small: a long conversation has many.
+type unit struct {
+	role       role
+	top        string // member of the body that holds the unit: "messages", "input" or "instructions"
+	index      int    // position in that member's array, or -1
+	first, end int    // the unit's segments are conversation.segs[first:end]
+	calls      []call
+	ctx        *unitContext // built for the few units an observation needs
+}
+
+// unitContext is what the search for goals and histories learns about a unit.
+type unitContext struct {
+	text  string // the decoded text of all segments
+	bases []int  // offset of each segment in text
+
+	goals, histories []mark // sections outside the unit's trees
+	around           string // the unit's text outside its trees
+	structured       bool
+}
+
+// conversation is a parsed request body.
+type conversation struct {
+	body  []byte
+	units []unit
+	segs  []segment
+	goals []memo // goals[i]: the goal stated in the user turns up to unit i
+	users []memo // users[i]: the user's words up to unit i
+}
+
+func parseConversation(body []byte, api API) (*conversation, error) {
+	c := &conversation{body: body}
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, syntaxError(i, "expected object")
+	}
+	var instructions *unit
+	i, err := eachMember(body, i, 0, func(key []byte, v int) (int, error) {
+		switch {
+		case api == Chat && string(key) == "messages":
+			return c.messages(v)
+		case api == Responses && string(key) == "input":
+			return c.input(v)
+		case api == Responses && string(key) == "instructions":
+			lit, next, ok, err := stringOrSkip(body, v, 1)
+			if ok {
+				c.segs = append(c.segs, segment{lit: lit, part: -1})
+				instructions = &unit{role: roleSystem, top: "instructions", index: -1, first: len(c.segs) - 1, end: len(c.segs)}
+			}
+			return next, err
+		}
+		return skipValue(body, v, 1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if i = skipSpace(body, i); i != len(body) {
+		return nil, syntaxError(i, "data after the top-level value")
+	}
+	if instructions != nil {
+		// Instructions come before every input item, whatever the member order.
+		c.units = append([]unit{*instructions}, c.units...)
+	}
+	return c, nil
+}
+
+func (c *conversation) messages(v int) (int, error) {
+	b := c.body
+	if b[v] != '[' {
+		return skipValue(b, v, 1)
+	}
+	return eachElement(b, v, 1, func(n, m int) (int, error) {
+		if b[m] != '{' {
+			return skipValue(b, m, 2)
+		}
+		c.units = append(c.units, unit{top: "messages", index: n, first: len(c.segs)})
+		ui := len(c.units) - 1
+		next, err := eachMember(b, m, 2, func(key []byte, v int) (int, error) {
+			switch string(key) {
+			case "role":
+				lit, next, ok, err := stringOrSkip(b, v, 3)
+				if ok {
+					c.units[ui].role = parseRole(b[lit.start:lit.end])
+				}
+				return next, err
+			case "content":
+				return c.content("content", v, 3)
+			case "tool_calls":
+				return c.toolCalls(ui, v)
+			}
+			return skipValue(b, v, 3)
+		})
+		c.units[ui].end = len(c.segs)
+		return next, err
+	})
+}
+
+func (c *conversation) input(v int) (int, error) {
+	b := c.body
+	switch b[v] {
+	case '"':
+		lit, next, err := scanString(b, v)
+		c.segs = append(c.segs, segment{lit: lit, part: -1})
+		c.units = append(c.units, unit{role: roleUser, top: "input", index: -1, first: len(c.segs) - 1, end: len(c.segs)})
+		return next, err
+	case '[':
+	default:
+		return skipValue(b, v, 1)
+	}
+	return eachElement(b, v, 1, func(n, it int) (int, error) {
+		if b[it] != '{' {
+			return skipValue(b, it, 2)
+		}
+		u := unit{top: "input", index: n, first: len(c.segs)}
+		var kind string
+		var fn call
+		next, err := eachMember(b, it, 2, func(key []byte, v int) (int, error) {
+			switch string(key) {
+			case "type":
+				lit, next, ok, err := stringOrSkip(b, v, 3)
+				if ok {
+					kind = string(b[lit.start:lit.end])
+				}
+				return next, err
+			case "role":
+				lit, next, ok, err := stringOrSkip(b, v, 3)
+				if ok {
+					u.role = parseRole(b[lit.start:lit.end])
+				}
+				return next, err
+			case "content", "output":
+				return c.content(string(key), v, 3)
+			case "name", "arguments":
+				lit, next, ok, err := stringOrSkip(b, v, 3)
+				if ok && string(key) == "name" {
+					fn.name = lit
+				} else if ok {
+					fn.args = lit
+				}
+				return next, err
+			}
+			return skipValue(b, v, 3)
+		})
+		// A message carries its text in "content", a function call output in "output".
+		want := "content"
+		switch kind {
+		case "function_call_output":
+			u.role, want = roleTool, "output"
+		case "function_call":
+			u.role, want, u.calls = roleAssistant, "", []call{fn}
+		case "", "message":
+		default:
+			u.role, want = roleOther, ""
+		}
+		kept := c.segs[:u.first]
+		for _, s := range c.segs[u.first:] {
+			if s.field == want {
+				kept = append(kept, s)
+			}
+		}
+		c.segs, u.end = kept, len(kept)
+		c.units = append(c.units, u)
+		return next, err
+	})
+}
+
+// content records the text of a message member that is either a string or an array
+// of parts such as {"type":"text","text":"..."}.
+func (c *conversation) content(field string, v, depth int) (int, error) {
+	b := c.body
+	switch b[v] {
+	case '"':
+		lit, next, err := scanString(b, v)
+		c.segs = append(c.segs, segment{lit: lit, field: field, part: -1})
+		return next, err
+	case '[':
+	default:
+		return skipValue(b, v, depth)
+	}
+	return eachElement(b, v, depth, func(n, p int) (int, error) {
+		if b[p] != '{' {
+			return skipValue(b, p, depth+1)
+		}
+		textual := true
+		var text literal
+		var hasText bool
+		next, err := eachMember(b, p, depth+1, func(key []byte, v int) (int, error) {
+			switch string(key) {
+			case "type":
+				lit, next, ok, err := stringOrSkip(b, v, depth+2)
+				if ok {
+					switch string(b[lit.start:lit.end]) {
+					case "text", "input_text", "output_text":
+					default:
+						textual = false
+					}
+				}
+				return next, err
+			case "text":
+				lit, next, ok, err := stringOrSkip(b, v, depth+2)
+				text, hasText = lit, ok
+				return next, err
+			}
+			return skipValue(b, v, depth+2)
+		})
+		if textual && hasText {
+			c.segs = append(c.segs, segment{lit: text, field: field, part: n})
+		}
+		return next, err
+	})
+}
+
+// toolCalls records the function calls of a chat assistant turn.
+func (c *conversation) toolCalls(ui, v int) (int, error) {
+	b := c.body
+	if b[v] != '[' {
+		return skipValue(b, v, 3)
+	}
+	return eachElement(b, v, 3, func(_, tc int) (int, error) {
+		if b[tc] != '{' {
+			return skipValue(b, tc, 4)
+		}
+		return eachMember(b, tc, 4, func(key []byte, v int) (int, error) {
+			if string(key) != "function" || b[v] != '{' {
+				return skipValue(b, v, 5)
+			}
+			var fn call
+			next, err := eachMember(b, v, 5, func(key []byte, v int) (int, error) {
+				lit, next, ok, err := stringOrSkip(b, v, 6)
+				switch {
+				case ok && string(key) == "name":
+					fn.name = lit
+				case ok && string(key) == "arguments":
+					fn.args = lit
+				}
+				return next, err
+			})
+			c.units[ui].calls = append(c.units[ui].calls, fn)
+			return next, err
+		})
+	})
+}
+
+// segPath is the gjson path of a segment's string value.
+func (u *unit) segPath(s *segment) string {
+	p := u.top
+	if u.index >= 0 {
+		p += "." + strconv.Itoa(u.index)
+	}
+	if s.field != "" {
+		p += "." + s.field
+	}
+	if s.part >= 0 {
+		p += "." + strconv.Itoa(s.part) + ".text"
+	}
+	return p
+}
+
+func (c *conversation) decode(lit literal) string {
+	return unquote(c.body[lit.start:lit.end])
+}
+
+func (c *conversation) segText(si int) string {
+	s := &c.segs[si]
+	if !s.decoded {
+		s.text, s.decoded = c.decode(s.lit), true
+	}
+	return s.text
+}
+
+// context returns the lazily built context of unit ui.
+func (c *conversation) context(ui int) *unitContext {
+	u := &c.units[ui]
+	if u.ctx == nil {
+		u.ctx = &unitContext{}
+	}
+	return u.ctx
+}
+
+// unitText is the decoded text of all segments of a unit, with the offset of each
+// segment in it. Text parts are joined so that a part boundary is always a line
+// boundary: AgentLab writes "## Goal:\n" as one part and the goal as the next, and
+// both must read as one section.
+func (c *conversation) unitText(ui int) (string, []int) {
+	u, ctx := &c.units[ui], c.context(ui)
+	if ctx.bases != nil {
+		return ctx.text, ctx.bases
+	}
+	ctx.bases = make([]int, u.end-u.first)
+	if len(ctx.bases) == 1 {
+		ctx.text = c.segText(u.first)
+		return ctx.text, ctx.bases
+	}
+	var sb strings.Builder
+	for si := u.first; si < u.end; si++ {
+		t := c.segText(si)
+		if sb.Len() > 0 && !strings.HasSuffix(sb.String(), "\n") && !strings.HasPrefix(t, "\n") {
+			sb.WriteByte('\n')
+		}
+		ctx.bases[si-u.first] = sb.Len()
+		sb.WriteString(t)
+	}
+	ctx.text = sb.String()
+	return ctx.text, ctx.bases
+}
+
+// located is a block found in one segment of one unit.
+type located struct {
+	unit, seg int
+	block     Block
+}
+
+func (c *conversation) observations(opts Options) []Observation {
+	var found []located
+	if opts.All {
+		for ui, u := range c.units {
+			for si := u.first; si < u.end; si++ {
+				for _, b := range c.blocks(ui, si) {
+					found = append(found, located{ui, si, b})
+				}
+			}
+		}
+	} else {
+	newest:
+		for ui := len(c.units) - 1; ui >= 0; ui-- {
+			for si := c.units[ui].end - 1; si >= c.units[ui].first; si-- {
+				if bs := c.blocks(ui, si); len(bs) > 0 {
+					found = append(found, located{ui, si, bs[len(bs)-1]})
+					break newest
+				}
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	obs := make([]Observation, len(found))
+	for i := 0; i < len(found); {
+		// Map the spans of all observations of one segment in one pass.
+		n := 1
+		for i+n < len(found) && found[i+n].seg == found[i].seg {
+			n++
+		}
+		spans := make([]span, n)
+		for k, f := range found[i : i+n] {
+			spans[k] = span{f.block.Start, f.block.End}
+		}
+		s := &c.segs[found[i].seg]
+		text := c.segText(found[i].seg)
+		for k, raw := range rawSpans(c.body[s.lit.start:s.lit.end], text, spans) {
+			f := found[i+k]
+			o := Observation{
+				Block:    f.block,
+				Text:     text[f.block.Start:f.block.End],
+				Path:     c.units[f.unit].segPath(s),
+				RawStart: s.lit.start + raw.start,
+				RawEnd:   s.lit.start + raw.end,
+			}
+			c.describe(f, &o)
+			obs[i+k] = o
+		}
+		i += n
+	}
+	return obs
+}
+
+// blocks returns the trees of segment si of unit ui. Strings with fewer lines or
+// element ids than a tree needs are never decoded.
+func (c *conversation) blocks(ui, si int) []Block {
+	s := &c.segs[si]
+	if !s.scanned {
+		s.scanned = true
+		if c.units[ui].role.mayHoldTree() && s.lit.newlines >= MinLines-1 && s.lit.ids >= MinIDLines {
+			s.blocks = Blocks(c.segText(si))
+		}
+	}
+	return s.blocks
+}

@@ -1,0 +1,98 @@
+package detect
+
+import (
+	"errors"
+
+	"github.com/tidwall/gjson"
+)
+
+// API says which request shape a body has.
+type API int
+
+const (
+	Chat      API = iota // POST /v1/chat/completions
+	Responses            // POST /v1/responses
+)
+
+// Format names a tree grammar.
+type Format string
+
+const (
+	BrowserGym Format = "browsergym" // BrowserGym/AgentLab, GenericAgent, OpenHands
+	WebArena   Format = "webarena"
+	AgentOccam Format = "agentoccam"
+	Playwright Format = "playwright"
+	BrowserUse Format = "browser-use"
+)
+
+// Detection thresholds and the bounds of the context handed to the retriever.
+const (
+	// MinLines is the number of consecutive tree lines a block needs. Real pages have
+	// far more (the smallest of 491 recorded BrowserGym trees has 19), while markdown
+	// lists, code and logs rarely keep a tree grammar for this long.
+	MinLines = 8
+	// MinIDLines is the number of lines of a block that must carry an element id
+	// ("[12]", "[ref=e3]", ...): prose and code never do, so this rejects, for example,
+	// a run of shell lines such as `echo 'building'` that happens to parse.
+	MinIDLines = 3
+	// MaxGoalBytes bounds Observation.Goal; the start of a goal is kept.
+	MaxGoalBytes = 4096
+	// MaxHistoryBytes bounds Observation.History; the most recent history is kept.
+	MaxHistoryBytes = 8192
+)
+
+// ErrNotJSON is returned, wrapped, by Find when a body is not a JSON object.
+var ErrNotJSON = errors.New("detect: request body is not a JSON object")
+
+// Line is one element of a tree. The field set and order must stay exactly this:
+// package prune declares an identical struct and the gateway converts between them.
+type Line struct {
+	Start, End int    // byte offsets in the block's text; End excludes the line's final '\n'; continuation lines are inside
+	Depth      int    // nesting level, 0 for the root (tab count, or indent/2 for Playwright YAML, etc.)
+	BID        string // element id as the agent uses it in actions ("a212", "1744", "e12", "12"); empty when none
+	Role       string // "link", "StaticText", "button", ...; empty when none
+}
+
+// Block is one tree found in a plain string.
+type Block struct {
+	Start, End int // byte span of the tree in the string: first byte of its first line, end of its last line (no trailing newline)
+	Format     Format
+	Lines      []Line // offsets relative to Start, i.e. into s[Start:End]
+	FocusedBID string // "" when unknown
+}
+
+// Observation is a Block found inside a request body.
+type Observation struct {
+	Block
+	Text             string // the decoded tree text: the JSON string value decoded, then [Start:End]
+	Path             string // gjson-style path of the JSON string value, e.g. "messages.1.content.2.text" or "input.3.content.0.text"
+	RawStart, RawEnd int    // byte offsets in the request body of the escaped tree text inside that JSON string literal (quotes excluded), so that body[:RawStart] + jsonEscape(newText) + body[RawEnd:] is valid JSON
+	Goal             string
+	History          string
+}
+
+// Options tune Find.
+type Options struct {
+	All bool // select every observation, not only the newest
+}
+
+// Find returns the observations of a request body, oldest first. A body with no
+// observation gives (nil, nil); a body that is not a JSON object gives an error
+// wrapping ErrNotJSON.
+//
+// By default only the newest observation is returned: older ones stay byte-identical,
+// which keeps the provider's prefix cache warm. Trees are looked for in system, user
+// and tool messages (Chat) and in instructions, input messages and function call
+// outputs (Responses); assistant turns are only read as history.
+func Find(body []byte, api API, opts Options) ([]Observation, error) {
+	c, err := parseConversation(body, api)
+	if err != nil {
+		return nil, err
+	}
+	return c.observations(opts), nil
+}
+
+// Model returns the request's "model" field, or "" when there is none.
+func Model(body []byte) string {
+	return gjson.GetBytes(body, "model").String()
+}

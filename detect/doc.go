@@ -1,0 +1,18 @@
+// Package detect finds the web-page observations inside the prompts that web agents
+// send to OpenAI-compatible APIs: accessibility trees and similar page snapshots
+// written by BrowserGym/AgentLab, WebArena, AgentOccam, OpenHands, Playwright MCP and
+// browser-use, together with the goal and the interaction history that belong to
+// each of them.
+//
+// Everything that focusgate may prune is decided here, so the package leans towards
+// precision: a block counts only when at least MinLines consecutive lines parse under
+// one tree grammar and at least MinIDLines of them carry an element id. Missing a tree
+// costs the user money; pruning prose would corrupt the prompt.
+//
+// Detection is a pure function of the request bytes. The package never rewrites a
+// body, never re-serialises JSON, never normalises whitespace, never calls a network
+// service and never keeps state between calls. It reports, for every tree, the exact
+// byte span of the escaped text inside the original JSON string literal, so that the
+// caller can splice a replacement into the untouched body. The returned strings never
+// alias the body.
+package detect

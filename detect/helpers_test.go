@@ -1,0 +1,251 @@
+package detect
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const (
+	sharedAXTrees  = "../testdata/axtrees"
+	sharedRequests = "../testdata/requests"
+	sharedTraces   = "../testdata/traces/browsergym-dev.jsonl.gz"
+	// genericAgentTemplate is a request built by AgentLab's own prompt code; the tests
+	// put other trees, goals and histories into its layout.
+	genericAgentTemplate = sharedRequests + "/genericagent_workarena_standard_laptop_step5_with_history.json"
+)
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func lastLine(s string) string {
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+	Name    string `json:"name,omitempty"`
+}
+
+type part struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func chatBody(t testing.TB, msgs ...message) []byte {
+	t.Helper()
+	return mustJSON(t, map[string]any{"model": "gpt-4.1", "messages": msgs})
+}
+
+// genericAgentBody puts a goal, a tree, a focused-element statement and a history
+// into the layout of the AgentLab template: the user message is a list of text
+// parts, with "## Goal:\n" closing the first part and the goal alone in the second.
+func genericAgentBody(t testing.TB, goal, tree, focus, history string) []byte {
+	t.Helper()
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, genericAgentTemplate)), &req); err != nil {
+		t.Fatal(err)
+	}
+	var parts []part
+	if err := json.Unmarshal(req.Messages[1].Content, &parts); err != nil {
+		t.Fatal(err)
+	}
+	obs := parts[2].Text
+	const (
+		notesEnd  = "present, the element is not visible on the page.\n\n"
+		focusHead = "\n\n## Focused element:\n"
+		histHead  = "\n\n\n# History of interaction with the task:\n"
+		histEnd   = "\n# Action space:"
+	)
+	i, j, k := strings.Index(obs, notesEnd), strings.Index(obs, focusHead), strings.Index(obs, histEnd)
+	if i < 0 || j < 0 || k < 0 || !strings.Contains(obs, histHead) {
+		t.Fatal("the GenericAgent template changed")
+	}
+	parts[1].Text = goal
+	parts[2].Text = obs[:i+len(notesEnd)] + tree + focusHead + focus + histHead + history + obs[k:]
+	var system string
+	if err := json.Unmarshal(req.Messages[0].Content, &system); err != nil {
+		t.Fatal(err)
+	}
+	return chatBody(t, message{Role: "system", Content: system}, message{Role: "user", Content: parts})
+}
+
+// webArenaBody follows WebArena's p_cot_id_actree_2s prompt: an introduction and two
+// worked examples as system messages, then the current step.
+func webArenaBody(t testing.TB, observation, url, objective, previous string) []byte {
+	t.Helper()
+	intro := "You are an autonomous intelligent agent tasked with navigating a web browser. You will be given web-based tasks. " +
+		"These tasks will be accomplished through the use of specific actions you can issue.\n\n" +
+		"Here's the information you'll have:\nThe user's objective: This is the task you're trying to complete.\n" +
+		"The current web page's accessibility tree: This is a simplified representation of the webpage, providing key information.\n" +
+		"The current web page's URL: This is the page you're currently navigating.\n" +
+		"The open tabs: These are the tabs you have open.\nThe previous action: This is the action you just performed. It may be helpful to track your progress."
+	example1 := "OBSERVATION:\n[1744] link 'HP CB782A#ABA 640 Inkjet Fax Machine (Renewed)'\n\t\t[1749] StaticText '$279.49'\n\t\t[1757] button 'Add to Cart'\n\t\t[1760] button 'Add to Wish List'\n\t\t[1761] button 'Add to Compare'\n" +
+		"URL: http://onestopmarket.com/office-products/office-electronics.html\nOBJECTIVE: What is the price of HP Inkjet Fax Machine\nPREVIOUS ACTION: None"
+	answer1 := "Let's think step-by-step. This page list the information of HP Inkjet Fax Machine, which is the product identified in the objective. Its price is $279.49. I think I have achieved the objective. I will issue the stop action with the answer. In summary, the next action I will perform is ```stop [$279.49]```"
+	example2 := "OBSERVATION:\n[164] textbox 'Search' focused: True required: False\n[171] button 'Go'\n[174] link 'Find directions between two points'\n[212] heading 'Search Results'\n[216] button 'Close'\n" +
+		"URL: http://openstreetmap.org\nOBJECTIVE: Show me the restaurants near CMU\nPREVIOUS ACTION: None"
+	answer2 := "Let's think step-by-step. This page has a search box whose ID is [164]. According to the nominatim rule of openstreetmap, I can search for the restaurants near a location by \"restaurants near\". I can submit my typing by pressing the Enter afterwards. In summary, the next action I will perform is ```type [164] [restaurants near CMU] [1]```"
+	current := "OBSERVATION:\n" + observation + "\nURL: " + url + "\nOBJECTIVE: " + objective + "\nPREVIOUS ACTION: " + previous
+	return chatBody(t,
+		message{Role: "system", Content: intro},
+		message{Role: "system", Name: "example_user", Content: example1},
+		message{Role: "system", Name: "example_assistant", Content: answer1},
+		message{Role: "system", Name: "example_user", Content: example2},
+		message{Role: "system", Name: "example_assistant", Content: answer2},
+		message{Role: "user", Content: current},
+	)
+}
+
+// agentOccamBody lays out one AgentOccam step: the objective and the previous action
+// as labels, then the current observation.
+func agentOccamBody(t testing.TB, objective, previous, tree string) []byte {
+	t.Helper()
+	instructions := "You are an AI assistant performing tasks on a web browser. You will be provided with task objective, current step, web page observations, previous plans, and interaction history. You need to issue an action for this step.\n\n" +
+		"Generate the response in the following format:\nINTERACTION HISTORY SUMMARY:\nEmphasize all important details in the INTERACTION HISTORY section.\nOBSERVATION DESCRIPTION:\nDescribe information in the CURRENT OBSERVATION section.\nREASON:\nProvide your rationale for proposing the subsequent action commands here.\nACTION:\nSelect your action here."
+	current := "OBJECTIVE: " + objective + "\nPREVIOUS ACTION: " + previous + "\nCURRENT OBSERVATION:\n" + tree + "\n"
+	return chatBody(t, message{Role: "system", Content: instructions}, message{Role: "user", Content: current})
+}
+
+// trace is one recorded step of testdata/traces.
+type trace struct {
+	ID       string `json:"id"`
+	Goal     string `json:"goal"`
+	AXTree   string `json:"axtree_txt"`
+	TargetID string `json:"target_bid"`
+	History  []struct {
+		Step   int    `json:"step"`
+		Action string `json:"action"`
+		Error  string `json:"error"`
+	} `json:"history"`
+}
+
+func readTraces(t testing.TB) []trace {
+	t.Helper()
+	f, err := os.Open(sharedTraces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traces []trace
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var tr trace
+		if err := json.Unmarshal(sc.Bytes(), &tr); err != nil {
+			t.Fatal(err)
+		}
+		traces = append(traces, tr)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return traces
+}
+
+// genericAgentHistory renders a trace's history the way GenericAgent's History
+// element does.
+func genericAgentHistory(tr trace) string {
+	var sb strings.Builder
+	for i, h := range tr.History {
+		fmt.Fprintf(&sb, "## step %d\n\n<action>\n%s\n</action>\n", i, h.Action)
+		if h.Error != "" {
+			fmt.Fprintf(&sb, "\n### Error from previous action:\n%s\n", h.Error)
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+func requestFiles(t testing.TB) []string {
+	t.Helper()
+	var files []string
+	for _, pattern := range []string{sharedRequests + "/*.json", "testdata/requests/*.json"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) == 0 {
+		t.Fatal("no request bodies")
+	}
+	return files
+}
+
+func apiOf(path string) API {
+	if strings.HasPrefix(filepath.Base(path), "responses_") {
+		return Responses
+	}
+	return Chat
+}
+
+// splice replaces body[start:end] with the JSON escape of text, as the gateway does.
+func splice(t testing.TB, body []byte, start, end int, text string) []byte {
+	t.Helper()
+	lit, err := json.Marshal(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append([]byte(nil), body[:start]...)
+	out = append(out, lit[1:len(lit)-1]...)
+	return append(out, body[end:]...)
+}
+
+// checkRaw verifies an observation's raw span against the body: decoding it gives
+// Text, and splicing other text into it keeps the body valid JSON.
+func checkRaw(t testing.TB, body []byte, o Observation) {
+	t.Helper()
+	if o.RawStart < 0 || o.RawStart > o.RawEnd || o.RawEnd > len(body) {
+		t.Fatalf("raw span %d..%d outside a body of %d bytes", o.RawStart, o.RawEnd, len(body))
+	}
+	var text string
+	if err := json.Unmarshal([]byte(`"`+string(body[o.RawStart:o.RawEnd])+`"`), &text); err != nil {
+		t.Fatalf("raw span %d..%d does not decode: %v", o.RawStart, o.RawEnd, err)
+	}
+	if text != o.Text {
+		t.Fatalf("raw span decodes to %.80q..., Text is %.80q...", text, o.Text)
+	}
+	if json.Valid(body) && !json.Valid(splice(t, body, o.RawStart, o.RawEnd, "[1] link 'x\"y'\n\t\\ \u2028 \x01")) {
+		t.Fatalf("splicing into %d..%d breaks the JSON", o.RawStart, o.RawEnd)
+	}
+}

@@ -1,0 +1,381 @@
+package detect
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// markKind is a kind of line that opens a prompt section.
+type markKind uint8
+
+const (
+	heading  markKind = iota + 1 // "## Goal:", "# History of interaction with the task:"
+	label                        // "OBJECTIVE: ...", "PREVIOUS ACTION: ..."
+	tagOpen                      // "<user_request>"
+	tagClose                     // "</user_request>"
+	ultimate                     // browser-use's `Your ultimate task is: """..."""`
+)
+
+// mark is a line that structures a prompt, and the section it opens.
+type mark struct {
+	kind  markKind
+	level int    // heading level
+	name  string // heading title in lower case without its colon; label or tag name
+	at    int    // start of the line
+	body  int    // start of the section's content
+	end   int    // end of the section's content
+}
+
+const ultimatePrefix = `Your ultimate task is: """`
+
+// span is a range of offsets.
+type span struct{ start, end int }
+
+// scanMarks lists the structuring lines of text outside the trees (sorted spans) and
+// outside ``` fences, with the end of the section each one opens: a heading's ends at
+// the next heading of the same or a higher level, a label's at the next label or
+// heading, a tag's at its closing tag, and every section at the next tree.
+func scanMarks(text string, trees []span) []mark {
+	var marks []mark
+	fenced := false
+	rest := trees
+	for p := 0; p < len(text); {
+		if len(rest) > 0 && p >= rest[0].start {
+			p = max(p, rest[0].end)
+			rest = rest[1:]
+			continue
+		}
+		e := lineEnd(text, p)
+		line := strings.TrimRight(text[p:e], " \t\r")
+		next := e + 1
+		switch {
+		case strings.HasPrefix(line, "```") && !strings.Contains(line[3:], "`"):
+			fenced = !fenced
+		case fenced || line == "":
+		case line[0] == '#':
+			level := len(line) - len(strings.TrimLeft(line, "#"))
+			if level <= 6 && level < len(line) && line[level] == ' ' {
+				title := strings.TrimSuffix(strings.TrimSpace(line[level:]), ":")
+				marks = append(marks, mark{kind: heading, level: level, name: strings.ToLower(title), at: p, body: next})
+			}
+		case 'A' <= line[0] && line[0] <= 'Z':
+			j := 1
+			for j < len(line) && ('A' <= line[j] && line[j] <= 'Z' || line[j] == ' ' || line[j] == '_') {
+				j++
+			}
+			if j >= 2 && j < len(line) && line[j] == ':' {
+				marks = append(marks, mark{kind: label, name: strings.TrimSpace(line[:j]), at: p, body: p + j + 1})
+			} else if strings.HasPrefix(line, ultimatePrefix) {
+				body := p + len(ultimatePrefix)
+				if end := strings.Index(text[body:], `"""`); end >= 0 {
+					marks = append(marks, mark{kind: ultimate, at: p, body: body, end: body + end})
+					next = lineEnd(text, body+end) + 1
+				}
+			}
+		case line[0] == '<' && line[len(line)-1] == '>':
+			kind, tag := tagOpen, line[1:len(line)-1]
+			if name, ok := strings.CutPrefix(tag, "/"); ok {
+				kind, tag = tagClose, name
+			}
+			if tag != "" && strings.Trim(tag, "abcdefghijklmnopqrstuvwxyz_") == "" {
+				marks = append(marks, mark{kind: kind, name: tag, at: p, body: next})
+			}
+		}
+		p = next
+	}
+	endSections(marks, trees, len(text))
+	return marks
+}
+
+// endSections sets the end of every section in one backward pass.
+func endSections(marks []mark, trees []span, textLen int) {
+	var headings [7]int // headings[l]: the next heading of level l
+	for l := range headings {
+		headings[l] = textLen
+	}
+	labelOrHeading := textLen
+	closing := map[string]int{}
+	t := len(trees)
+	for i := len(marks) - 1; i >= 0; i-- {
+		m := &marks[i]
+		nextTree := textLen
+		for t > 0 && trees[t-1].start >= m.body {
+			t--
+		}
+		if t < len(trees) {
+			nextTree = trees[t].start
+		}
+		switch m.kind {
+		case heading:
+			m.end = textLen
+			for l := 1; l <= m.level; l++ {
+				m.end = min(m.end, headings[l])
+			}
+			headings[m.level] = m.at
+			labelOrHeading = m.at
+		case label:
+			m.end = labelOrHeading
+			labelOrHeading = m.at
+		case tagOpen:
+			m.end = textLen
+			if at, ok := closing[m.name]; ok {
+				m.end = at
+			}
+		case tagClose:
+			closing[m.name] = m.at
+		}
+		m.end = max(min(m.end, nextTree), m.body)
+	}
+}
+
+func isGoal(m mark) bool {
+	switch m.kind {
+	case heading:
+		return m.name == "goal"
+	case label:
+		return m.name == "OBJECTIVE"
+	case tagOpen:
+		return m.name == "user_request"
+	case ultimate:
+		return true
+	}
+	return false
+}
+
+func isHistory(m mark) bool {
+	switch m.kind {
+	case heading:
+		return strings.HasPrefix(m.name, "history")
+	case label:
+		return m.name == "PREVIOUS ACTION" || m.name == "PREVIOUS ACTIONS" || m.name == "INTERACTION HISTORY"
+	case tagOpen:
+		return m.name == "agent_history"
+	}
+	return false
+}
+
+func filterMarks(marks []mark, keep func(mark) bool) []mark {
+	var kept []mark
+	for _, m := range marks {
+		if keep(m) {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}
+
+// section returns the content of the section, among marks, that belongs to the tree
+// starting at treeStart: the last one before the tree, else the first after it.
+func section(text string, marks []mark, treeStart int) (string, bool) {
+	i := sort.Search(len(marks), func(i int) bool { return marks[i].at >= treeStart })
+	switch {
+	case i > 0:
+		i--
+	case i == len(marks):
+		return "", false
+	}
+	return text[marks[i].body:min(marks[i].end, len(text))], true
+}
+
+// describe fills in the goal and the history that belong to an observation, and the
+// focused element when the agent states it in another part of the message.
+func (c *conversation) describe(f located, o *Observation) {
+	u := &c.units[f.unit]
+	text, bases := c.unitText(f.unit)
+	base := bases[f.seg-u.first]
+	start, end := base+f.block.Start, base+f.block.End
+	ctx := c.structure(f.unit)
+
+	goal, ok := section(text, ctx.goals, start)
+	if !ok {
+		goal, ok = c.earlierGoal(f.unit)
+	}
+	if !ok {
+		goal = c.userText(f.unit)
+	}
+	history, ok := section(text, ctx.histories, start)
+	if !ok {
+		history = c.assistantTurns(f.unit)
+	}
+	o.Goal = strings.Clone(keepHead(strings.TrimSpace(goal), MaxGoalBytes))
+	o.History = strings.Clone(keepTail(strings.TrimSpace(history), MaxHistoryBytes))
+
+	if o.FocusedBID == "" && u.end-u.first > 1 {
+		if o.FocusedBID = promptFocus(text[end:], false); o.FocusedBID == "" {
+			o.FocusedBID = promptFocus(text[:start], true)
+		}
+	}
+}
+
+// structure finds, once per unit, its goal and history sections and its text
+// outside its trees.
+func (c *conversation) structure(ui int) *unitContext {
+	u, ctx := &c.units[ui], c.context(ui)
+	if ctx.structured {
+		return ctx
+	}
+	ctx.structured = true
+	text, bases := c.unitText(ui)
+	var trees []span
+	for si := u.first; si < u.end; si++ {
+		for _, b := range c.blocks(ui, si) {
+			base := bases[si-u.first]
+			trees = append(trees, span{base + b.Start, base + b.End})
+		}
+	}
+	marks := scanMarks(text, trees)
+	ctx.goals, ctx.histories = filterMarks(marks, isGoal), filterMarks(marks, isHistory)
+	parts := make([]string, 0, len(trees)+1)
+	rest := 0
+	for _, t := range trees {
+		parts = append(parts, text[rest:t.start])
+		rest = t.end
+	}
+	ctx.around = joinText(append(parts, text[rest:])...)
+	return ctx
+}
+
+// memo keeps, per unit, the answer of a search through the units before it.
+type memo struct {
+	text      string
+	ok, known bool
+}
+
+// nearest returns own(i) for the last unit i <= ui where it is ok, remembering the
+// answer for every unit it passes.
+func nearest(memos []memo, ui int, own func(i int) (string, bool)) (string, bool) {
+	i := ui
+	var found memo
+	for ; i >= 0; i-- {
+		if memos[i].known {
+			found = memos[i]
+			break
+		}
+		if text, ok := own(i); ok {
+			found = memo{text: text, ok: true}
+			break
+		}
+	}
+	found.known = true
+	for j := ui; j >= max(i, 0); j-- {
+		memos[j] = found
+	}
+	return found.text, found.ok
+}
+
+// goalWords are the words every goal mark contains; user turns without any of them
+// are not decoded when looking for a goal.
+var goalWords = [][]byte{[]byte("Goal"), []byte("OBJECTIVE"), []byte("<user_request>"), []byte("ultimate task")}
+
+// earlierGoal looks for a goal section in the user turns before unit ui, newest
+// first: browser-use, for one, states the task once at the start of the conversation.
+func (c *conversation) earlierGoal(ui int) (string, bool) {
+	if c.goals == nil {
+		c.goals = make([]memo, len(c.units))
+	}
+	return nearest(c.goals, ui-1, func(i int) (string, bool) {
+		if c.units[i].role != roleUser || !c.mentions(i, goalWords) {
+			return "", false
+		}
+		text, _ := c.unitText(i)
+		return section(text, c.structure(i).goals, len(text))
+	})
+}
+
+func (c *conversation) mentions(ui int, words [][]byte) bool {
+	for _, s := range c.segs[c.units[ui].first:c.units[ui].end] {
+		raw := c.body[s.lit.start:s.lit.end]
+		for _, w := range words {
+			if bytes.Contains(raw, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// userText is the goal of last resort: the user's own words around the tree, or,
+// when the tree came back from a tool, the last thing the user wrote before it.
+func (c *conversation) userText(ui int) string {
+	if c.users == nil {
+		c.users = make([]memo, len(c.units))
+	}
+	text, _ := nearest(c.users, ui, func(i int) (string, bool) {
+		if c.units[i].role != roleUser {
+			return "", false
+		}
+		around := c.structure(i).around
+		return around, around != ""
+	})
+	return text
+}
+
+// assistantTurns is the history of last resort: what the assistant said and the
+// tools it called before unit ui, the newest first when it is too long.
+func (c *conversation) assistantTurns(ui int) string {
+	var turns []string
+	// Every turn looked at costs at least one byte of the budget, so that a long
+	// conversation of empty turns is not walked to its start for every observation.
+	for i, budget := ui-1, MaxHistoryBytes; i >= 0 && budget > 0; i-- {
+		u := &c.units[i]
+		if u.role != roleAssistant {
+			continue
+		}
+		var parts []string
+		for si := u.first; si < u.end; si++ {
+			parts = append(parts, c.segText(si))
+		}
+		for _, fn := range u.calls {
+			parts = append(parts, c.decode(fn.name)+"("+c.decode(fn.args)+")")
+		}
+		t := joinText(parts...)
+		if t != "" {
+			turns = append(turns, t)
+		}
+		budget -= len(t) + 1
+	}
+	for i, j := 0, len(turns)-1; i < j; i, j = i+1, j-1 {
+		turns[i], turns[j] = turns[j], turns[i]
+	}
+	return strings.Join(turns, "\n\n")
+}
+
+// joinText joins the non-blank texts, trimmed, with blank lines.
+func joinText(texts ...string) string {
+	var kept []string
+	for _, t := range texts {
+		if t = strings.TrimSpace(t); t != "" {
+			kept = append(kept, t)
+		}
+	}
+	return strings.Join(kept, "\n\n")
+}
+
+// keepHead keeps at most n bytes from the start of s, cut on a rune boundary.
+func keepHead(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// keepTail keeps at most n bytes from the end of s, starting on a line when it can.
+func keepTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	t := s[cut:]
+	if i := strings.IndexByte(t, '\n'); i >= 0 && i+1 < len(t) {
+		t = strings.TrimLeft(t[i+1:], "\r\n")
+	}
+	return t
+}
