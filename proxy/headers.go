@@ -1,5 +1,10 @@
 package proxy
 
+import (
+	"net/http"
+	"strconv"
+)
+
 // Headers focusgate reads on requests (and strips before forwarding) and adds
 // to responses. Their names are part of the public contract.
 const (
@@ -10,4 +15,29 @@ const (
 	HeaderTokensAfter  = "X-Focusgate-Tokens-After"
 	HeaderCache        = "X-Focusgate-Cache"
 	HeaderRetrieverMs  = "X-Focusgate-Retriever-Ms"
+	HeaderFlaggedLines = "X-Focusgate-Flagged-Lines"
 )
+
+// setHeaders reports the outcome to the client. The status carries its
+// reason as a parameter: "skipped; reason=below-min-tokens".
+func (o outcome) setHeaders(h http.Header) {
+	if o.Status == "" {
+		return
+	}
+	status := string(o.Status)
+	if o.Reason != "" {
+		status += "; reason=" + o.Reason
+	}
+	h.Set(HeaderStatus, status)
+	if o.Observations > 0 {
+		h.Set(HeaderTokensBefore, strconv.Itoa(o.TokensBefore))
+		h.Set(HeaderTokensAfter, strconv.Itoa(o.TokensAfter))
+	}
+	if o.Cache != "" {
+		h.Set(HeaderCache, string(o.Cache))
+		h.Set(HeaderRetrieverMs, strconv.FormatInt(o.Retriever.Milliseconds(), 10))
+	}
+	if o.Flagged > 0 {
+		h.Set(HeaderFlaggedLines, strconv.Itoa(o.Flagged))
+	}
+}

@@ -1,26 +1,22 @@
 package proxy
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
-)
 
-// api is the request shape of an inspected route.
-type api int
-
-const (
-	chatAPI api = iota
-	responsesAPI
+	"github.com/focusgate/focusgate/detect"
 )
 
 // inspect handles the routes whose bodies may carry page observations. The
 // body is read whole (under the size cap and a read deadline) and decoded, so
 // that it can be inspected; what goes upstream is the decoded body with a
 // matching Content-Length.
-func (s *Server) inspect(kind api) gin.HandlerFunc {
+func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request
 		if r.ContentLength > s.opts.MaxBodyBytes {
@@ -51,15 +47,32 @@ func (s *Server) inspect(kind api) gin.HandlerFunc {
 				// Not ours to judge: the upstream answers for a body it
 				// cannot read either.
 				setBody(r, raw)
+				skipped("undecodable-body").setHeaders(c.Writer.Header())
 				s.forward(c)
 				return
 			}
 			body = decoded
 			r.Header.Del("Content-Encoding")
 		}
+		if s.opts.Pruner != nil {
+			var out outcome
+			body, out = s.rewrite(r.Context(), kind, body, r.Header)
+			out.setHeaders(c.Writer.Header())
+			s.logOutcome(r.Context(), out)
+		}
 		setBody(r, body)
 		s.forward(c)
 	}
+}
+
+// logOutcome writes one line per request focusgate tried to prune, with the
+// numbers; requests with nothing to prune are logged at debug level only.
+func (s *Server) logOutcome(ctx context.Context, out outcome) {
+	level := slog.LevelInfo
+	if out.Observations == 0 {
+		level = slog.LevelDebug
+	}
+	s.log.LogAttrs(ctx, level, "observations", out.logAttrs()...)
 }
 
 func (s *Server) tooLarge(c *gin.Context) {

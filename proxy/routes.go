@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"github.com/gin-gonic/gin"
+
+	"github.com/focusgate/focusgate/detect"
 )
 
 // routes builds the gin engine. Only the two inference routes are inspected;
@@ -22,8 +24,8 @@ func (s *Server) routes() *gin.Engine {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	for _, prefix := range []string{"/v1", ""} {
-		e.POST(prefix+"/chat/completions", s.inspect(chatAPI))
-		e.POST(prefix+"/responses", s.inspect(responsesAPI))
+		e.POST(prefix+"/chat/completions", s.inspect(detect.Chat))
+		e.POST(prefix+"/responses", s.inspect(detect.Responses))
 	}
 	e.NoRoute(s.passthrough)
 	return e

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/focusgate/focusgate/prune"
 )
 
 // Options configure a Server. Upstream is required; the rest have defaults.
@@ -32,6 +34,14 @@ type Options struct {
 	BodyReadTimeout time.Duration
 	// Transport carries requests upstream; nil builds one from the timeouts above.
 	Transport http.RoundTripper
+	// Pruner prunes observations; nil forwards every body as it came.
+	Pruner Pruner
+	// Mode and Variant are the defaults that the X-Focusgate-Mode and
+	// X-Focusgate-Prompt request headers override.
+	Mode    prune.Mode
+	Variant prune.Variant
+	// PruneAll prunes every observation of a conversation, not only the newest.
+	PruneAll bool
 	// Checks are reported by /readyz. They inform and never make the gateway
 	// unready: a gateway whose cache is down still serves.
 	Checks map[string]Check

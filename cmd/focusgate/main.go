@@ -18,7 +18,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "focusgate: %v\n", err)
 		os.Exit(1)
 	}
@@ -28,14 +28,14 @@ const usage = `focusgate prunes the web pages that agents send to their model.
 
 Usage:
   focusgate [serve] [flags]      run the gateway
-  focusgate prune [flags] [FILE] prune one observation (FILE or stdin)
+  focusgate prune [flags] [FILE] prune one observation (FILE or stdin) with the configured retriever
 
 Run "focusgate COMMAND --help" for a command's flags and settings.
 `
 
 // run is the whole program behind main, with its environment passed in so
 // that tests can run it in-process.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	name, rest := "serve", args[1:]
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		name, rest = rest[0], rest[1:]
@@ -44,6 +44,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch name {
 	case "serve":
 		err = serve(ctx, rest, getenv, stdout, stderr)
+	case "prune":
+		err = prunePage(ctx, rest, getenv, stdin, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 	default:

@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,7 +101,7 @@ func startGateway(t *testing.T, env map[string]string) *process {
 	p := &process{URL: "http://" + addr, logs: newLogBuffer(), stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.err = run(ctx, []string{"focusgate"}, func(k string) string { return env[k] }, io.Discard, p.logs)
+		p.err = run(ctx, []string{"focusgate"}, func(k string) string { return env[k] }, nil, io.Discard, p.logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -268,7 +270,7 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 	var stderr bytes.Buffer
 	env := map[string]string{"FOCUSGATE_MODE": "shrink", "FOCUSGATE_RETRIEVER_TIMEOUT": "soon"}
 	err := run(context.Background(), []string{"focusgate", "serve", "--upstream-url", "ftp://x"},
-		func(k string) string { return env[k] }, io.Discard, &stderr)
+		func(k string) string { return env[k] }, nil, io.Discard, &stderr)
 	if err == nil {
 		t.Fatal("bad configuration accepted")
 	}
@@ -281,7 +283,7 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 
 func TestRunHelp(t *testing.T) {
 	var stdout bytes.Buffer
-	if err := run(context.Background(), []string{"focusgate", "serve", "--help"}, func(string) string { return "" }, &stdout, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"focusgate", "serve", "--help"}, func(string) string { return "" }, nil, &stdout, io.Discard); err != nil {
 		t.Fatalf("--help: %v", err)
 	}
 	for _, want := range []string{"FOCUSGATE_UPSTREAM_URL", "--retriever-timeout", `"20s"`} {
@@ -289,7 +291,65 @@ func TestRunHelp(t *testing.T) {
 			t.Errorf("serve --help lacks %q:\n%s", want, stdout.String())
 		}
 	}
-	if err := run(context.Background(), []string{"focusgate", "frobnicate"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil {
+	if err := run(context.Background(), []string{"focusgate", "frobnicate"}, func(string) string { return "" }, nil, io.Discard, io.Discard); err == nil {
 		t.Error("an unknown command was accepted")
+	}
+}
+
+// The binary wires detection, the retriever, the cache and the splice: an
+// agent's request reaches the action model pruned, and the same request a
+// second time is served from the cache.
+func TestRunPrunesWithTheConfiguredRetriever(t *testing.T) {
+	var retrieverCalls atomic.Int32
+	var mu sync.Mutex
+	var gotKey string
+	retriever := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gotKey = r.Header.Get("Authorization")
+		mu.Unlock()
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"<answer>[(1,3)]</answer>"}}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+		retrieverCalls.Add(1)
+	}))
+	t.Cleanup(retriever.Close)
+	bodies := make(chan []byte, 2)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies <- b
+		io.WriteString(w, `{}`)
+	}))
+	t.Cleanup(upstream.Close)
+
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":      upstream.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_URL":     retriever.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_API_KEY": "sk-retriever",
+	})
+	body, err := os.ReadFile("../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, wantCache := range []string{"miss", "hit"} {
+		resp, err := http.Post(gw.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if st, c := resp.Header.Get("X-Focusgate-Status"), resp.Header.Get("X-Focusgate-Cache"); st != "pruned" || c != wantCache {
+			t.Errorf("request %d: status %q, cache %q; want pruned, %s", i+1, st, c, wantCache)
+		}
+		sent := <-bodies
+		if len(sent) >= len(body)/2 || !strings.Contains(string(sent), "lines pruned") {
+			t.Errorf("request %d: the action model received %d of %d bytes, not the pruned tree", i+1, len(sent), len(body))
+		}
+	}
+	if n := retrieverCalls.Load(); n != 1 {
+		t.Errorf("retriever called %d times, want 1", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if gotKey != "Bearer sk-retriever" {
+		t.Errorf("retriever Authorization %q, want the configured retriever key", gotKey)
 	}
 }

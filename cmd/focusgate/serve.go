@@ -11,8 +11,17 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/proxy"
+	"github.com/focusgate/focusgate/prune"
 )
+
+func cacheKind(cfg config.Config) string {
+	if cfg.RedisURL == "" {
+		return "memory"
+	}
+	return "redis"
+}
 
 // serve runs the gateway until ctx ends (SIGINT/SIGTERM), then drains:
 // in-flight requests and open streams get FOCUSGATE_SHUTDOWN_TIMEOUT to
@@ -28,11 +37,26 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("upstream URL: %w", err)
 	}
 
+	pr, err := newPruning(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	checks := map[string]proxy.Check{}
+	if pr.redis != nil {
+		checks["redis"] = pr.redis.Status
+	}
+
 	gateway := proxy.New(proxy.Options{
 		Upstream:        upstream,
 		UpstreamAPIKey:  cfg.UpstreamAPIKey,
 		UpstreamTimeout: cfg.UpstreamTimeout,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
+		Pruner:          pr.pruner,
+		Mode:            prune.Mode(cfg.Mode),
+		Variant:         prune.Variant(cfg.Prompt),
+		PruneAll:        cfg.PruneAll,
+		Checks:          checks,
 		Logger:          log,
 	})
 	srv := &http.Server{
@@ -48,7 +72,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", upstream.Redacted())
+	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", upstream.Redacted(),
+		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

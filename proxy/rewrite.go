@@ -1,0 +1,164 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/prune"
+)
+
+// Pruner prunes one observation; *prune.Pruner is the implementation. It
+// never fails: a Result that is not Pruned carries the original text.
+type Pruner interface {
+	Prune(ctx context.Context, in prune.Input) prune.Result
+}
+
+// outcome is what focusgate did to one request, summed over the
+// observations it considered. It feeds the response headers, the log line
+// and the metrics.
+type outcome struct {
+	Status       prune.Status
+	Reason       string
+	Model        string // the action model named in the request
+	Mode         prune.Mode
+	Variant      prune.Variant
+	Observations int
+	TokensBefore int
+	TokensAfter  int
+	Cache        cache.Outcome
+	Retriever    time.Duration // longest wait for a selection (observations are pruned in parallel)
+	Flagged      int
+	Usage        prune.Usage // retriever tokens spent for this request
+}
+
+func skipped(reason string) outcome {
+	return outcome{Status: prune.Skipped, Reason: reason}
+}
+
+// rewrite finds the observations in body, has them pruned and splices the
+// results into the original bytes. Whatever it cannot handle leaves body as
+// it is.
+func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h http.Header) ([]byte, outcome) {
+	mode, variant := s.opts.Mode, s.opts.Variant
+	if v := h.Get(HeaderMode); v != "" {
+		m, err := prune.ParseMode(v)
+		if err != nil {
+			return body, skipped("bad-header")
+		}
+		mode = m
+	}
+	if v := h.Get(HeaderPrompt); v != "" {
+		pv, err := prune.ParseVariant(v)
+		if err != nil {
+			return body, skipped("bad-header")
+		}
+		variant = pv
+	}
+	if mode == prune.Off {
+		return body, skipped("mode-off")
+	}
+
+	obs, err := detect.Find(body, kind, detect.Options{All: s.opts.PruneAll})
+	if errors.Is(err, detect.ErrNotJSON) {
+		return body, skipped("not-json")
+	}
+	if err != nil || len(obs) == 0 {
+		return body, skipped("no-observation")
+	}
+
+	apiKey, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	model := detect.Model(body)
+	results := make([]prune.Result, len(obs))
+	var wg sync.WaitGroup
+	for i, o := range obs {
+		wg.Go(func() {
+			results[i] = s.opts.Pruner.Prune(ctx, prune.Input{
+				Tree:    treeOf(o),
+				Goal:    o.Goal,
+				History: o.History,
+				Mode:    mode,
+				Variant: variant,
+				Model:   model,
+				APIKey:  apiKey,
+			})
+		})
+	}
+	wg.Wait()
+
+	out := outcome{Model: model, Mode: mode, Variant: variant, Observations: len(obs)}
+	var edits []edit
+	for i, r := range results {
+		out.add(r)
+		if r.Status == prune.Pruned {
+			edits = append(edits, edit{start: obs[i].RawStart, end: obs[i].RawEnd, text: r.Text})
+		}
+	}
+	if len(edits) == 0 {
+		return body, out
+	}
+	return splice(body, edits), out
+}
+
+// add folds one observation's result into the request's outcome. The
+// request is as pruned as its most pruned observation (pruned, then
+// failed-open, then skipped, each with the first reason met), and as
+// uncached as its least cached one (miss, then shared, then hit).
+func (o *outcome) add(r prune.Result) {
+	if statusRank[r.Status] > statusRank[o.Status] {
+		o.Status, o.Reason = r.Status, r.Reason
+	}
+	if cacheRank[r.Cache] > cacheRank[o.Cache] {
+		o.Cache = r.Cache
+	}
+	o.TokensBefore += r.TokensBefore
+	o.TokensAfter += r.TokensAfter
+	o.Retriever = max(o.Retriever, r.RetrieverTime)
+	o.Flagged += r.Flagged
+	o.Usage.PromptTokens += r.Usage.PromptTokens
+	o.Usage.CompletionTokens += r.Usage.CompletionTokens
+}
+
+var (
+	statusRank = map[prune.Status]int{prune.Skipped: 1, prune.FailedOpen: 2, prune.Pruned: 3}
+	cacheRank  = map[cache.Outcome]int{cache.Hit: 1, cache.Shared: 2, cache.Miss: 3}
+)
+
+func treeOf(o detect.Observation) prune.Tree {
+	lines := make([]prune.Line, len(o.Lines))
+	for i, l := range o.Lines {
+		lines[i] = prune.Line(l)
+	}
+	return prune.Tree{Text: o.Text, Format: string(o.Format), Lines: lines, FocusedBID: o.FocusedBID}
+}
+
+// logAttrs describes the outcome for the request's log line.
+func (o outcome) logAttrs() []slog.Attr {
+	attrs := []slog.Attr{
+		slog.String("status", string(o.Status)),
+		slog.String("model", o.Model),
+		slog.String("mode", string(o.Mode)),
+		slog.String("prompt", string(o.Variant)),
+		slog.Int("observations", o.Observations),
+		slog.Int("tokens_before", o.TokensBefore),
+		slog.Int("tokens_after", o.TokensAfter),
+		slog.String("cache", string(o.Cache)),
+		slog.Int64("retriever_ms", o.Retriever.Milliseconds()),
+	}
+	if o.TokensBefore > 0 {
+		attrs = append(attrs, slog.Float64("reduction", 1-float64(o.TokensAfter)/float64(o.TokensBefore)))
+	}
+	if o.Reason != "" {
+		attrs = append(attrs, slog.String("reason", o.Reason))
+	}
+	if o.Flagged > 0 {
+		attrs = append(attrs, slog.Int("flagged_lines", o.Flagged))
+	}
+	return attrs
+}

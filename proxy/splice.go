@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	"cmp"
+	"slices"
+	"unicode/utf8"
+)
+
+// edit replaces body[start:end], the escaped content of part of a JSON
+// string literal, with text.
+type edit struct {
+	start, end int
+	text       string
+}
+
+// splice applies non-overlapping edits to body and returns the new body. Bytes
+// outside the edits are copied as they are, so everything focusgate did not
+// prune reaches the upstream exactly as the client sent it.
+func splice(body []byte, edits []edit) []byte {
+	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.start, b.start) })
+	size := len(body)
+	for _, e := range edits {
+		size += len(e.text) + len(e.text)/8 - (e.end - e.start)
+	}
+	out := make([]byte, 0, max(size, 0))
+	prev := 0
+	for _, e := range edits {
+		out = append(out, body[prev:e.start]...)
+		out = appendJSONStringContent(out, e.text)
+		prev = e.end
+	}
+	return append(out, body[prev:]...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONStringContent appends s escaped for the inside of a JSON string
+// literal. Unlike encoding/json it leaves <, > and & alone: the text goes to a
+// model, not into HTML, and escaping them would only cost tokens. Invalid
+// UTF-8 becomes U+FFFD, as encoding/json does, so the result is always valid.
+func appendJSONStringContent(dst []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are valid JSON but end lines in JavaScript;
+		// encoding/json escapes them, and so do we.
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(dst, s[start:]...)
+}

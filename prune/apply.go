@@ -1,0 +1,215 @@
+package prune
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// action is what happens to one line of the tree.
+type action uint8
+
+const (
+	drop action = iota
+	keep
+	stub
+)
+
+// Apply writes the tree back with only the selected lines, as mode says:
+//
+//   - Remove keeps the selected lines verbatim and replaces each run of
+//     other lines by one marker line, indented like the first line it
+//     replaces, that says how many lines were pruned.
+//   - Ancestors does the same, and keeps every ancestor of a kept line as a
+//     stub (indentation, bid and role), so that kept elements sit in their
+//     real place in the hierarchy.
+//   - Stubs writes every other line as a stub with a pruned mark, so the
+//     output has exactly one line per element.
+//   - Off returns the text unchanged.
+//
+// The root line (the first) and the focused element's line are always kept,
+// whatever the selection. Flagged lines are always removed, even in Stubs
+// mode (they become a bare marker), even as ancestors and even when focused;
+// a flagged root is kept as a stub. Text before the first line and after the last is
+// copied unchanged, so a tree without a trailing newline gets none.
+func Apply(t Tree, sel Selection, mode Mode) (string, error) {
+	out, _, err := apply(t, sel, mode)
+	return out, err
+}
+
+// apply is Apply that also returns how many flagged lines it removed.
+func apply(t Tree, sel Selection, mode Mode) (string, int, error) {
+	switch mode {
+	case Remove, Ancestors, Stubs:
+	case Off:
+		return t.Text, 0, nil
+	default:
+		return "", 0, fmt.Errorf("prune: unknown mode %q", mode)
+	}
+	if err := validate(t); err != nil {
+		return "", 0, err
+	}
+	n := len(t.Lines)
+	acts := make([]action, n)
+	for _, r := range normalize(sel.Ranges, n) {
+		for i := r.From - 1; i < r.To; i++ {
+			acts[i] = keep
+		}
+	}
+	var flagged []bool
+	if len(sel.Flagged) > 0 {
+		flagged = make([]bool, n)
+		for _, f := range sel.Flagged {
+			if f >= 1 && f <= n {
+				flagged[f-1] = true
+				acts[f-1] = drop
+			}
+		}
+	}
+	// The agent needs the root to know where it is and the focused element
+	// to know where its input goes, but never the text of an injection:
+	// focus is easily stolen by a pop-up, and a flagged root keeps only its
+	// role.
+	acts[0] = keep
+	if flagged != nil && flagged[0] {
+		acts[0] = stub
+	}
+	if t.FocusedBID != "" {
+		for i, l := range t.Lines {
+			if l.BID == t.FocusedBID && (flagged == nil || !flagged[i]) {
+				acts[i] = keep
+			}
+		}
+	}
+	removed := 0
+	for i, f := range flagged {
+		if f && acts[i] != keep {
+			removed++
+		}
+	}
+	if mode == Ancestors {
+		stubAncestors(t.Lines, acts, flagged)
+	}
+	return render(t, acts, flagged, mode), removed, nil
+}
+
+// stubAncestors marks as stubs the dropped ancestors of every kept line. The
+// parent of a line is the nearest earlier line with a smaller depth.
+func stubAncestors(lines []Line, acts []action, flagged []bool) {
+	parent := make([]int, len(lines))
+	var open []int // the chain of possible parents, depths increasing
+	for i, l := range lines {
+		for len(open) > 0 && lines[open[len(open)-1]].Depth >= l.Depth {
+			open = open[:len(open)-1]
+		}
+		parent[i] = -1
+		if len(open) > 0 {
+			parent[i] = open[len(open)-1]
+		}
+		open = append(open, i)
+	}
+	for i, a := range acts {
+		if a != keep {
+			continue
+		}
+		// A kept or stubbed ancestor has had its own ancestors handled.
+		for p := parent[i]; p >= 0 && acts[p] == drop; p = parent[p] {
+			if flagged == nil || !flagged[p] {
+				acts[p] = stub
+			}
+		}
+	}
+}
+
+func render(t Tree, acts []action, flagged []bool, mode Mode) string {
+	var b strings.Builder
+	b.Grow(len(t.Text))
+	b.WriteString(t.Text[:t.Lines[0].Start])
+	for i := 0; i < len(t.Lines); {
+		l := t.Lines[i]
+		line := t.Text[l.Start:l.End]
+		indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+		switch {
+		case acts[i] == keep:
+			b.WriteString(line)
+			i++
+		case acts[i] == stub:
+			writeStub(&b, t.Format, indent, l, "")
+			i++
+		case mode == Stubs && (flagged == nil || !flagged[i]):
+			writeStub(&b, t.Format, indent, l, " (pruned)")
+			i++
+		case mode == Stubs:
+			writeMarker(&b, t.Format, indent, 1)
+			i++
+		default:
+			j := i + 1
+			for j < len(t.Lines) && acts[j] == drop {
+				j++
+			}
+			writeMarker(&b, t.Format, indent, j-i)
+			i = j
+		}
+		// What separates the last line written from the next one (usually
+		// "\n"), or what follows the tree.
+		if i < len(t.Lines) {
+			b.WriteString(t.Text[t.Lines[i-1].End:t.Lines[i].Start])
+		} else {
+			b.WriteString(t.Text[t.Lines[i-1].End:])
+		}
+	}
+	return b.String()
+}
+
+// writeStub writes a line's indentation, bid and role the way its format
+// writes them, then suffix. A line with neither bid nor role has nothing to
+// stand for it, so it becomes a marker.
+func writeStub(b *strings.Builder, format, indent string, l Line, suffix string) {
+	if l.BID == "" && l.Role == "" {
+		writeMarker(b, format, indent, 1)
+		return
+	}
+	b.WriteString(indent)
+	switch format {
+	case "agentoccam": // link [3987]
+		b.WriteString(l.Role)
+		if l.BID != "" {
+			b.WriteString(" [" + l.BID + "]")
+		}
+	case "playwright": // - link [ref=e12]
+		b.WriteString("- " + l.Role)
+		if l.BID != "" {
+			b.WriteString(" [ref=" + l.BID + "]")
+		}
+	case "browser-use": // [12]<a />
+		if l.BID != "" {
+			b.WriteString("[" + l.BID + "]")
+		}
+		b.WriteString("<" + l.Role + " />")
+	default: // browsergym, webarena: [a212] navigation
+		if l.BID != "" {
+			b.WriteString("[" + l.BID + "]")
+			if l.Role != "" {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(l.Role)
+	}
+	b.WriteString(suffix)
+}
+
+// writeMarker writes the line that stands for n pruned lines. In a
+// Playwright snapshot it is a list item, like every line around it.
+func writeMarker(b *strings.Builder, format, indent string, n int) {
+	b.WriteString(indent)
+	if format == "playwright" {
+		b.WriteString("- ")
+	}
+	b.WriteString("... ")
+	b.WriteString(strconv.Itoa(n))
+	if n == 1 {
+		b.WriteString(" line pruned ...")
+	} else {
+		b.WriteString(" lines pruned ...")
+	}
+}

@@ -1,0 +1,227 @@
+// Package prune shrinks web-page observations before they reach the action
+// model, the LineRetriever / FocusAgent way: a cheap retriever model reads
+// the numbered lines of a tree and names the ones that matter for the goal,
+// and the rest is removed or reduced to stubs.
+//
+// Everything here fails open. Pruning saves money but is never required, so
+// whatever goes wrong (the retriever is slow, down or talks nonsense, the
+// tree is odd) the observation goes on unpruned, and the Result says why.
+package prune
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"github.com/focusgate/focusgate/cache"
+)
+
+// keyVersion starts every cache key; bump it whenever the meaning of a
+// cached Selection changes (numbering, answer parsing, prompts).
+const keyVersion = "prune-selection-v1"
+
+// defaultMemoBytes bounds the token-count memo when Config.Counter is nil.
+const defaultMemoBytes = 32 << 20
+
+// Status says whether an observation was pruned.
+type Status string
+
+const (
+	Pruned     Status = "pruned"      // Text is the pruned observation
+	Skipped    Status = "skipped"     // pruning was not attempted or did not pay
+	FailedOpen Status = "failed-open" // something failed; the original goes out
+)
+
+// Input is one observation of one request.
+type Input struct {
+	Tree    Tree
+	Goal    string
+	History string
+	Mode    Mode    // empty means Remove
+	Variant Variant // empty means LineVariant
+	Model   string  // the action model: picks the token encoding
+	// APIKey is the client's key (without "Bearer "), passed on to
+	// Query.APIKey; it is never logged and never part of a cache key.
+	APIKey string
+}
+
+// Result says what happened to one observation. Text is the original unless
+// Status is Pruned.
+type Result struct {
+	Text   string
+	Status Status
+	// Reason explains a status other than Pruned. It is short, stable and
+	// of low cardinality, for use as a metric label: mode-off,
+	// below-min-tokens, no-gain, bad-input, timeout, canceled,
+	// retriever-error, retriever-http-4xx, retriever-http-5xx, bad-answer,
+	// empty-answer, cache-error, postprocess-error, internal-error.
+	Reason        string
+	TokensBefore  int
+	TokensAfter   int
+	Cache         cache.Outcome // empty when the retriever was not consulted
+	RetrieverTime time.Duration // time spent waiting for the selection; 0 on a hit
+	Flagged       int           // lines removed as prompt injection
+	Usage         Usage         // retriever tokens spent for this request; zero on a hit or shared call
+}
+
+// Retriever chooses the lines of a tree that matter to a query.
+type Retriever interface {
+	Select(ctx context.Context, q Query) (Selection, error)
+}
+
+// Cache returns the value stored under key, or computes and stores it. It
+// runs identical concurrent computations once and says where the value came
+// from.
+type Cache interface {
+	Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, cache.Outcome, error)
+}
+
+// Config configures a Pruner.
+type Config struct {
+	RetrieverModel string // part of the cache key
+	MinTokens      int    // observations with fewer tokens are left alone
+	UseHistory     bool   // send the agent's history to the retriever
+	Counter        *Counter
+	Logger         *slog.Logger
+}
+
+// Pruner prunes observations. It is safe for concurrent use.
+type Pruner struct {
+	cfg       Config
+	retriever Retriever
+	cache     Cache
+	log       *slog.Logger
+}
+
+// New returns a Pruner. A nil cache means no caching: every call asks the
+// retriever and reports cache.Miss.
+func New(cfg Config, r Retriever, c Cache) *Pruner {
+	if cfg.Counter == nil {
+		cfg.Counter = NewCounter(defaultMemoBytes)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Pruner{cfg: cfg, retriever: r, cache: c, log: log}
+}
+
+// Prune returns the observation pruned, or the original with the reason it
+// was not. It never returns an error and never panics: a gateway in front of
+// an agent must not be the reason a step fails.
+func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
+	res = Result{Text: in.Tree.Text}
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.LogAttrs(ctx, slog.LevelError, "prune: panic, observation sent unpruned",
+				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+			res = Result{Text: in.Tree.Text, Status: FailedOpen, Reason: "internal-error",
+				TokensBefore: res.TokensBefore, TokensAfter: res.TokensBefore}
+		}
+	}()
+
+	mode, err := ParseMode(string(in.Mode))
+	if err != nil {
+		return p.failOpen(ctx, res, "bad-input", err)
+	}
+	if mode == Off {
+		return skip(res, "mode-off")
+	}
+	variant, err := ParseVariant(string(in.Variant))
+	if err != nil {
+		return p.failOpen(ctx, res, "bad-input", err)
+	}
+	res.TokensBefore = p.cfg.Counter.Count(in.Model, in.Tree.Text)
+	res.TokensAfter = res.TokensBefore
+	if res.TokensBefore < p.cfg.MinTokens {
+		return skip(res, "below-min-tokens")
+	}
+	if err := validate(in.Tree); err != nil {
+		return p.failOpen(ctx, res, "postprocess-error", err)
+	}
+
+	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), APIKey: in.APIKey}
+	if p.cfg.UseHistory {
+		q.History = in.History
+	}
+	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), q.Goal, q.History, in.Tree.Text)
+	compute := func(ctx context.Context) ([]byte, error) {
+		q := q
+		q.Numbered = Number(in.Tree)
+		sel, err := p.retriever.Select(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(sel)
+	}
+	start := time.Now()
+	var raw []byte
+	if p.cache == nil {
+		raw, err = compute(ctx)
+		res.Cache = cache.Miss
+	} else {
+		raw, res.Cache, err = p.cache.Fetch(ctx, key, compute)
+	}
+	if res.Cache != cache.Hit {
+		res.RetrieverTime = time.Since(start)
+	}
+	if err != nil {
+		return p.failOpen(ctx, res, reason(err), err)
+	}
+	var sel Selection
+	if err := json.Unmarshal(raw, &sel); err != nil {
+		return p.failOpen(ctx, res, "cache-error", fmt.Errorf("prune: decoding cached selection: %w", err))
+	}
+	if res.Cache == cache.Miss {
+		res.Usage = sel.Usage
+	}
+
+	out, flagged, err := apply(in.Tree, sel, mode)
+	if err != nil {
+		return p.failOpen(ctx, res, "postprocess-error", err)
+	}
+	after := p.cfg.Counter.Count(in.Model, out)
+	if after >= res.TokensBefore {
+		return skip(res, "no-gain")
+	}
+	res.Text, res.Status, res.TokensAfter, res.Flagged = out, Pruned, after, flagged
+	return res
+}
+
+func skip(res Result, reason string) Result {
+	res.Status, res.Reason = Skipped, reason
+	return res
+}
+
+func (p *Pruner) failOpen(ctx context.Context, res Result, reason string, err error) Result {
+	p.log.LogAttrs(ctx, slog.LevelWarn, "prune: observation sent unpruned",
+		slog.String("reason", reason), slog.Any("error", err))
+	res.Status, res.Reason = FailedOpen, reason
+	return res
+}
+
+// reason maps an error from the retriever or the cache to a Result.Reason.
+func reason(err error) string {
+	var status *StatusError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, ErrEmptyAnswer):
+		return "empty-answer"
+	case errors.Is(err, ErrBadAnswer):
+		return "bad-answer"
+	case errors.As(err, &status) && status.Code >= 500:
+		return "retriever-http-5xx"
+	case errors.As(err, &status):
+		return "retriever-http-4xx"
+	}
+	return "retriever-error"
+}

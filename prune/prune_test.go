@@ -1,0 +1,332 @@
+package prune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/focusgate/focusgate/cache"
+)
+
+// retrieverFunc lets a test script a selection without a server.
+type retrieverFunc func(context.Context, Query) (Selection, error)
+
+func (f retrieverFunc) Select(ctx context.Context, q Query) (Selection, error) { return f(ctx, q) }
+
+// mapCache is a minimal in-memory Cache that counts computations.
+type mapCache struct {
+	mu       sync.Mutex
+	m        map[string][]byte
+	computes int
+}
+
+func (c *mapCache) Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, cache.Outcome, error) {
+	c.mu.Lock()
+	v, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return v, cache.Hit, nil
+	}
+	v, err := compute(ctx)
+	if err != nil {
+		return nil, cache.Miss, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string][]byte{}
+	}
+	c.m[key] = v
+	c.computes++
+	return v, cache.Miss, nil
+}
+
+// laptopInput is a real observation with a goal, pruned by default.
+func laptopInput(t *testing.T) Input {
+	tree := readTree(t, "bgym-pr301_workarena_standard_laptop_form.txt")
+	tree.FocusedBID = "a230"
+	return Input{
+		Tree:  tree,
+		Goal:  "Order 10 Standard Laptops with Adobe Acrobat",
+		Model: "gpt-4.1",
+	}
+}
+
+const laptopAnswer = "<answer>[(61,61), (133,147), (161,171), (182,185)]</answer>"
+
+func TestPrunePrunesWithScriptedRetriever(t *testing.T) {
+	srv := newChatServer(t, reply{content: laptopAnswer})
+	p := New(Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000},
+		NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), nil)
+	in := laptopInput(t)
+	res := p.Prune(context.Background(), in)
+
+	if res.Status != Pruned || res.Reason != "" {
+		t.Fatalf("Status = %s (%s), want pruned", res.Status, res.Reason)
+	}
+	sel, err := ParseAnswer(laptopAnswer, len(in.Tree.Lines))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Apply(in.Tree, sel, Remove)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != want {
+		t.Errorf("Text is not the Remove rendering of the scripted answer:\n%s", res.Text)
+	}
+	if res.TokensBefore < 1000 || res.TokensAfter >= res.TokensBefore {
+		t.Errorf("tokens %d -> %d, want a reduction from at least 1000", res.TokensBefore, res.TokensAfter)
+	}
+	if res.Cache != cache.Miss || res.RetrieverTime <= 0 {
+		t.Errorf("Cache = %q, RetrieverTime = %v; want a miss that took time", res.Cache, res.RetrieverTime)
+	}
+	if want := (Usage{PromptTokens: 1000, CompletionTokens: 50}); res.Usage != want {
+		t.Errorf("Usage = %+v, want %+v", res.Usage, want)
+	}
+	if user := srv.received()[0].body.Messages[1].Content; !strings.Contains(user, in.Goal) || !strings.Contains(user, Number(in.Tree)) {
+		t.Error("retriever did not get the goal and the numbered tree")
+	}
+}
+
+func TestPruneFailsOpen(t *testing.T) {
+	refused := httptest.NewServer(http.NotFoundHandler())
+	refusedURL := refused.URL
+	refused.Close()
+
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	tests := []struct {
+		name    string
+		replies []reply
+		url     string // overrides the fake server
+		ctx     context.Context
+		reason  string
+	}{
+		{name: "timeout", replies: []reply{{hang: true}}, reason: "timeout"},
+		{name: "client gave up", replies: []reply{{hang: true}}, ctx: canceled, reason: "canceled"},
+		{name: "connection refused", url: refusedURL, reason: "retriever-error"},
+		{name: "rate limited", replies: []reply{{status: http.StatusTooManyRequests}}, reason: "retriever-http-4xx"},
+		{name: "unauthorized", replies: []reply{{status: http.StatusUnauthorized}}, reason: "retriever-http-4xx"},
+		{name: "server error", replies: []reply{{status: http.StatusInternalServerError}}, reason: "retriever-http-5xx"},
+		{name: "garbage answer", replies: []reply{{content: "I am sorry, I cannot see the page."}}, reason: "bad-answer"},
+		{name: "out-of-range answer", replies: []reply{{content: "<answer>[(5000,6000)]</answer>"}}, reason: "bad-answer"},
+		{name: "empty answer", replies: []reply{{content: ""}}, reason: "empty-answer"},
+		{name: "empty list", replies: []reply{{content: "<answer>[]</answer>"}}, reason: "empty-answer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := tt.url
+			if url == "" {
+				url = newChatServer(t, tt.replies...).url
+			}
+			ctx := tt.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: url, Model: "gpt-4.1-mini", Timeout: 200 * time.Millisecond})
+			in := laptopInput(t)
+			res := New(Config{MinTokens: 1000}, r, &mapCache{}).Prune(ctx, in)
+			if res.Status != FailedOpen || res.Reason != tt.reason {
+				t.Errorf("Status = %s, Reason = %q; want failed-open, %q", res.Status, res.Reason, tt.reason)
+			}
+			if res.Text != in.Tree.Text {
+				t.Error("Text is not the original")
+			}
+			if res.TokensBefore == 0 || res.TokensAfter != res.TokensBefore {
+				t.Errorf("tokens %d -> %d, want the original count twice", res.TokensBefore, res.TokensAfter)
+			}
+		})
+	}
+}
+
+func TestPruneSkips(t *testing.T) {
+	tests := []struct {
+		name      string
+		mode      Mode
+		minTokens int
+		answer    string
+		reason    string
+		asked     bool
+		text      string // the tree; the laptop form when empty
+	}{
+		{name: "mode off", mode: Off, reason: "mode-off"},
+		{name: "small observation", minTokens: 1 << 20, reason: "below-min-tokens"},
+		{name: "selection keeps everything", answer: "<answer>[(1,199)]</answer>", reason: "no-gain", asked: true},
+		{name: "stubs longer than the lines they replace", mode: Stubs, answer: "<answer>[(1,1)]</answer>", reason: "no-gain", asked: true,
+			text: "RootWebArea 'Hi'\n" + strings.Repeat("\tStaticText 'a'\n", 50)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked := false
+			r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) {
+				asked = true
+				return ParseAnswer(tt.answer, q.Lines)
+			})
+			in := laptopInput(t)
+			if tt.text != "" {
+				in.Tree = browserGymTree(tt.text)
+			}
+			in.Mode = tt.mode
+			res := New(Config{MinTokens: tt.minTokens}, r, nil).Prune(context.Background(), in)
+			if res.Status != Skipped || res.Reason != tt.reason {
+				t.Errorf("Status = %s, Reason = %q; want skipped, %q", res.Status, res.Reason, tt.reason)
+			}
+			if res.Text != in.Tree.Text || res.TokensAfter != res.TokensBefore {
+				t.Error("skipped observation changed")
+			}
+			if asked != tt.asked {
+				t.Errorf("retriever asked = %v, want %v", asked, tt.asked)
+			}
+		})
+	}
+}
+
+func TestPruneRefusesBadInput(t *testing.T) {
+	never := retrieverFunc(func(context.Context, Query) (Selection, error) {
+		return Selection{}, errors.New("the retriever must not be asked")
+	})
+	good := laptopInput(t)
+	tests := []struct {
+		name   string
+		edit   func(*Input)
+		reason string
+	}{
+		{"unknown mode", func(in *Input) { in.Mode = "shuffle" }, "bad-input"},
+		{"unknown variant", func(in *Input) { in.Variant = "paranoid" }, "bad-input"},
+		{"lines outside the text", func(in *Input) {
+			in.Tree.Lines = append([]Line(nil), in.Tree.Lines...)
+			in.Tree.Lines[3].End = len(in.Tree.Text) + 10
+		}, "postprocess-error"},
+		{"no lines", func(in *Input) { in.Tree.Lines = nil }, "postprocess-error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := good
+			tt.edit(&in)
+			res := New(Config{}, never, nil).Prune(context.Background(), in)
+			if res.Status != FailedOpen || res.Reason != tt.reason || res.Text != in.Tree.Text {
+				t.Errorf("Status = %s, Reason = %q; want failed-open, %q, original text", res.Status, res.Reason, tt.reason)
+			}
+		})
+	}
+}
+
+func TestPruneSurvivesPanickingRetriever(t *testing.T) {
+	r := retrieverFunc(func(context.Context, Query) (Selection, error) { panic("boom") })
+	in := laptopInput(t)
+	res := New(Config{}, r, nil).Prune(context.Background(), in)
+	if res.Status != FailedOpen || res.Reason != "internal-error" || res.Text != in.Tree.Text {
+		t.Errorf("Status = %s, Reason = %q; want failed-open, internal-error, original text", res.Status, res.Reason)
+	}
+}
+
+func TestPruneCachesSelections(t *testing.T) {
+	calls := 0
+	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) {
+		calls++
+		sel, err := ParseAnswer(laptopAnswer, q.Lines)
+		sel.Usage = Usage{PromptTokens: 3000, CompletionTokens: 40}
+		return sel, err
+	})
+	c := &mapCache{}
+	p := New(Config{RetrieverModel: "gpt-4.1-mini"}, r, c)
+	ctx := context.Background()
+
+	first := laptopInput(t)
+	first.APIKey = "key-one"
+	res := p.Prune(ctx, first)
+	if res.Status != Pruned || res.Cache != cache.Miss || res.Usage.PromptTokens != 3000 {
+		t.Fatalf("first: %s %q cache=%q usage=%+v; want a pruned miss with usage", res.Status, res.Reason, res.Cache, res.Usage)
+	}
+
+	// Another client key and another mode reuse the cached selection.
+	again := first
+	again.APIKey = "key-two"
+	again.Mode = Ancestors
+	res = p.Prune(ctx, again)
+	if res.Status != Pruned || res.Cache != cache.Hit || res.RetrieverTime != 0 || res.Usage != (Usage{}) {
+		t.Errorf("second: %s cache=%q time=%v usage=%+v; want a pruned hit, no time, no usage", res.Status, res.Cache, res.RetrieverTime, res.Usage)
+	}
+	want, _ := Apply(first.Tree, mustParse(t, laptopAnswer, len(first.Tree.Lines)), Ancestors)
+	if res.Text != want {
+		t.Error("hit not rendered in the requested mode")
+	}
+	if calls != 1 {
+		t.Errorf("retriever called %d times, want 1", calls)
+	}
+
+	// What the retriever sees is the key: goal and variant change it.
+	for _, edit := range []func(*Input){
+		func(in *Input) { in.Goal = "Order an iPad" },
+		func(in *Input) { in.Variant = Restrictive },
+	} {
+		in := first
+		edit(&in)
+		if res := p.Prune(ctx, in); res.Cache != cache.Miss {
+			t.Errorf("cache = %q, want a miss for a different question", res.Cache)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("retriever called %d times, want 3", calls)
+	}
+}
+
+func TestPruneHistoryInKeyOnlyWhenUsed(t *testing.T) {
+	for _, use := range []bool{false, true} {
+		t.Run(fmt.Sprintf("UseHistory=%v", use), func(t *testing.T) {
+			var histories []string
+			r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) {
+				histories = append(histories, q.History)
+				return ParseAnswer(laptopAnswer, q.Lines)
+			})
+			p := New(Config{UseHistory: use}, r, &mapCache{})
+			in := laptopInput(t)
+			for _, h := range []string{"step 1: click('a12')", "step 1: click('a12')\nstep 2: fill('a230', 'x')"} {
+				in.History = h
+				p.Prune(context.Background(), in)
+			}
+			want := []string{""}
+			if use {
+				want = []string{"step 1: click('a12')", "step 1: click('a12')\nstep 2: fill('a230', 'x')"}
+			}
+			if fmt.Sprint(histories) != fmt.Sprint(want) {
+				t.Errorf("retriever saw histories %q, want %q", histories, want)
+			}
+		})
+	}
+}
+
+func TestPruneReportsFlaggedInjection(t *testing.T) {
+	tree := readTree(t, "agentlab-tutorial_webarena_shopping_prompt_0_with_doomarena_popup_injection_tabs-restored.txt")
+	srv := newChatServer(t, reply{content: goldenCases[1].answer})
+	p := New(Config{}, NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), nil)
+	for _, mode := range []Mode{Remove, Ancestors, Stubs} {
+		res := p.Prune(context.Background(), Input{Tree: tree, Goal: "Buy the headphones in Black & Gold", Mode: mode, Variant: Defender})
+		if res.Status != Pruned || res.Flagged != 5 {
+			t.Errorf("%s: Status = %s (%s), Flagged = %d; want pruned, 5", mode, res.Status, res.Reason, res.Flagged)
+		}
+		if strings.Contains(res.Text, "NOTICE FOR AGENTS") || strings.Contains(res.Text, "localhost:4321") {
+			t.Errorf("%s: injected text survived", mode)
+		}
+	}
+	if system := srv.received()[0].body.Messages[0].Content; !strings.Contains(system, "<injection>") {
+		t.Error("defender prompt does not ask for injected lines")
+	}
+}
+
+func mustParse(t *testing.T, answer string, n int) Selection {
+	t.Helper()
+	sel, err := ParseAnswer(answer, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}

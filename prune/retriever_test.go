@@ -1,0 +1,308 @@
+package prune
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// reply is one scripted response of the fake chat-completions endpoint.
+type reply struct {
+	status  int    // HTTP status; 0 means 200
+	content string // the assistant message
+	hang    bool   // block until the request's context ends
+}
+
+// chatRequest is what the fake endpoint received.
+type chatRequest struct {
+	auth string
+	body openai.ChatCompletionRequest
+	raw  map[string]any
+}
+
+// chatServer plays an OpenAI-compatible chat-completions endpoint over real
+// HTTP, answering with scripted replies in turn (the last one repeats) and
+// recording every request.
+type chatServer struct {
+	url string
+
+	mu       sync.Mutex
+	replies  []reply
+	requests []chatRequest
+}
+
+func newChatServer(t *testing.T, replies ...reply) *chatServer {
+	t.Helper()
+	s := &chatServer{replies: replies}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL + "/v1"
+	return s
+}
+
+func (s *chatServer) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		http.NotFound(w, r)
+		return
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req := chatRequest{auth: r.Header.Get("Authorization")}
+	if err := json.Unmarshal(b, &req.body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := json.Unmarshal(b, &req.raw); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	rep := s.replies[min(len(s.requests), len(s.replies))-1]
+	s.mu.Unlock()
+
+	switch {
+	case rep.hang:
+		<-r.Context().Done()
+	case rep.status != 0 && rep.status != http.StatusOK:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rep.status)
+		io.WriteString(w, `{"error":{"message":"scripted failure","type":"test"}}`)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id":      "chatcmpl-test",
+			"object":  "chat.completion",
+			"created": time.Now().Unix(),
+			"model":   req.body.Model,
+			"choices": []map[string]any{{
+				"index":         0,
+				"message":       map[string]string{"role": "assistant", "content": rep.content},
+				"finish_reason": "stop",
+			}},
+			"usage": map[string]int{"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050},
+		})
+	}
+}
+
+func (s *chatServer) received() []chatRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+func TestSelectSendsGoalHistoryAndNumberedTree(t *testing.T) {
+	srv := newChatServer(t, reply{content: "<think>The cart link.</think><answer>[(2,3)]</answer>"})
+	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, APIKey: "retriever-key", Model: "gpt-4.1-mini"})
+	tree := browserGymTree("RootWebArea 'Shop'\n\t[12] link 'Cart'\n\t\tStaticText 'Cart'\n\t[13] link 'Help'\n")
+	q := Query{
+		Goal:     "Open the cart",
+		History:  "step 1: click('11')",
+		Numbered: Number(tree),
+		Lines:    len(tree.Lines),
+		Variant:  LineVariant,
+	}
+	sel, err := r.Select(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Range{{2, 3}}; !slices.Equal(sel.Ranges, want) {
+		t.Errorf("Ranges = %v, want %v", sel.Ranges, want)
+	}
+	if want := (Usage{PromptTokens: 1000, CompletionTokens: 50}); sel.Usage != want {
+		t.Errorf("Usage = %+v, want %+v", sel.Usage, want)
+	}
+	reqs := srv.received()
+	if len(reqs) != 1 {
+		t.Fatalf("retriever got %d requests, want 1", len(reqs))
+	}
+	got := reqs[0]
+	if got.auth != "Bearer retriever-key" {
+		t.Errorf("Authorization = %q", got.auth)
+	}
+	if got.body.Model != "gpt-4.1-mini" {
+		t.Errorf("model = %q", got.body.Model)
+	}
+	if len(got.body.Messages) != 2 || got.body.Messages[0].Role != "system" || got.body.Messages[1].Role != "user" {
+		t.Fatalf("messages = %+v, want system then user", got.body.Messages)
+	}
+	user := got.body.Messages[1].Content
+	for _, want := range []string{
+		"Open the cart",
+		"step 1: click('11')",
+		"   1 RootWebArea 'Shop'\n   2 \t[12] link 'Cart'\n   3 \t\tStaticText 'Cart'\n   4 \t[13] link 'Help'",
+	} {
+		if !strings.Contains(user, want) {
+			t.Errorf("user message lacks %q:\n%s", want, user)
+		}
+	}
+	if !strings.Contains(got.body.Messages[0].Content, "<answer>") {
+		t.Errorf("system message does not ask for an <answer> tag:\n%s", got.body.Messages[0].Content)
+	}
+}
+
+func TestSelectWithoutHistory(t *testing.T) {
+	srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})
+	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
+	if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 RootWebArea 'a'", Lines: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if user := srv.received()[0].body.Messages[1].Content; strings.Contains(user, "What the agent did so far") {
+		t.Errorf("history section sent without history:\n%s", user)
+	}
+}
+
+func TestSelectAPIKey(t *testing.T) {
+	tests := []struct {
+		name, own, client, want string
+	}{
+		{"retriever key wins", "retriever-key", "client-key", "Bearer retriever-key"},
+		{"client key as fallback", "", "client-key", "Bearer client-key"},
+		{"no key at all", "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})
+			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, APIKey: tt.own, Model: "gpt-4.1-mini"})
+			if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 1, APIKey: tt.client}); err != nil {
+				t.Fatal(err)
+			}
+			if got := srv.received()[0].auth; got != tt.want {
+				t.Errorf("Authorization = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSelectTemperature(t *testing.T) {
+	tests := []struct {
+		model string
+		sent  bool
+	}{
+		{"gpt-4.1-mini", true},
+		{"gpt-4o-mini", true},
+		{"gpt-5-mini", false},
+		{"o3-mini", false},
+		{"o4-mini", false},
+		{"openai/gpt-5-nano", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})
+			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: tt.model})
+			if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 1}); err != nil {
+				t.Fatal(err)
+			}
+			temp, sent := srv.received()[0].raw["temperature"]
+			if sent != tt.sent {
+				t.Fatalf("temperature sent = %v (%v), want sent = %v", sent, temp, tt.sent)
+			}
+			if sent && temp.(float64) > 1e-6 {
+				t.Errorf("temperature = %v, want 0", temp)
+			}
+		})
+	}
+}
+
+func TestSelectPromptVariants(t *testing.T) {
+	tests := []struct {
+		variant     Variant
+		contains    string
+		notContains string
+	}{
+		{LineVariant, "keep it", "<injection>"},
+		{Restrictive, "drop it", "<injection>"},
+		{Neutral, "<answer>", "When you are unsure"},
+		{Defender, "<injection>", "drop it"},
+	}
+	seen := map[string]Variant{}
+	for _, tt := range tests {
+		t.Run(string(tt.variant), func(t *testing.T) {
+			srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})
+			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
+			if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 1, Variant: tt.variant}); err != nil {
+				t.Fatal(err)
+			}
+			system := srv.received()[0].body.Messages[0].Content
+			if !strings.Contains(system, tt.contains) || strings.Contains(system, tt.notContains) {
+				t.Errorf("system prompt should contain %q and not %q:\n%s", tt.contains, tt.notContains, system)
+			}
+			if other, dup := seen[system]; dup {
+				t.Errorf("same prompt as %s", other)
+			}
+			seen[system] = tt.variant
+		})
+	}
+}
+
+func TestSelectReasksOnceAfterUnreadableAnswer(t *testing.T) {
+	srv := newChatServer(t,
+		reply{content: "The relevant part is the cart link."},
+		reply{content: "<answer>[(2,2)]</answer>"},
+	)
+	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
+	sel, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a\n   2 b\n   3 c", Lines: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Range{{2, 2}}; !slices.Equal(sel.Ranges, want) {
+		t.Errorf("Ranges = %v, want %v", sel.Ranges, want)
+	}
+	if want := (Usage{PromptTokens: 2000, CompletionTokens: 100}); sel.Usage != want {
+		t.Errorf("Usage = %+v, want both calls: %+v", sel.Usage, want)
+	}
+	reqs := srv.received()
+	if len(reqs) != 2 {
+		t.Fatalf("retriever got %d requests, want 2", len(reqs))
+	}
+	msgs := reqs[1].body.Messages
+	if len(msgs) != 4 || msgs[2].Role != "assistant" || msgs[2].Content != "The relevant part is the cart link." ||
+		msgs[3].Role != "user" || !strings.Contains(msgs[3].Content, "from 1 to 3") {
+		t.Errorf("re-ask messages = %+v, want the first answer and a correction", msgs)
+	}
+}
+
+func TestSelectGivesUpAfterOneReask(t *testing.T) {
+	srv := newChatServer(t, reply{content: "no idea"})
+	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
+	_, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a", Lines: 1})
+	if reason(err) != "bad-answer" {
+		t.Errorf("error = %v, want a bad answer", err)
+	}
+	if n := len(srv.received()); n != 2 {
+		t.Errorf("retriever got %d requests, want 2", n)
+	}
+}
+
+// An endpoint that answers with an endless body must not make the gateway
+// read it all: the answer is cut at maxAnswerBytes and the call fails.
+func TestSelectCapsTheResponseBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"`)
+		chunk := strings.Repeat("a", 64<<10)
+		for written := 0; written <= 2*maxAnswerBytes; written += len(chunk) {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(w, `"}}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.URL + "/v1", Model: "gpt-4.1-mini"})
+	if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a", Lines: 1}); reason(err) != "retriever-error" {
+		t.Errorf("error = %v, want a retriever error for an oversized answer", err)
+	}
+}

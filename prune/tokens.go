@@ -1,0 +1,202 @@
+package prune
+
+import (
+	"iter"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+func init() {
+	// tiktoken-go downloads BPE files on first use by default; a gateway
+	// must not reach the internet for that, so read the embedded copies.
+	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
+}
+
+const (
+	o200k  = "o200k_base"
+	cl100k = "cl100k_base"
+)
+
+// encodings loads each BPE once per process: building one takes a few
+// hundred milliseconds and tens of megabytes.
+var encodings = map[string]func() (*tiktoken.Tiktoken, error){
+	o200k:  sync.OnceValues(func() (*tiktoken.Tiktoken, error) { return tiktoken.GetEncoding(o200k) }),
+	cl100k: sync.OnceValues(func() (*tiktoken.Tiktoken, error) { return tiktoken.GetEncoding(cl100k) }),
+}
+
+// baseModel lowercases a model name and drops a provider prefix such as
+// "openai/", so that names routed through LiteLLM or OpenRouter match too.
+func baseModel(model string) string {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	return m
+}
+
+// encodingFor picks the encoding of a model: o200k_base for the GPT-4o
+// generation and later, cl100k_base for GPT-4 and GPT-3.5 and for every
+// model it does not know, whose tokenizer is unknown anyway.
+func encodingFor(model string) string {
+	m := baseModel(model)
+	for _, p := range []string{"gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "gpt-oss", "o1", "o3", "o4"} {
+		if strings.HasPrefix(m, p) {
+			return o200k
+		}
+	}
+	return cl100k
+}
+
+// memoEntryOverhead approximates what one memo entry costs beyond its text:
+// the key and map bucket headers.
+const memoEntryOverhead = 64
+
+type memoKey struct{ encoding, chunk string }
+
+// Counter counts tokens the way the action model's tokenizer does, cheaply
+// for text it has seen before.
+//
+// tiktoken's pre-tokenizer never lets a token cross the start of a line that
+// begins with something other than whitespace or '/', so a text's count is
+// the sum of the counts of such chunks (see chunks). The counter remembers
+// the count of every chunk it encodes, so a tree seen again (the same page
+// at the next step, a cache hit, the kept lines of a pruned tree) costs map
+// look-ups only. Memory is bounded in bytes by two generations of maps: when
+// the current one is full it becomes the old one and a new one starts;
+// look-ups check both and promote what they find in the old one.
+//
+// A Counter is safe for concurrent use.
+type Counter struct {
+	half int // byte budget of one generation
+
+	mu       sync.Mutex
+	cur, old map[memoKey]int
+	curBytes int
+}
+
+// NewCounter returns a Counter whose memo holds about maxBytes of text and
+// overhead; zero or less disables the memo.
+func NewCounter(maxBytes int) *Counter {
+	return &Counter{half: maxBytes / 2, cur: map[memoKey]int{}}
+}
+
+// Count returns the number of tokens of text for model. Should an encoding
+// fail to load (its BPE file is embedded, so only a broken build could do
+// that), it returns an estimate of four bytes per token, which keeps the
+// "fewer tokens" decision sound.
+func (c *Counter) Count(model, text string) int {
+	name := encodingFor(model)
+	enc, err := encodings[name]()
+	if err != nil {
+		return (len(text) + 3) / 4
+	}
+	total := 0
+	var misses []string
+	c.mu.Lock()
+	for s := range chunks(text) {
+		if v, ok := c.lookup(name, s); ok {
+			total += v
+		} else {
+			misses = append(misses, s)
+		}
+	}
+	c.mu.Unlock()
+	if len(misses) == 0 {
+		return total
+	}
+	counted := make(map[string]int, len(misses))
+	for _, s := range misses {
+		v, ok := counted[s]
+		if !ok {
+			v = len(enc.EncodeOrdinary(s))
+			counted[s] = v
+		}
+		total += v
+	}
+	c.mu.Lock()
+	for s, v := range counted {
+		c.store(memoKey{name, s}, v)
+	}
+	c.mu.Unlock()
+	return total
+}
+
+// lookup must be called with c.mu held.
+func (c *Counter) lookup(encoding, s string) (int, bool) {
+	k := memoKey{encoding, s}
+	if v, ok := c.cur[k]; ok {
+		return v, true
+	}
+	v, ok := c.old[k]
+	if ok {
+		c.store(k, v)
+	}
+	return v, ok
+}
+
+// store must be called with c.mu held. It copies the chunk, which is a
+// slice of a request's text and would otherwise keep all of it alive.
+func (c *Counter) store(k memoKey, v int) {
+	size := len(k.chunk) + memoEntryOverhead
+	if size > c.half {
+		return
+	}
+	if _, ok := c.cur[k]; ok {
+		return
+	}
+	if c.curBytes+size > c.half {
+		c.old, c.cur, c.curBytes = c.cur, make(map[memoKey]int, len(c.cur)), 0
+	}
+	k.chunk = strings.Clone(k.chunk)
+	c.cur[k] = v
+	c.curBytes += size
+}
+
+// chunks splits text into pieces whose token counts add up to the count of
+// the whole. It cuts after a newline when the next line starts, after spaces
+// and tabs, with a character that is not whitespace, and when that line does
+// not start with '/'. The pre-tokenizers of o200k_base and cl100k_base let a
+// token run past a newline only through more whitespace ending in a newline
+// (`\s*[\r\n]+`) or through punctuation followed by newlines and, in
+// o200k_base, slashes (` ?[^\s\p{L}\p{N}]+[\r\n/]*`); so a blank or
+// whitespace-only line, or one starting with '\r' or '/', stays with the
+// chunk before it.
+func chunks(text string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		start := 0
+		for i := 0; i < len(text); {
+			nl := strings.IndexByte(text[i:], '\n')
+			if nl < 0 {
+				break
+			}
+			i += nl + 1
+			if cutsBefore(text[i:]) {
+				if !yield(text[start:i]) {
+					return
+				}
+				start = i
+			}
+		}
+		if start < len(text) {
+			yield(text[start:])
+		}
+	}
+}
+
+// cutsBefore reports whether a chunk may start at the beginning of line.
+func cutsBefore(line string) bool {
+	if line == "" || line[0] == '/' {
+		return false
+	}
+	rest := strings.TrimLeft(line, " \t")
+	if rest == "" {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(rest)
+	return !unicode.IsSpace(r)
+}

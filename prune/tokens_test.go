@@ -1,0 +1,200 @@
+package prune
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/pkoukk/tiktoken-go"
+)
+
+// encoding returns a loaded encoding or stops the test.
+func encoding(t testing.TB, name string) *tiktoken.Tiktoken {
+	t.Helper()
+	enc, err := encodings[name]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc
+}
+
+func TestCounterMatchesTiktokenOnAxtrees(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "axtrees", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no axtrees: %v", err)
+	}
+	c := NewCounter(64 << 20)
+	for _, model := range []string{"gpt-4o", "gpt-4"} {
+		enc := encoding(t, encodingFor(model))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(b)
+			want := len(enc.Encode(text, nil, nil))
+			if got := c.Count(model, text); got != want {
+				t.Errorf("%s %s: Count = %d, want %d", model, filepath.Base(f), got, want)
+			}
+			if got := c.Count(model, text); got != want {
+				t.Errorf("%s %s: memoised Count = %d, want %d", model, filepath.Base(f), got, want)
+			}
+		}
+	}
+}
+
+func TestCounterMatchesTiktokenAtLineEdges(t *testing.T) {
+	// Texts where adding up per-line counts naively would go wrong: tokens
+	// that span blank lines, whitespace-only lines, "\r\n", or a newline
+	// followed by '/'.
+	texts := []string{
+		"",
+		"\n",
+		"\n\n\n",
+		"a\n\nb",
+		"a\n\n\n\tb\n",
+		"a\n \t\n\tb",
+		"a \n\t b\n",
+		"x\r\ny\r\n\r\nz",
+		"x\n\ry",
+		"x'\n/path\n",
+		"url='https://a/'\n/\n//\n",
+		"[1] link 'Home',\n\t\t\n\n\t[2] button\n",
+		"end with spaces   ",
+		"\u00a0nbsp\n\u00a0\n\u2028x\n",
+		"StaticText '<|endoftext|>'\n",
+	}
+	c := NewCounter(1 << 20)
+	for _, model := range []string{"gpt-4o", "gpt-3.5-turbo"} {
+		enc := encoding(t, encodingFor(model))
+		for _, text := range texts {
+			if got, want := c.Count(model, text), len(enc.Encode(text, nil, nil)); got != want {
+				t.Errorf("%s Count(%q) = %d, want %d", model, text, got, want)
+			}
+		}
+	}
+}
+
+func TestEncodingFor(t *testing.T) {
+	tests := []struct{ model, want string }{
+		{"gpt-4o", o200k},
+		{"gpt-4o-mini-2024-07-18", o200k},
+		{"chatgpt-4o-latest", o200k},
+		{"gpt-4.1", o200k},
+		{"GPT-4.1-mini", o200k},
+		{"gpt-4.5-preview", o200k},
+		{"gpt-5-mini", o200k},
+		{"o1", o200k},
+		{"o3-mini", o200k},
+		{"o4-mini", o200k},
+		{"openai/gpt-4o", o200k},
+		{"gpt-4", cl100k},
+		{"gpt-4-turbo", cl100k},
+		{"gpt-3.5-turbo", cl100k},
+		{"claude-3-7-sonnet", cl100k},
+		{"", cl100k},
+	}
+	for _, tt := range tests {
+		if got := encodingFor(tt.model); got != tt.want {
+			t.Errorf("encodingFor(%q) = %s, want %s", tt.model, got, tt.want)
+		}
+	}
+}
+
+func TestCounterMemoStaysWithinBudget(t *testing.T) {
+	const budget = 8 << 10
+	c := NewCounter(budget)
+	enc := encoding(t, o200k)
+	var b strings.Builder
+	for i := range 2000 {
+		b.WriteString("\t[a")
+		b.WriteString(strings.Repeat("x", i%50))
+		b.WriteString("] link 'Item'\n")
+		if i%100 == 99 {
+			text := b.String()
+			if got, want := c.Count("gpt-4o", text), len(enc.Encode(text, nil, nil)); got != want {
+				t.Fatalf("after %d lines: Count = %d, want %d", i+1, got, want)
+			}
+			c.mu.Lock()
+			used := 0
+			for _, m := range []map[memoKey]int{c.cur, c.old} {
+				for k := range m {
+					used += len(k.chunk) + memoEntryOverhead
+				}
+			}
+			c.mu.Unlock()
+			if used > budget {
+				t.Fatalf("memo holds %d bytes, budget %d", used, budget)
+			}
+		}
+	}
+}
+
+func TestCounterRemembersLines(t *testing.T) {
+	c := NewCounter(1 << 20)
+	c.Count("gpt-4o", "RootWebArea 'a'\n\t[1] link 'b'\n")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, chunk := range []string{"RootWebArea 'a'\n", "\t[1] link 'b'\n"} {
+		if _, ok := c.cur[memoKey{o200k, chunk}]; !ok {
+			t.Errorf("chunk %q not memoised", chunk)
+		}
+	}
+}
+
+func TestCounterConcurrentUse(t *testing.T) {
+	enc := encoding(t, o200k)
+	texts := []string{readTree(t, "bgym-pr301_workarena_catalog.txt").Text, readTree(t, "bgym-pr301_workarena_order_status.txt").Text}
+	var want []int
+	for _, text := range texts {
+		want = append(want, len(enc.Encode(text, nil, nil)))
+	}
+	c := NewCounter(64 << 10) // small, so generations turn over while counting
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 6 {
+				k := (g + i) % len(texts)
+				if got := c.Count("gpt-4o", texts[k]); got != want[k] {
+					t.Errorf("Count = %d, want %d", got, want[k])
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func FuzzCount(f *testing.F) {
+	for _, s := range []string{
+		"RootWebArea 'a'\n\t[1] link 'b'\n",
+		"a\n\n\tb",
+		"x'\n/y",
+		"x\r\n\r\ny",
+		" \n \n",
+		"- link \"Home\" [ref=e1]\n  - /url: /home\n",
+	} {
+		f.Add(s)
+	}
+	c := NewCounter(1 << 20)
+	o, cl := encoding(f, o200k), encoding(f, cl100k)
+	f.Fuzz(func(t *testing.T, text string) {
+		if !utf8.ValidString(text) {
+			t.Skip("request text is valid UTF-8 after JSON decoding")
+		}
+		if len(text) > 512 {
+			// tiktoken-go's BPE is quadratic in the length of one pre-token
+			// and crawls under coverage instrumentation; what this target
+			// explores is line structure, which short inputs cover.
+			t.Skip("too long to encode quickly")
+		}
+		if got, want := c.Count("gpt-4o", text), len(o.Encode(text, nil, nil)); got != want {
+			t.Errorf("o200k Count(%q) = %d, want %d", text, got, want)
+		}
+		if got, want := c.Count("gpt-4", text), len(cl.Encode(text, nil, nil)); got != want {
+			t.Errorf("cl100k Count(%q) = %d, want %d", text, got, want)
+		}
+	})
+}

@@ -1,0 +1,151 @@
+package prune
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Mode says how the lines the retriever did not choose are written back.
+type Mode string
+
+// The post-processing modes; see DESIGN.md, "Retriever and pruning", step 5.
+const (
+	Remove    Mode = "remove"
+	Ancestors Mode = "ancestors"
+	Stubs     Mode = "stubs"
+	Off       Mode = "off"
+)
+
+// ParseMode reads a mode from configuration or a request header. It ignores
+// case and surrounding space, and an empty value means the default, Remove,
+// so that an unset variable or header behaves like an absent one.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case "":
+		return Remove, nil
+	case Remove, Ancestors, Stubs, Off:
+		return m, nil
+	}
+	return "", fmt.Errorf("prune: unknown mode %q (want remove, ancestors, stubs or off)", s)
+}
+
+// Variant names the instructions given to the retriever.
+type Variant string
+
+// The prompt variants; see retriever.go for what each asks.
+const (
+	LineVariant Variant = "line"
+	Restrictive Variant = "restrictive"
+	Neutral     Variant = "neutral"
+	Defender    Variant = "defender"
+)
+
+// ParseVariant reads a prompt variant the same way ParseMode reads a mode;
+// an empty value means LineVariant.
+func ParseVariant(s string) (Variant, error) {
+	switch v := Variant(strings.ToLower(strings.TrimSpace(s))); v {
+	case "":
+		return LineVariant, nil
+	case LineVariant, Restrictive, Neutral, Defender:
+		return v, nil
+	}
+	return "", fmt.Errorf("prune: unknown prompt variant %q (want line, restrictive, neutral or defender)", s)
+}
+
+// Line is one element of a tree. It has the same fields as detect.Line, so
+// the gateway converts with prune.Line(l).
+type Line struct {
+	// Start and End are byte offsets in Tree.Text. Start is where the line
+	// begins, indentation included; End excludes the final '\n'. A line may
+	// span continuation lines (a name with a newline in it).
+	Start, End int
+	Depth      int
+	BID        string
+	Role       string
+}
+
+// Tree is one observation ready for pruning.
+type Tree struct {
+	Text string
+	// Format is the observation format detect recognised ("browsergym",
+	// "webarena", "agentoccam", "playwright", "browser-use"); it decides how
+	// stub lines and markers are written.
+	Format     string
+	Lines      []Line
+	FocusedBID string
+}
+
+// Range is an inclusive, 1-based range of line numbers; numbers index
+// Tree.Lines.
+type Range struct{ From, To int }
+
+// Selection is what the retriever chose. It is what gets cached, never the
+// pruned text, so that the mode can change without asking again.
+type Selection struct {
+	Ranges []Range `json:"ranges"`
+	// Flagged lists the line numbers the defender prompt reported as
+	// attempts to instruct the agent.
+	Flagged []int `json:"flagged,omitempty"`
+	Usage   Usage `json:"usage"`
+}
+
+// Usage is the retriever's token usage for one selection.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+func (u *Usage) add(v Usage) {
+	u.PromptTokens += v.PromptTokens
+	u.CompletionTokens += v.CompletionTokens
+}
+
+// Number renders the tree as the retriever sees it: each line gets its
+// number right-aligned in four columns, then one space, then the line with
+// its own indentation. Continuation lines of an element get no number of
+// their own, only the same five columns of padding. Lines must be valid
+// (Apply reports when they are not); Pruner checks before numbering.
+func Number(t Tree) string {
+	var b strings.Builder
+	b.Grow(len(t.Text) + 6*len(t.Lines))
+	var buf [20]byte
+	for i, l := range t.Lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		num := strconv.AppendInt(buf[:0], int64(i+1), 10)
+		for range 4 - len(num) {
+			b.WriteByte(' ')
+		}
+		b.Write(num)
+		b.WriteByte(' ')
+		first, rest, more := strings.Cut(t.Text[l.Start:l.End], "\n")
+		b.WriteString(first)
+		for more {
+			first, rest, more = strings.Cut(rest, "\n")
+			b.WriteString("\n     ")
+			b.WriteString(first)
+		}
+	}
+	return b.String()
+}
+
+// validate reports line offsets that Number and Apply cannot work with: out
+// of the text, reversed, or not in text order.
+func validate(t Tree) error {
+	if len(t.Lines) == 0 {
+		return fmt.Errorf("prune: tree has no lines")
+	}
+	prevEnd := -1
+	for i, l := range t.Lines {
+		if l.Start < 0 || l.End < l.Start || l.End > len(t.Text) {
+			return fmt.Errorf("prune: line %d spans [%d,%d) outside a text of %d bytes", i+1, l.Start, l.End, len(t.Text))
+		}
+		if l.Start <= prevEnd {
+			return fmt.Errorf("prune: line %d starts at %d, before the end of line %d", i+1, l.Start, i)
+		}
+		prevEnd = l.End
+	}
+	return nil
+}
