@@ -18,6 +18,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/focusgate/focusgate/internal/redistest"
 )
 
 // logBuffer collects what run writes to stderr and lets a test wait for a
@@ -351,5 +353,44 @@ func TestRunPrunesWithTheConfiguredRetriever(t *testing.T) {
 	defer mu.Unlock()
 	if gotKey != "Bearer sk-retriever" {
 		t.Errorf("retriever Authorization %q, want the configured retriever key", gotKey)
+	}
+}
+
+// With Redis configured but down, the gateway starts, serves and reports the
+// outage on /readyz without failing it.
+func TestRunReportsRedisOnReadyz(t *testing.T) {
+	srv := redistest.Start(t)
+	up := fakeOpenAI(t, nil)
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL": up.URL + "/v1",
+		"FOCUSGATE_REDIS_URL":    srv.URL(),
+	})
+	readyz := func() (int, string) {
+		resp, err := http.Get(gw.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct{ Checks map[string]string }
+		json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body.Checks["redis"]
+	}
+	if code, redis := readyz(); code != http.StatusOK || redis != "ok" {
+		t.Errorf("/readyz with Redis up: %d, redis %q", code, redis)
+	}
+	srv.Stop()
+	// The outage is noticed by the next call to Redis: a request that
+	// looks up a selection.
+	body, _ := os.ReadFile("../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json")
+	resp, err := http.Post(gw.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a request with Redis down failed: %d", resp.StatusCode)
+	}
+	if code, redis := readyz(); code != http.StatusOK || !strings.HasPrefix(redis, "down") {
+		t.Errorf("/readyz with Redis down: %d, redis %q; want 200 and down", code, redis)
 	}
 }
