@@ -1,0 +1,122 @@
+// Package pricing knows what models cost, so that focusgate can tell whether
+// pruning pays and how much it saved. Prices are list prices in US dollars
+// per million tokens; a built-in table covers common OpenAI models and users
+// override or extend it with their own (negotiated rates, other providers).
+package pricing
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"strings"
+)
+
+// Price is what a model costs, in US dollars per million tokens.
+type Price struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
+}
+
+// Cost is the price of a call with the given token counts.
+func (p Price) Cost(inputTokens, outputTokens int) float64 {
+	return (float64(inputTokens)*p.Input + float64(outputTokens)*p.Output) / 1e6
+}
+
+// defaults are OpenAI's list prices for standard (non-batch, uncached) input
+// and output. They change; users with other rates set their own.
+var defaults = map[string]Price{
+	"gpt-5":         {1.25, 10},
+	"gpt-5-mini":    {0.25, 2},
+	"gpt-5-nano":    {0.05, 0.40},
+	"gpt-4.1":       {2, 8},
+	"gpt-4.1-mini":  {0.40, 1.60},
+	"gpt-4.1-nano":  {0.10, 0.40},
+	"gpt-4.5":       {75, 150},
+	"gpt-4o":        {2.50, 10},
+	"gpt-4o-mini":   {0.15, 0.60},
+	"o1":            {15, 60},
+	"o1-mini":       {1.10, 4.40},
+	"o3":            {2, 8},
+	"o3-mini":       {1.10, 4.40},
+	"o4-mini":       {1.10, 4.40},
+	"gpt-4-turbo":   {10, 30},
+	"gpt-4":         {30, 60},
+	"gpt-3.5-turbo": {0.50, 1.50},
+}
+
+// Table maps model names to prices. The zero value knows no model.
+type Table struct {
+	prices map[string]Price
+}
+
+// Default returns the built-in table.
+func Default() *Table {
+	return &Table{prices: maps.Clone(defaults)}
+}
+
+// Override returns a copy of t with the prices in a JSON object such as
+// {"gpt-4.1": {"input": 2, "output": 8}} added or replaced.
+func (t *Table) Override(data []byte) (*Table, error) {
+	var extra map[string]Price
+	if err := json.Unmarshal(data, &extra); err != nil {
+		return nil, fmt.Errorf("pricing: want a JSON object of {\"model\": {\"input\": USD, \"output\": USD}}: %w", err)
+	}
+	out := &Table{prices: maps.Clone(t.prices)}
+	if out.prices == nil {
+		out.prices = map[string]Price{}
+	}
+	for model, p := range extra {
+		if p.Input < 0 || p.Output < 0 {
+			return nil, fmt.Errorf("pricing: negative price for %q", model)
+		}
+		out.prices[normalize(model)] = p
+	}
+	return out, nil
+}
+
+// dated matches the snapshot suffix of model names: gpt-4.1-2025-04-14,
+// gpt-4-0613, o3-mini-2025-01-31.
+var dated = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{4})$`)
+
+// Lookup finds a model's price. Provider prefixes ("openai/gpt-4.1") and
+// snapshot dates ("gpt-4.1-2025-04-14") are ignored, and a name extending a
+// known one after a dash ("gpt-4o-mini-search-preview") takes the longest
+// such known name's price.
+func (t *Table) Lookup(model string) (Price, bool) {
+	m := normalize(model)
+	if p, ok := t.prices[m]; ok {
+		return p, true
+	}
+	m = dated.ReplaceAllString(m, "")
+	for {
+		if p, ok := t.prices[m]; ok {
+			return p, true
+		}
+		i := strings.LastIndexByte(m, '-')
+		if i <= 0 {
+			return Price{}, false
+		}
+		m = m[:i]
+	}
+}
+
+func normalize(model string) string {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	return m
+}
+
+// BreakEven is the share of an observation's tokens that pruning must remove
+// for the retriever's reading of the observation to cost no more than the
+// action-model input it saves (the LineRetriever paper's appendix: with $0.40
+// against $2 per million input tokens, anything above 20% saves money). It is
+// false when either price is unknown or the action model's input is free.
+func BreakEven(retriever, action Price) (float64, bool) {
+	if action.Input <= 0 {
+		return 0, false
+	}
+	return retriever.Input / action.Input, true
+}

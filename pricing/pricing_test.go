@@ -1,0 +1,74 @@
+package pricing_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/focusgate/focusgate/pricing"
+)
+
+func TestLookup(t *testing.T) {
+	table := pricing.Default()
+	tests := []struct {
+		model string
+		want  pricing.Price
+		ok    bool
+	}{
+		{"gpt-4.1", pricing.Price{Input: 2, Output: 8}, true},
+		{"gpt-4.1-2025-04-14", pricing.Price{Input: 2, Output: 8}, true},
+		{"gpt-4.1-mini", pricing.Price{Input: 0.4, Output: 1.6}, true},
+		{"gpt-4.1-mini-2025-04-14", pricing.Price{Input: 0.4, Output: 1.6}, true},
+		{"openai/gpt-4o-mini", pricing.Price{Input: 0.15, Output: 0.6}, true},
+		{"GPT-4o-2024-08-06", pricing.Price{Input: 2.5, Output: 10}, true},
+		{"gpt-4o-mini-search-preview", pricing.Price{Input: 0.15, Output: 0.6}, true},
+		{"gpt-4-0613", pricing.Price{Input: 30, Output: 60}, true},
+		{"o3-mini-2025-01-31", pricing.Price{Input: 1.1, Output: 4.4}, true},
+		{"claude-sonnet-4", pricing.Price{}, false},
+		{"llama3", pricing.Price{}, false},
+		{"", pricing.Price{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := table.Lookup(tt.model)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("Lookup(%q) = %v, %v; want %v, %v", tt.model, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestOverride(t *testing.T) {
+	table, err := pricing.Default().Override([]byte(`{"gpt-4.1": {"input": 1, "output": 4}, "Qwen/Qwen3-32B": {"input": 0.1, "output": 0.3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := table.Lookup("gpt-4.1-2025-04-14"); p != (pricing.Price{Input: 1, Output: 4}) {
+		t.Errorf("override not applied: %v", p)
+	}
+	if p, ok := table.Lookup("qwen3-32b"); !ok || p.Input != 0.1 {
+		t.Errorf("new model not added: %v %v", p, ok)
+	}
+	if p, _ := pricing.Default().Lookup("gpt-4.1"); p.Input != 2 {
+		t.Error("Override changed the default table")
+	}
+	for _, bad := range []string{`[1,2]`, `{"m": {"input": -1}}`, `not json`} {
+		if _, err := pricing.Default().Override([]byte(bad)); err == nil {
+			t.Errorf("Override(%s) accepted", bad)
+		}
+	}
+}
+
+func TestBreakEvenAndCost(t *testing.T) {
+	mini, _ := pricing.Default().Lookup("gpt-4.1-mini")
+	full, _ := pricing.Default().Lookup("gpt-4.1")
+	if be, ok := pricing.BreakEven(mini, full); !ok || math.Abs(be-0.2) > 1e-9 {
+		t.Errorf("gpt-4.1-mini for gpt-4.1: break-even %v, want 0.2 (the paper's 20%%)", be)
+	}
+	if be, _ := pricing.BreakEven(full, full); be != 1 {
+		t.Errorf("same model: break-even %v, want 1: pruning can never pay", be)
+	}
+	if _, ok := pricing.BreakEven(mini, pricing.Price{}); ok {
+		t.Error("a free action model has no break-even")
+	}
+	if c := full.Cost(1_000_000, 500_000); c != 6 {
+		t.Errorf("cost %v, want $2 + $4", c)
+	}
+}
