@@ -68,7 +68,9 @@ func New(store Store, logger *slog.Logger) *Cache {
 //
 // The store's failures are never returned, since a cache must not be the
 // reason a request fails: the value is then computed and returned uncached.
-// The Outcome is meaningful only when the error is nil. The returned slice is
+// When compute fails, the Outcome still says who paid for the attempt (Miss
+// or Shared); it is empty when the caller gave up or the store's
+// coordination failed before computing. The returned slice is
 // shared with other callers and must not be modified.
 func (c *Cache) Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, Outcome, error) {
 	c.mu.Lock()
@@ -84,13 +86,10 @@ func (c *Cache) Fetch(ctx context.Context, key string, compute func(context.Cont
 
 	select {
 	case <-f.done:
-		if f.err != nil {
-			return nil, "", f.err
-		}
 		if joined && f.outcome == Miss {
-			return f.val, Shared, nil
+			return f.val, Shared, f.err
 		}
-		return f.val, f.outcome, nil
+		return f.val, f.outcome, f.err
 	case <-ctx.Done():
 		c.leave(key, f)
 		return nil, "", ctx.Err()
@@ -156,7 +155,7 @@ func (c *Cache) getOrCompute(ctx context.Context, key string, compute func(conte
 	}
 	val, err = compute(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, Miss, err
 	}
 	// The value has been paid for, so it is stored even if every caller left
 	// meanwhile. Stores count and log their own failures.

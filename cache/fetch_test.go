@@ -281,3 +281,42 @@ func TestFetchDoesNotStoreFailures(t *testing.T) {
 		})
 	}
 }
+
+// A failed computation is still reported as paid for: by the caller that ran
+// it (Miss) and not by those that waited for it (Shared), so that metrics
+// count failed retriever calls once.
+func TestFetchFailureOutcomes(t *testing.T) {
+	c := New(NewMemory(1<<20, time.Hour), slog.New(slog.DiscardHandler))
+	key := testKey(t)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	errDown := errors.New("retriever down")
+	compute := func(context.Context) ([]byte, error) {
+		close(started)
+		<-release
+		return nil, errDown
+	}
+	type result struct {
+		out Outcome
+		err error
+	}
+	first := make(chan result)
+	go func() {
+		_, out, err := c.Fetch(t.Context(), key, compute)
+		first <- result{out, err}
+	}()
+	<-started
+	second := make(chan result)
+	go func() {
+		_, out, err := c.Fetch(t.Context(), key, compute)
+		second <- result{out, err}
+	}()
+	waitFor(t, "the second caller to join", func() bool { return c.waiting(key) == 2 })
+	close(release)
+	if r := <-first; r.out != Miss || !errors.Is(r.err, errDown) {
+		t.Errorf("computing caller: %q, %v; want miss and the error", r.out, r.err)
+	}
+	if r := <-second; r.out != Shared || !errors.Is(r.err, errDown) {
+		t.Errorf("waiting caller: %q, %v; want shared and the error", r.out, r.err)
+	}
+}

@@ -29,26 +29,30 @@ var Prompts = []string{"line", "restrictive", "neutral", "defender"}
 // (after Prefix), envDefault its default and help its one-line description;
 // the flag of a field is its variable name in lower case with dashes.
 type Config struct {
-	Addr             string        `env:"ADDR" envDefault:":8080" help:"listen address"`
-	UpstreamURL      string        `env:"UPSTREAM_URL" envDefault:"https://api.openai.com/v1" help:"base URL of the action model's API; request paths are joined onto it"`
-	UpstreamAPIKey   string        `env:"UPSTREAM_API_KEY" help:"API key sent upstream only when the client sends no Authorization"`
-	UpstreamTimeout  time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
-	RetrieverURL     string        `env:"RETRIEVER_URL" help:"OpenAI-compatible base URL of the retriever (default: the upstream URL)"`
-	RetrieverAPIKey  string        `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key, else the client's own Authorization)"`
-	RetrieverModel   string        `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
-	RetrieverTimeout time.Duration `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"hard deadline for one retriever call; past it the request goes out unpruned"`
-	RetrieverHistory bool          `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
-	Mode             string        `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
-	Prompt           string        `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
-	MinTokens        int           `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
-	PruneAll         bool          `env:"PRUNE_ALL" envDefault:"false" help:"prune every observation of a conversation, not only the newest"`
-	RedisURL         string        `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
-	CacheTTL         time.Duration `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
-	CacheMaxBytes    int64         `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
-	MaxBodyBytes     int64         `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
-	ShutdownTimeout  time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish"`
-	LogFormat        string        `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
-	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
+	Addr              string        `env:"ADDR" envDefault:":8080" help:"listen address"`
+	UpstreamURL       string        `env:"UPSTREAM_URL" envDefault:"https://api.openai.com/v1" help:"base URL of the action model's API; request paths are joined onto it"`
+	UpstreamAPIKey    string        `env:"UPSTREAM_API_KEY" help:"API key sent upstream only when the client sends no Authorization"`
+	UpstreamTimeout   time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
+	RetrieverURL      string        `env:"RETRIEVER_URL" help:"OpenAI-compatible base URL of the retriever (default: the upstream URL)"`
+	RetrieverAPIKey   string        `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key, else the client's own Authorization)"`
+	RetrieverModel    string        `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
+	RetrieverTimeout  time.Duration `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"hard deadline for one retriever call; past it the request goes out unpruned"`
+	RetrieverHistory  bool          `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
+	Mode              string        `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
+	Prompt            string        `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
+	MinTokens         int           `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
+	PruneAll          bool          `env:"PRUNE_ALL" envDefault:"false" help:"prune every observation of a conversation, not only the newest"`
+	RedisURL          string        `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
+	CacheTTL          time.Duration `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
+	CacheMaxBytes     int64         `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
+	MaxBodyBytes      int64         `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
+	Prices            string        `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
+	PricesFile        string        `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
+	ExpectedReduction float64       `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
+	SkipUneconomic    bool          `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
+	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish"`
+	LogFormat         string        `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
+	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
 }
 
 // Load reads the configuration from the environment through getenv, so that
@@ -141,6 +145,9 @@ func (c Config) Validate() error {
 	}
 	if c.CacheMaxBytes <= 0 {
 		bad("CACHE_MAX_BYTES", "must be positive, got %d", c.CacheMaxBytes)
+	}
+	if c.ExpectedReduction <= 0 || c.ExpectedReduction > 1 {
+		bad("EXPECTED_REDUCTION", "must be in (0, 1], got %v", c.ExpectedReduction)
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("MAX_BODY_BYTES", "must be positive, got %d", c.MaxBodyBytes)

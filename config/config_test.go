@@ -22,21 +22,23 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.Config{
-		Addr:             ":8080",
-		UpstreamURL:      "https://api.openai.com/v1",
-		UpstreamTimeout:  10 * time.Minute,
-		RetrieverModel:   "gpt-4.1-mini",
-		RetrieverTimeout: 20 * time.Second,
-		RetrieverHistory: true,
-		Mode:             "remove",
-		Prompt:           "line",
-		MinTokens:        1000,
-		CacheTTL:         24 * time.Hour,
-		CacheMaxBytes:    64 << 20,
-		MaxBodyBytes:     32 << 20,
-		ShutdownTimeout:  30 * time.Second,
-		LogFormat:        "text",
-		LogLevel:         "info",
+		Addr:              ":8080",
+		UpstreamURL:       "https://api.openai.com/v1",
+		UpstreamTimeout:   10 * time.Minute,
+		RetrieverModel:    "gpt-4.1-mini",
+		RetrieverTimeout:  20 * time.Second,
+		RetrieverHistory:  true,
+		Mode:              "remove",
+		Prompt:            "line",
+		MinTokens:         1000,
+		CacheTTL:          24 * time.Hour,
+		CacheMaxBytes:     64 << 20,
+		MaxBodyBytes:      32 << 20,
+		ExpectedReduction: 0.5,
+		SkipUneconomic:    true,
+		ShutdownTimeout:   30 * time.Second,
+		LogFormat:         "text",
+		LogLevel:          "info",
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -108,6 +110,7 @@ func TestValidate(t *testing.T) {
 		{"bad redis scheme", func(c *config.Config) { c.RedisURL = "http://localhost:6379" }, []string{"FOCUSGATE_REDIS_URL"}},
 		{"zero body cap", func(c *config.Config) { c.MaxBodyBytes = 0 }, []string{"FOCUSGATE_MAX_BODY_BYTES"}},
 		{"bad log format", func(c *config.Config) { c.LogFormat = "xml" }, []string{"FOCUSGATE_LOG_FORMAT"}},
+		{"reduction above one", func(c *config.Config) { c.ExpectedReduction = 1.5 }, []string{"FOCUSGATE_EXPECTED_REDUCTION"}},
 		{
 			"every problem at once",
 			func(c *config.Config) {
@@ -153,10 +156,10 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	cfg.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--mode", "ancestors", "--retriever-timeout=3s", "--prune-all", "--cache-max-bytes", "10"}); err != nil {
+	if err := fs.Parse([]string{"--mode", "ancestors", "--retriever-timeout=3s", "--prune-all", "--cache-max-bytes", "10", "--expected-reduction", "0.3"}); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Mode != "ancestors" || cfg.RetrieverTimeout != 3*time.Second || !cfg.PruneAll || cfg.CacheMaxBytes != 10 {
+	if cfg.Mode != "ancestors" || cfg.RetrieverTimeout != 3*time.Second || !cfg.PruneAll || cfg.CacheMaxBytes != 10 || cfg.ExpectedReduction != 0.3 {
 		t.Errorf("flags not applied: %+v", cfg)
 	}
 	if cfg.Addr != ":1" {

@@ -116,6 +116,12 @@ func (f fieldValue) Set(s string) error {
 			return err
 		}
 		f.v.SetInt(int64(d))
+	case float64:
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return err
+		}
+		f.v.SetFloat(x)
 	case int, int64:
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -73,6 +74,11 @@ func (t *Table) Override(data []byte) (*Table, error) {
 		out.prices[normalize(model)] = p
 	}
 	return out, nil
+}
+
+// Models lists the models of the table, sorted.
+func (t *Table) Models() []string {
+	return slices.Sorted(maps.Keys(t.prices))
 }
 
 // dated matches the snapshot suffix of model names: gpt-4.1-2025-04-14,

@@ -16,6 +16,7 @@ const (
 	HeaderCache        = "X-Focusgate-Cache"
 	HeaderRetrieverMs  = "X-Focusgate-Retriever-Ms"
 	HeaderFlaggedLines = "X-Focusgate-Flagged-Lines"
+	HeaderSavedUSD     = "X-Focusgate-Saved-USD"
 )
 
 // setHeaders reports the outcome to the client. The status carries its
@@ -39,5 +40,8 @@ func (o outcome) setHeaders(h http.Header) {
 	}
 	if o.Flagged > 0 {
 		h.Set(HeaderFlaggedLines, strconv.Itoa(o.Flagged))
+	}
+	if o.Priced && o.Observations > 0 {
+		h.Set(HeaderSavedUSD, strconv.FormatFloat(o.SavedUSD-o.RetrieverUSD, 'f', 6, 64))
 	}
 }

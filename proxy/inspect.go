@@ -36,7 +36,7 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 			return
 		}
 
-		body := raw
+		body, out := raw, outcome{}
 		if enc := r.Header.Get("Content-Encoding"); enc != "" {
 			decoded, err := decode(raw, enc, s.opts.MaxBodyBytes)
 			switch {
@@ -45,20 +45,20 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 				return
 			case err != nil:
 				// Not ours to judge: the upstream answers for a body it
-				// cannot read either.
-				setBody(r, raw)
-				skipped("undecodable-body").setHeaders(c.Writer.Header())
-				s.forward(c)
-				return
+				// cannot read either, so it goes on as it came.
+				out = skipped("undecodable-body")
+			default:
+				body = decoded
+				r.Header.Del("Content-Encoding")
 			}
-			body = decoded
-			r.Header.Del("Content-Encoding")
 		}
-		if s.opts.Pruner != nil {
-			var out outcome
+		if out.Status == "" && s.opts.Pruner != nil {
 			body, out = s.rewrite(r.Context(), kind, body, r.Header)
+		}
+		if out.Status != "" {
 			out.setHeaders(c.Writer.Header())
 			s.logOutcome(r.Context(), out)
+			s.metrics.observeOutcome(out)
 		}
 		setBody(r, body)
 		s.forward(c)

@@ -16,11 +16,12 @@ func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	defer func() {
 		v := recover()
+		elapsed := time.Since(start)
 		attrs := []slog.Attr{
 			slog.String("method", c.Request.Method),
 			slog.String("path", c.Request.URL.Path),
 			slog.Int("status", c.Writer.Status()),
-			slog.Duration("duration", time.Since(start)),
+			slog.Duration("duration", elapsed),
 			slog.Int64("bytes_in", c.Request.ContentLength),
 			slog.Int("bytes_out", max(c.Writer.Size(), 0)),
 		}
@@ -33,6 +34,7 @@ func (s *Server) accessLog(c *gin.Context) {
 			attrs = append(attrs, slog.Bool("aborted", true))
 		}
 		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", attrs...)
+		s.metrics.observeRequest(c, elapsed.Seconds())
 		if v != nil {
 			panic(v)
 		}

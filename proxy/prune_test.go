@@ -118,7 +118,7 @@ func pruningGateway(t *testing.T, rt *retriever, configure ...func(*proxy.Option
 		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: 2 * time.Second}),
 		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 	return newGateway(t, nil, append([]func(*proxy.Options){func(o *proxy.Options) {
-		o.Pruner, o.Mode, o.Variant = pruner, prune.Remove, prune.LineVariant
+		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, prune.Remove, prune.LineVariant, "gpt-4.1-mini"
 	}}, configure...)...)
 }
 

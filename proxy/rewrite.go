@@ -11,6 +11,7 @@ import (
 
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
 )
 
@@ -35,7 +36,15 @@ type outcome struct {
 	Cache        cache.Outcome
 	Retriever    time.Duration // longest wait for a selection (observations are pruned in parallel)
 	Flagged      int
-	Usage        prune.Usage // retriever tokens spent for this request
+	Usage        prune.Usage    // retriever tokens spent for this request
+	Results      []prune.Result // one per observation considered
+
+	// Priced is set when both models have a price: SavedUSD is the
+	// action-model input the pruning avoided, RetrieverUSD what this
+	// request's retriever calls cost (zero on a cache hit).
+	Priced       bool
+	SavedUSD     float64
+	RetrieverUSD float64
 }
 
 func skipped(reason string) outcome {
@@ -64,6 +73,15 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	if mode == prune.Off {
 		return body, skipped("mode-off")
 	}
+	model := detect.Model(body)
+	actionPrice, priced := s.prices.Lookup(model)
+	priced = priced && s.retrieverPriced
+	if priced && s.opts.SkipUneconomic && variant != prune.Defender {
+		// The defender prompt is chosen for safety, not savings.
+		if be, ok := pricing.BreakEven(s.retrieverPrice, actionPrice); ok && be >= s.opts.ExpectedReduction {
+			return body, skipped("uneconomic")
+		}
+	}
 
 	obs, err := detect.Find(body, kind, detect.Options{All: s.opts.PruneAll})
 	if errors.Is(err, detect.ErrNotJSON) {
@@ -74,7 +92,6 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	}
 
 	apiKey, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
-	model := detect.Model(body)
 	results := make([]prune.Result, len(obs))
 	var wg sync.WaitGroup
 	for i, o := range obs {
@@ -92,13 +109,18 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	}
 	wg.Wait()
 
-	out := outcome{Model: model, Mode: mode, Variant: variant, Observations: len(obs)}
+	out := outcome{Model: model, Mode: mode, Variant: variant, Observations: len(obs), Results: results}
 	var edits []edit
 	for i, r := range results {
 		out.add(r)
 		if r.Status == prune.Pruned {
 			edits = append(edits, edit{start: obs[i].RawStart, end: obs[i].RawEnd, text: r.Text})
 		}
+	}
+	if priced {
+		out.Priced = true
+		out.SavedUSD = actionPrice.Cost(out.TokensBefore-out.TokensAfter, 0)
+		out.RetrieverUSD = s.retrieverPrice.Cost(out.Usage.PromptTokens, out.Usage.CompletionTokens)
 	}
 	if len(edits) == 0 {
 		return body, out
@@ -159,6 +181,9 @@ func (o outcome) logAttrs() []slog.Attr {
 	}
 	if o.Flagged > 0 {
 		attrs = append(attrs, slog.Int("flagged_lines", o.Flagged))
+	}
+	if o.Priced {
+		attrs = append(attrs, slog.Float64("saved_usd", o.SavedUSD-o.RetrieverUSD))
 	}
 	return attrs
 }

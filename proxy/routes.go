@@ -23,6 +23,7 @@ func (s *Server) routes() *gin.Engine {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.serveMetrics())
 	for _, prefix := range []string{"/v1", ""} {
 		e.POST(prefix+"/chat/completions", s.inspect(detect.Chat))
 		e.POST(prefix+"/responses", s.inspect(detect.Responses))

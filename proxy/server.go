@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
 )
 
@@ -42,6 +45,20 @@ type Options struct {
 	Variant prune.Variant
 	// PruneAll prunes every observation of a conversation, not only the newest.
 	PruneAll bool
+	// Prices estimate each request's savings; nil uses the built-in table.
+	// RetrieverModel names the retriever, whose price is the cost side.
+	Prices         *pricing.Table
+	RetrieverModel string
+	// SkipUneconomic skips pruning when the retriever/action input price
+	// ratio is at least ExpectedReduction: the retriever would cost more
+	// than the pruning saves.
+	SkipUneconomic    bool
+	ExpectedReduction float64
+	// Registry receives the gateway's metrics and is served on /metrics;
+	// nil makes one of its own.
+	Registry *prometheus.Registry
+	// RedisStats, when set, exposes the Redis cache's health as metrics.
+	RedisStats func() cache.RedisStats
 	// Checks are reported by /readyz. They inform and never make the gateway
 	// unready: a gateway whose cache is down still serves.
 	Checks map[string]Check
@@ -57,7 +74,13 @@ type Server struct {
 	engine   *gin.Engine
 	proxy    *httputil.ReverseProxy
 	log      *slog.Logger
+	metrics  *metrics
+	gatherer prometheus.Gatherer
 	draining atomic.Bool
+
+	prices          *pricing.Table
+	retrieverPrice  pricing.Price
+	retrieverPriced bool
 }
 
 // New builds a Server.
@@ -77,7 +100,18 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: opts.Logger}
+	if opts.Prices == nil {
+		opts.Prices = pricing.Default()
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{opts: opts, log: opts.Logger, prices: opts.Prices, gatherer: opts.Registry}
+	s.retrieverPrice, s.retrieverPriced = opts.Prices.Lookup(opts.RetrieverModel)
+	s.metrics = newMetrics(opts.Registry)
+	if opts.RedisStats != nil {
+		registerRedis(opts.Registry, opts.RedisStats)
+	}
 	s.proxy = s.newReverseProxy()
 	s.engine = s.routes()
 	return s

@@ -394,3 +394,33 @@ func TestRunReportsRedisOnReadyz(t *testing.T) {
 		t.Errorf("/readyz with Redis down: %d, redis %q; want 200 and down", code, redis)
 	}
 }
+
+func TestRunSaysWhichModelPairsCannotPay(t *testing.T) {
+	up := fakeOpenAI(t, nil)
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":    up.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_MODEL": "gpt-4.1",
+		"FOCUSGATE_PRICES":          `{"gpt-4.1": {"input": 2, "output": 8}, "cheap-action": {"input": 1, "output": 1}}`,
+	})
+	logs := gw.logs.String()
+	for _, want := range []string{"threshold_usd_per_mtok=4", "cheap-action", "gpt-4.1-mini", "reason=uneconomic"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("start-up logs lack %q:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, "gpt-4.5") {
+		t.Errorf("gpt-4.5 ($75) was listed as a model pruning cannot pay for:\n%s", logs)
+	}
+}
+
+func TestRunRejectsBadPrices(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"FOCUSGATE_PRICES": `{"gpt-4.1": 2}`},
+		{"FOCUSGATE_PRICES_FILE": "/nonexistent/prices.json"},
+	} {
+		err := run(context.Background(), []string{"focusgate"}, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "FOCUSGATE_PRICES") {
+			t.Errorf("%v: error %v, want one naming the variable", env, err)
+		}
+	}
+}

@@ -11,6 +11,10 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
@@ -37,27 +41,41 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("upstream URL: %w", err)
 	}
 
+	prices, err := loadPrices(cfg)
+	if err != nil {
+		return err
+	}
 	pr, err := newPruning(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer pr.Close()
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	checks := map[string]proxy.Check{}
+	var redisStats func() cache.RedisStats
 	if pr.redis != nil {
 		checks["redis"] = pr.redis.Status
+		redisStats = pr.redis.Stats
 	}
 
 	gateway := proxy.New(proxy.Options{
-		Upstream:        upstream,
-		UpstreamAPIKey:  cfg.UpstreamAPIKey,
-		UpstreamTimeout: cfg.UpstreamTimeout,
-		MaxBodyBytes:    cfg.MaxBodyBytes,
-		Pruner:          pr.pruner,
-		Mode:            prune.Mode(cfg.Mode),
-		Variant:         prune.Variant(cfg.Prompt),
-		PruneAll:        cfg.PruneAll,
-		Checks:          checks,
-		Logger:          log,
+		Upstream:          upstream,
+		UpstreamAPIKey:    cfg.UpstreamAPIKey,
+		UpstreamTimeout:   cfg.UpstreamTimeout,
+		MaxBodyBytes:      cfg.MaxBodyBytes,
+		Pruner:            pr.pruner,
+		Mode:              prune.Mode(cfg.Mode),
+		Variant:           prune.Variant(cfg.Prompt),
+		PruneAll:          cfg.PruneAll,
+		Prices:            prices,
+		RetrieverModel:    cfg.RetrieverModel,
+		SkipUneconomic:    cfg.SkipUneconomic,
+		ExpectedReduction: cfg.ExpectedReduction,
+		Registry:          registry,
+		RedisStats:        redisStats,
+		Checks:            checks,
+		Logger:            log,
 	})
 	srv := &http.Server{
 		Handler: gateway,
@@ -72,6 +90,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	logEconomics(log, cfg, prices)
 	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", upstream.Redacted(),
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg))
 

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
+	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
 )
 
@@ -74,6 +77,60 @@ func (p *pruning) Close() error {
 		return p.redis.Close()
 	}
 	return nil
+}
+
+// loadPrices builds the price table: the built-in one, then
+// FOCUSGATE_PRICES_FILE, then FOCUSGATE_PRICES.
+func loadPrices(cfg config.Config) (*pricing.Table, error) {
+	prices := pricing.Default()
+	if cfg.PricesFile != "" {
+		data, err := os.ReadFile(cfg.PricesFile)
+		if err != nil {
+			return nil, fmt.Errorf("%sPRICES_FILE: %w", config.Prefix, err)
+		}
+		if prices, err = prices.Override(data); err != nil {
+			return nil, fmt.Errorf("%sPRICES_FILE %s: %w", config.Prefix, cfg.PricesFile, err)
+		}
+	}
+	if cfg.Prices != "" {
+		var err error
+		if prices, err = prices.Override([]byte(cfg.Prices)); err != nil {
+			return nil, fmt.Errorf("%sPRICES: %w", config.Prefix, err)
+		}
+	}
+	return prices, nil
+}
+
+// logEconomics says at start-up which action models pruning can pay for with
+// the configured retriever: the retriever reads the whole observation, so
+// pruning saves money only when it removes a larger share than the price
+// ratio of the two models.
+func logEconomics(log *slog.Logger, cfg config.Config, prices *pricing.Table) {
+	r, ok := prices.Lookup(cfg.RetrieverModel)
+	if !ok {
+		log.Info("the retriever model has no known price: savings are reported in tokens only (set FOCUSGATE_PRICES)",
+			"retriever", cfg.RetrieverModel)
+		return
+	}
+	threshold := r.Input / cfg.ExpectedReduction
+	var losing []string
+	for _, m := range prices.Models() {
+		if a, _ := prices.Lookup(m); a.Input > 0 && a.Input <= threshold {
+			losing = append(losing, m)
+		}
+	}
+	log.Info("pruning pays for action models whose input costs more than the threshold",
+		"retriever", cfg.RetrieverModel, "retriever_input_usd_per_mtok", r.Input,
+		"expected_reduction", cfg.ExpectedReduction, "threshold_usd_per_mtok", threshold)
+	if len(losing) == 0 {
+		return
+	}
+	what := "requests to them are forwarded unpruned (X-Focusgate-Status: skipped; reason=uneconomic), except with the defender prompt"
+	if !cfg.SkipUneconomic {
+		what = "they are pruned anyway (FOCUSGATE_SKIP_UNECONOMIC=false)"
+	}
+	log.Warn("with this retriever, pruning costs more than it saves for some action models; "+what,
+		"retriever", cfg.RetrieverModel, "models", strings.Join(losing, ","))
 }
 
 // retrieverTransport bounds connection set-up; the whole call is bounded by

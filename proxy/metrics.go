@@ -1,0 +1,182 @@
+package proxy
+
+import (
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/prune"
+)
+
+// metrics are the gateway's Prometheus metrics. Label values are bounded:
+// routes are four names, reasons and outcomes come from fixed lists.
+type metrics struct {
+	requests         *prometheus.CounterVec
+	duration         *prometheus.HistogramVec
+	outcomes         *prometheus.CounterVec
+	tokensBefore     prometheus.Counter
+	tokensAfter      prometheus.Counter
+	reduction        prometheus.Histogram
+	cacheLookups     *prometheus.CounterVec
+	retrieverCalls   *prometheus.CounterVec
+	retrieverSeconds prometheus.Histogram
+	retrieverTokens  *prometheus.CounterVec
+	flaggedLines     prometheus.Counter
+	savedUSD         prometheus.Counter
+	spentUSD         prometheus.Counter
+	netUSD           prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
+	return &metrics{
+		requests: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "focusgate_requests_total",
+			Help: "Requests served, by route (chat, responses, passthrough, own) and HTTP status code.",
+		}, []string{"route", "code"}),
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "focusgate_request_duration_seconds",
+			Help:    "Time from request to the end of the response (of the stream, for streams), by route.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"route"}),
+		outcomes: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "focusgate_prune_outcomes_total",
+			Help: "Inspected requests by outcome: pruned, skipped or failed-open, with the reason (fail-open events are status=\"failed-open\").",
+		}, []string{"status", "reason"}),
+		tokensBefore: f.NewCounter(prometheus.CounterOpts{
+			Name: "focusgate_observation_tokens_before_total",
+			Help: "Observation tokens of the inspected requests before pruning.",
+		}),
+		tokensAfter: f.NewCounter(prometheus.CounterOpts{
+			Name: "focusgate_observation_tokens_after_total",
+			Help: "Observation tokens of the inspected requests after pruning (what the action model read).",
+		}),
+		reduction: f.NewHistogram(prometheus.HistogramOpts{
+			Name:    "focusgate_reduction_ratio",
+			Help:    "Share of observation tokens removed, per pruned request.",
+			Buckets: prometheus.LinearBuckets(0.1, 0.1, 9),
+		}),
+		cacheLookups: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "focusgate_cache_lookups_total",
+			Help: "Selection look-ups by outcome: hit, miss (this request paid for a retriever call) or shared (another request did).",
+		}, []string{"outcome"}),
+		retrieverCalls: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "focusgate_retriever_calls_total",
+			Help: "Retriever calls by result: ok, or the fail-open reason.",
+		}, []string{"result"}),
+		retrieverSeconds: f.NewHistogram(prometheus.HistogramOpts{
+			Name:    "focusgate_retriever_duration_seconds",
+			Help:    "Time spent waiting for a selection that was not cached.",
+			Buckets: []float64{.1, .25, .5, 1, 2, 3, 5, 8, 13, 20, 30},
+		}),
+		retrieverTokens: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "focusgate_retriever_tokens_total",
+			Help: "Tokens the retriever model read (prompt) and wrote (completion).",
+		}, []string{"kind"}),
+		flaggedLines: f.NewCounter(prometheus.CounterOpts{
+			Name: "focusgate_flagged_lines_total",
+			Help: "Observation lines removed as prompt injection (defender prompt).",
+		}),
+		savedUSD: f.NewCounter(prometheus.CounterOpts{
+			Name: "focusgate_action_input_saved_usd_total",
+			Help: "Estimated action-model input cost avoided by pruning, in US dollars (models with a known price only).",
+		}),
+		spentUSD: f.NewCounter(prometheus.CounterOpts{
+			Name: "focusgate_retriever_cost_usd_total",
+			Help: "Estimated retriever cost, in US dollars (models with a known price only).",
+		}),
+		netUSD: f.NewGauge(prometheus.GaugeOpts{
+			Name: "focusgate_saved_usd",
+			Help: "Estimated net savings since start: action-model input saved minus retriever cost, in US dollars.",
+		}),
+	}
+}
+
+// registerRedis exposes the Redis store's health, read when scraped.
+func registerRedis(reg prometheus.Registerer, stats func() cache.RedisStats) {
+	f := promauto.With(reg)
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "focusgate_redis_up",
+		Help: "1 while the Redis cache is believed reachable, 0 while it is skipped.",
+	}, func() float64 {
+		if stats().Up {
+			return 1
+		}
+		return 0
+	})
+	f.NewCounterFunc(prometheus.CounterOpts{
+		Name: "focusgate_redis_skipped_total",
+		Help: "Redis calls not made because Redis was known to be down.",
+	}, func() float64 { return float64(stats().Skipped) })
+	for _, op := range []string{"get", "set", "lock", "wait", "ping"} {
+		f.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "focusgate_redis_errors_total",
+			Help:        "Failed Redis calls by operation.",
+			ConstLabels: prometheus.Labels{"op": op},
+		}, func() float64 { return float64(stats().Errors[op]) })
+	}
+}
+
+// routeLabel names the route a request took, from gin's matched pattern.
+func routeLabel(fullPath string) string {
+	switch fullPath {
+	case "/v1/chat/completions", "/chat/completions":
+		return "chat"
+	case "/v1/responses", "/responses":
+		return "responses"
+	case "":
+		return "passthrough"
+	}
+	return "own"
+}
+
+func (m *metrics) observeRequest(c *gin.Context, seconds float64) {
+	route := routeLabel(c.FullPath())
+	m.requests.WithLabelValues(route, strconv.Itoa(c.Writer.Status())).Inc()
+	m.duration.WithLabelValues(route).Observe(seconds)
+}
+
+// observeOutcome records what pruning did to one inspected request and to
+// each of its observations.
+func (m *metrics) observeOutcome(o outcome) {
+	if o.Status == "" {
+		return
+	}
+	m.outcomes.WithLabelValues(string(o.Status), o.Reason).Inc()
+	if o.Status == prune.Pruned && o.TokensBefore > 0 {
+		m.reduction.Observe(1 - float64(o.TokensAfter)/float64(o.TokensBefore))
+	}
+	for _, r := range o.Results {
+		m.tokensBefore.Add(float64(r.TokensBefore))
+		m.tokensAfter.Add(float64(r.TokensAfter))
+		m.flaggedLines.Add(float64(r.Flagged))
+		if r.Cache == "" {
+			continue
+		}
+		m.cacheLookups.WithLabelValues(string(r.Cache)).Inc()
+		if r.Cache == cache.Miss {
+			result := "ok"
+			if r.Status == prune.FailedOpen {
+				result = r.Reason
+			}
+			m.retrieverCalls.WithLabelValues(result).Inc()
+			m.retrieverSeconds.Observe(r.RetrieverTime.Seconds())
+			m.retrieverTokens.WithLabelValues("prompt").Add(float64(r.Usage.PromptTokens))
+			m.retrieverTokens.WithLabelValues("completion").Add(float64(r.Usage.CompletionTokens))
+		}
+	}
+	if o.Priced {
+		m.savedUSD.Add(o.SavedUSD)
+		m.spentUSD.Add(o.RetrieverUSD)
+		m.netUSD.Add(o.SavedUSD - o.RetrieverUSD)
+	}
+}
+
+func (s *Server) serveMetrics() gin.HandlerFunc {
+	h := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
+	return func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
+}

@@ -1,0 +1,188 @@
+package proxy_test
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/proxy"
+	"github.com/focusgate/focusgate/prune"
+)
+
+// scrape reads the gateway's /metrics as Prometheus would.
+func scrape(t *testing.T, gw *gateway) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(gw.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics is not the Prometheus text format: %v", err)
+	}
+	return families
+}
+
+// value returns the value of the series of name whose labels include want,
+// or 0 when there is none.
+func value(families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	f, ok := families[name]
+	if !ok {
+		return 0
+	}
+	for _, m := range f.Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range want {
+			if labels[k] != v {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return 0
+}
+
+func TestMetricsCountWhatHappened(t *testing.T) {
+	var calls atomic.Int32
+	rt := newRetriever(t, func(lines []string) (int, string) {
+		if calls.Add(1) > 1 {
+			return http.StatusInternalServerError, ""
+		}
+		return keep("[a237] combobox", "[a203] textbox")(lines)
+	})
+	gw := pruningGateway(t, rt)
+
+	laptop := readFile(t, laptopRequest)
+	shopping := readFile(t, "../testdata/requests/genericagent_webarena_shopping_step0.json")
+	var before, after int
+	var savedHeader float64
+	for i, tt := range []struct {
+		body   []byte
+		status string
+	}{
+		{laptop, "pruned"}, // the retriever is asked
+		{laptop, "pruned"}, // the selection is cached
+		{shopping, "failed-open; reason=retriever-http-5xx"}, // the retriever fails
+	} {
+		resp := post(t, gw.URL+"/v1/chat/completions", tt.body, nil)
+		if got := resp.Header.Get(proxy.HeaderStatus); got != tt.status {
+			t.Fatalf("request %d: status %q, want %q", i+1, got, tt.status)
+		}
+		b, _ := strconv.Atoi(resp.Header.Get(proxy.HeaderTokensBefore))
+		a, _ := strconv.Atoi(resp.Header.Get(proxy.HeaderTokensAfter))
+		before, after = before+b, after+a
+		usd, err := strconv.ParseFloat(resp.Header.Get(proxy.HeaderSavedUSD), 64)
+		if err != nil {
+			t.Fatalf("request %d: %s = %q", i+1, proxy.HeaderSavedUSD, resp.Header.Get(proxy.HeaderSavedUSD))
+		}
+		savedHeader += usd
+	}
+	if r, err := http.Get(gw.URL + "/v1/models"); err == nil {
+		r.Body.Close()
+	}
+
+	m := scrape(t, gw)
+	counts := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"focusgate_requests_total", map[string]string{"route": "chat", "code": "200"}, 3},
+		{"focusgate_requests_total", map[string]string{"route": "passthrough", "code": "200"}, 1},
+		{"focusgate_prune_outcomes_total", map[string]string{"status": "pruned", "reason": ""}, 2},
+		{"focusgate_prune_outcomes_total", map[string]string{"status": "failed-open", "reason": "retriever-http-5xx"}, 1},
+		{"focusgate_cache_lookups_total", map[string]string{"outcome": "miss"}, 2},
+		{"focusgate_cache_lookups_total", map[string]string{"outcome": "hit"}, 1},
+		{"focusgate_retriever_calls_total", map[string]string{"result": "ok"}, 1},
+		{"focusgate_retriever_calls_total", map[string]string{"result": "retriever-http-5xx"}, 1},
+		{"focusgate_retriever_duration_seconds", nil, 2},
+		{"focusgate_retriever_tokens_total", map[string]string{"kind": "prompt"}, 3000},
+		{"focusgate_retriever_tokens_total", map[string]string{"kind": "completion"}, 80},
+		{"focusgate_reduction_ratio", nil, 2},
+		{"focusgate_observation_tokens_before_total", nil, float64(before)},
+		{"focusgate_observation_tokens_after_total", nil, float64(after)},
+		{"focusgate_request_duration_seconds", map[string]string{"route": "chat"}, 3},
+	}
+	for _, c := range counts {
+		if got := value(m, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+
+	saved := value(m, "focusgate_action_input_saved_usd_total", nil)
+	spent := value(m, "focusgate_retriever_cost_usd_total", nil)
+	net := value(m, "focusgate_saved_usd", nil)
+	// gpt-4.1 reads at $2 per million input tokens; gpt-4.1-mini costs $0.40
+	// in and $1.60 out, for the one call that returned.
+	if want := float64(before-after) * 2 / 1e6; math.Abs(saved-want) > 1e-9 {
+		t.Errorf("saved %v USD, want %v", saved, want)
+	}
+	if want := (3000*0.4 + 80*1.6) / 1e6; math.Abs(spent-want) > 1e-9 {
+		t.Errorf("retriever cost %v USD, want %v", spent, want)
+	}
+	if math.Abs(net-(saved-spent)) > 1e-9 || math.Abs(net-savedHeader) > 1e-5 {
+		t.Errorf("net savings %v, want %v (and the headers' sum %v)", net, saved-spent, savedHeader)
+	}
+}
+
+// Pruning pays only when it removes more than the retriever/action price
+// ratio; a pair that cannot pay is skipped without asking the retriever.
+func TestUneconomicPairsAreSkipped(t *testing.T) {
+	body := readFile(t, laptopRequest) // the action model is gpt-4.1, $2 per million input tokens
+	tests := []struct {
+		name, retriever string
+		skip            bool
+		header          map[string]string
+		status          string
+	}{
+		{"as dear as the action model", "gpt-4.1", true, nil, "skipped; reason=uneconomic"},
+		{"dearer than the action model", "gpt-4o", true, nil, "skipped; reason=uneconomic"},
+		{"a fifth of the price", "gpt-4.1-mini", true, nil, "pruned"},
+		{"unknown price", "my-local-model", true, nil, "pruned"},
+		{"defender prompt prunes anyway", "gpt-4.1", true, map[string]string{proxy.HeaderPrompt: "defender"}, "pruned"},
+		{"gate turned off", "gpt-4.1", false, nil, "pruned"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := newRetriever(t, keep("[a237] combobox"))
+			pruner := prune.New(prune.Config{RetrieverModel: tt.retriever, MinTokens: 1000},
+				prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: tt.retriever, Timeout: 2 * time.Second}),
+				cache.New(cache.NewMemory(1<<20, time.Hour), nil))
+			gw := newGateway(t, nil, func(o *proxy.Options) {
+				o.Pruner, o.RetrieverModel = pruner, tt.retriever
+				o.SkipUneconomic, o.ExpectedReduction = tt.skip, 0.5
+			})
+			resp := post(t, gw.URL+"/v1/chat/completions", body, tt.header)
+			if got := resp.Header.Get(proxy.HeaderStatus); got != tt.status {
+				t.Errorf("%s = %q, want %q", proxy.HeaderStatus, got, tt.status)
+			}
+			if calls := len(rt.calls()); (calls == 0) != (tt.status != "pruned") {
+				t.Errorf("retriever called %d times", calls)
+			}
+		})
+	}
+}
