@@ -21,6 +21,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/focusgate/focusgate/internal/testlog"
 	"github.com/focusgate/focusgate/proxy"
 )
 
@@ -61,48 +62,7 @@ func (rec *recorder) last(t *testing.T) received {
 type gateway struct {
 	URL      string
 	upstream *recorder
-	logs     *syncBuffer
-}
-
-// syncBuffer collects log output from the server's goroutines and lets a
-// test wait for a line without polling on a timer.
-type syncBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	written chan struct{}
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{written: make(chan struct{}, 1)} }
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	defer func() {
-		select {
-		case b.written <- struct{}{}:
-		default:
-		}
-	}()
-	return b.buf.Write(p)
-}
-
-// waitFor returns once the logs contain s, failing the test after a deadline.
-func (b *syncBuffer) waitFor(t *testing.T, s string) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for !strings.Contains(b.String(), s) {
-		select {
-		case <-b.written:
-		case <-deadline:
-			t.Fatalf("logs never contained %q:\n%s", s, b.String())
-		}
-	}
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs     *testlog.Buffer
 }
 
 // newGateway starts a fake upstream (handler, or a recorder answering
@@ -120,7 +80,7 @@ func newGateway(t *testing.T, handler http.HandlerFunc, configure ...func(*proxy
 	up := httptest.NewServer(handler)
 	t.Cleanup(up.Close)
 	base, _ := url.Parse(up.URL + "/v1")
-	logs := newSyncBuffer()
+	logs := testlog.New()
 	opts := proxy.Options{
 		Upstream: base,
 		Logger:   slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -475,7 +435,7 @@ func TestAbortedStreamIsNotLoggedAsPanic(t *testing.T) {
 	resp.Body.Close()
 
 	// The access log line is written when the handler returns, after any panic.
-	gw.logs.waitFor(t, "aborted=true")
+	gw.logs.WaitFor(t, "aborted=true")
 	if logs := gw.logs.String(); strings.Contains(logs, "panic") {
 		t.Errorf("an aborted stream was logged as a panic:\n%s", logs)
 	}

@@ -133,16 +133,10 @@ func (s *Server) Drain() {
 // decompression, so that response bytes reach the client exactly as the
 // upstream sent them.
 func newTransport(headerTimeout time.Duration) *http.Transport {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          512,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		ResponseHeaderTimeout: headerTimeout,
-		DisableCompression:    true,
-	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 512, 256
+	t.ResponseHeaderTimeout = headerTimeout
+	t.DisableCompression = true
+	return t
 }

@@ -20,47 +20,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/focusgate/focusgate/internal/redistest"
+	"github.com/focusgate/focusgate/internal/testlog"
 )
-
-// logBuffer collects what run writes to stderr and lets a test wait for a
-// line, so that no test sleeps waiting for the server to come up.
-type logBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	written chan struct{}
-}
-
-func newLogBuffer() *logBuffer { return &logBuffer{written: make(chan struct{}, 1)} }
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	defer func() {
-		select {
-		case b.written <- struct{}{}:
-		default:
-		}
-	}()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) waitFor(t *testing.T, s string) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for !strings.Contains(b.String(), s) {
-		select {
-		case <-b.written:
-		case <-deadline:
-			t.Fatalf("stderr never contained %q:\n%s", s, b.String())
-		}
-	}
-}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -75,7 +36,7 @@ func freeAddr(t *testing.T) string {
 // process is the program started in-process by startGateway.
 type process struct {
 	URL  string
-	logs *logBuffer
+	logs *testlog.Buffer
 	stop context.CancelFunc // what SIGTERM does
 	done chan struct{}      // closed when run has returned
 	err  error              // run's result, once done is closed
@@ -100,7 +61,7 @@ func startGateway(t *testing.T, env map[string]string) *process {
 	addr := freeAddr(t)
 	env["FOCUSGATE_ADDR"] = addr
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &process{URL: "http://" + addr, logs: newLogBuffer(), stop: cancel, done: make(chan struct{})}
+	p := &process{URL: "http://" + addr, logs: testlog.New(), stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		p.err = run(ctx, []string{"focusgate"}, func(k string) string { return env[k] }, nil, io.Discard, p.logs)
@@ -109,7 +70,7 @@ func startGateway(t *testing.T, env map[string]string) *process {
 		cancel()
 		p.wait(t, 10*time.Second)
 	})
-	p.logs.waitFor(t, "focusgate listening")
+	p.logs.WaitFor(t, "focusgate listening")
 	return p
 }
 
@@ -226,7 +187,7 @@ func TestRunDrainsOpenStreamsOnShutdown(t *testing.T) {
 	}
 
 	gw.stop()
-	gw.logs.waitFor(t, "shutting down")
+	gw.logs.WaitFor(t, "shutting down")
 	select {
 	case <-gw.done:
 		t.Fatalf("run returned (%v) while a stream was still open", gw.err)
