@@ -29,6 +29,7 @@ const usage = `focusgate prunes the web pages that agents send to their model.
 Usage:
   focusgate [serve] [flags]      run the gateway
   focusgate prune [flags] [FILE] prune one observation (FILE or stdin) with the configured retriever
+  focusgate eval [flags]         compare pruning strategies on recorded agent steps
 
 Run "focusgate COMMAND --help" for a command's flags and settings.
 `
@@ -46,6 +47,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = serve(ctx, rest, getenv, stdout, stderr)
 	case "prune":
 		err = prunePage(ctx, rest, getenv, stdin, stdout, stderr)
+	case "eval":
+		err = evaluate(ctx, rest, getenv, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 	default:

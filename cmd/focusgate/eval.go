@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/focusgate/focusgate/config"
+	"github.com/focusgate/focusgate/eval"
+	"github.com/focusgate/focusgate/pricing"
+	"github.com/focusgate/focusgate/prune"
+)
+
+// defaultTraces is the dev set in the repository, evaluated when the
+// command runs from a checkout without --data, so that a new user sees
+// results at once.
+const defaultTraces = "testdata/traces/browsergym-dev.jsonl.gz"
+
+// defaultBudget is the baselines' token budget: below the median dev-trace
+// tree (about 2,700 tokens), so that the baselines have to choose.
+const defaultBudget = 2000
+
+// strategyNames are the strategies eval knows, in the order they run
+// whatever the order on the command line.
+var strategyNames = []string{"llm", "truncate", "bm25"}
+
+// evaluate compares pruning strategies on recorded agent steps: a table (or
+// JSON) on stdout, progress and notes on stderr.
+func evaluate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var (
+		data        string
+		names       []string
+		budgets     []int
+		limit       int
+		asJSON      bool
+		model       string
+		concurrency int
+	)
+	cfg, fs, err := parseFlags("eval", "eval [--data FILE.jsonl[.gz]] [--strategy llm,truncate,bm25] [--budget TOKENS[,TOKENS...]] [--limit N] [--json] [flags]",
+		args, getenv, stdout, func(fs *flag.FlagSet) {
+			fs.StringVar(&data, "data", "", "recorded agent steps, JSONL, gzip-compressed or plain (default "+defaultTraces+" when it exists)")
+			fs.Func("strategy", "strategies to compare, comma-separated or repeated: llm, truncate, bm25 (default llm,truncate,bm25 with an API key, else truncate,bm25)", func(s string) error {
+				for name := range strings.SplitSeq(s, ",") {
+					name = strings.TrimSpace(name)
+					if !slices.Contains(strategyNames, name) {
+						return fmt.Errorf("unknown strategy %q (want %s)", name, strings.Join(strategyNames, ", "))
+					}
+					names = append(names, name)
+				}
+				return nil
+			})
+			fs.Func("budget", "token budgets of the truncate and bm25 baselines, comma-separated or repeated; each gives its own rows (default "+strconv.Itoa(defaultBudget)+")", func(s string) error {
+				for v := range strings.SplitSeq(s, ",") {
+					n, err := strconv.Atoi(strings.TrimSpace(v))
+					if err != nil || n <= 0 {
+						return fmt.Errorf("budget %q is not a positive number of tokens", v)
+					}
+					budgets = append(budgets, n)
+				}
+				return nil
+			})
+			fs.IntVar(&limit, "limit", 0, "evaluate only the first N steps (0: all)")
+			fs.BoolVar(&asJSON, "json", false, "write the results to stdout as JSON instead of a table")
+			fs.StringVar(&model, "model", "gpt-4.1", "the action model, whose tokenizer counts tokens and whose input price values the saving")
+			fs.IntVar(&concurrency, "concurrency", 8, "steps evaluated at once, which bounds the retriever calls in flight")
+		})
+	if err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("eval takes no arguments, got %q (use --data FILE)", fs.Args())
+	case limit < 0:
+		return fmt.Errorf("--limit must not be negative, got %d", limit)
+	case concurrency < 1:
+		return fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)
+	}
+
+	// As for `focusgate prune`, a command-line user's own key serves when
+	// none is configured.
+	key := cfg.RetrieverKey()
+	if key == "" {
+		key = getenv("OPENAI_API_KEY")
+	}
+	const keyVars = config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + "UPSTREAM_API_KEY or OPENAI_API_KEY"
+	switch {
+	case len(names) == 0 && key != "":
+		names = strategyNames
+	case len(names) == 0:
+		names = []string{"truncate", "bm25"}
+		fmt.Fprintf(stderr, "focusgate eval: no API key (%s): llm skipped, running the baselines only\n", keyVars)
+	case key == "" && slices.Contains(names, "llm"):
+		fmt.Fprintf(stderr, "focusgate eval: no API key (%s): calling the retriever without one\n", keyVars)
+	}
+	if len(budgets) == 0 {
+		budgets = []int{defaultBudget}
+	}
+	budgets = slices.Compact(slices.Sorted(slices.Values(budgets)))
+
+	if data == "" {
+		if _, err := os.Stat(defaultTraces); err != nil {
+			return fmt.Errorf("--data is required (there is no %s here)", defaultTraces)
+		}
+		data = defaultTraces
+	}
+	traces, err := readTraces(data, limit)
+	if err != nil {
+		return err
+	}
+
+	var strategies []eval.Strategy
+	for _, name := range strategyNames {
+		if !slices.Contains(names, name) {
+			continue
+		}
+		switch name {
+		case "llm":
+			strategies = append(strategies, &eval.LLM{
+				Retriever: prune.NewOpenAIRetriever(prune.RetrieverConfig{
+					BaseURL:    cfg.RetrieverBaseURL(),
+					APIKey:     key,
+					Model:      cfg.RetrieverModel,
+					Timeout:    cfg.RetrieverTimeout,
+					HTTPClient: &http.Client{Transport: retrieverTransport()},
+				}),
+				RetrieverModel: cfg.RetrieverModel,
+				Variant:        prune.Variant(cfg.Prompt),
+				UseHistory:     cfg.RetrieverHistory,
+			})
+		case "truncate":
+			for _, b := range budgets {
+				strategies = append(strategies, eval.Truncate{Budget: b})
+			}
+		case "bm25":
+			for _, b := range budgets {
+				strategies = append(strategies, eval.BM25{Budget: b})
+			}
+		}
+	}
+
+	start := time.Now()
+	results, skipped, err := eval.Run(ctx, traces, eval.Options{
+		Strategies:  strategies,
+		Mode:        prune.Mode(cfg.Mode),
+		Model:       model,
+		Counter:     prune.NewCounter(tokenMemoBytes),
+		Concurrency: concurrency,
+		Progress:    terminal(stderr),
+	})
+	if err != nil {
+		return err
+	}
+	report := eval.Summarize(results, skipped, pricing.Default(), model)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	} else {
+		err = report.WriteTable(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	retriever := ""
+	if slices.Contains(names, "llm") {
+		retriever = fmt.Sprintf(", retriever %s with prompt %s", cfg.RetrieverModel, cfg.Prompt)
+	}
+	fmt.Fprintf(stderr, "focusgate eval: %d steps of %s (%d skipped), mode %s%s, tokens counted for %s, %s\n",
+		len(traces), data, len(skipped), cfg.Mode, retriever, model, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+func readTraces(name string, limit int) ([]eval.Trace, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	traces, err := eval.ReadTraces(f, limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if len(traces) == 0 {
+		return nil, fmt.Errorf("no steps in %s", name)
+	}
+	return traces, nil
+}
+
+// terminal returns w when it is a terminal, where a progress bar redrawn in
+// place makes sense, and nil otherwise: redirected to a file or a pipe, a
+// bar would only be noise.
+func terminal(w io.Writer) io.Writer {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return f
+}
