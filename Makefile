@@ -23,3 +23,11 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path '*/testdata/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: bench
+
+## bench: Go benchmarks of the hot paths, then the load benchmark (LOADBENCH_FLAGS, e.g. -duration 1s)
+bench:
+	scripts/install-redis.sh
+	scripts/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./detect ./prune ./cache ./proxy
+	$(GO) run ./internal/loadbench $(LOADBENCH_FLAGS)

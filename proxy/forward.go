@@ -63,6 +63,9 @@ func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
 // repeated, so /v1/models and /models both reach https://host/v1/models.
 func upstreamURL(base, in *url.URL) *url.URL {
 	basePath := strings.TrimSuffix(base.EscapedPath(), "/")
+	if basePath != "" && !strings.HasPrefix(basePath, "/") {
+		basePath = "/" + basePath // a base built as url.URL{Path: "v1"}
+	}
 	reqPath := in.EscapedPath()
 	if strings.HasSuffix(basePath, "/v1") && (reqPath == "/v1" || strings.HasPrefix(reqPath, "/v1/")) {
 		reqPath = strings.TrimPrefix(reqPath, "/v1")

@@ -31,7 +31,7 @@ func cacheKind(cfg config.Config) string {
 // in-flight requests and open streams get FOCUSGATE_SHUTDOWN_TIMEOUT to
 // finish before their connections are closed.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, _, err := parseFlags("serve", "serve [flags]", args, getenv, stdout, nil)
+	cfg, _, err := parseFlags("serve", "[serve] [flags]\n(other commands: prune, eval; run \"focusgate help\")", args, getenv, stdout, nil)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,92 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/focusgate/focusgate/detect"
+)
+
+const (
+	requestFile = "../../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json"
+	treeFile    = "../../../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt"
+)
+
+func TestChatHasNothingToPrune(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		body := Chat(stream)
+		if n := len(body); n < 1000 || n > 2048 {
+			t.Errorf("Chat(%v) is %d bytes, want 1-2 KB", stream, n)
+		}
+		var req struct{ Stream bool }
+		if err := json.Unmarshal(body, &req); err != nil || req.Stream != stream {
+			t.Errorf("Chat(%v): stream = %v, err = %v", stream, req.Stream, err)
+		}
+		obs, err := detect.Find(body, detect.Chat, detect.Options{All: true})
+		if err != nil || len(obs) != 0 {
+			t.Errorf("Chat(%v): detect found %d observations (err %v), want none", stream, len(obs), err)
+		}
+	}
+}
+
+func TestNewTreeCutsTheObservationToTheBudget(t *testing.T) {
+	orig, err := os.ReadFile(requestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	origObs, err := onlyObservation(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, budget := range []int{2000, 50000} {
+		tree, err := NewTree(requestFile, treeFile, budget)
+		if err != nil {
+			t.Fatalf("budget %d: %v", budget, err)
+		}
+		if tree.Tokens > budget || tree.Tokens < budget*9/10 {
+			t.Errorf("budget %d: tree has %d tokens, want at most the budget and close to it", budget, tree.Tokens)
+		}
+		got, err := onlyObservation(tree.Body)
+		if err != nil {
+			t.Fatalf("budget %d: %v", budget, err)
+		}
+		if len(got.Lines) != tree.Lines {
+			t.Errorf("budget %d: Lines = %d, detect numbers %d", budget, tree.Lines, len(got.Lines))
+		}
+		// Everything around the observation is the real request, byte for byte.
+		if !bytes.Equal(tree.Body[:got.RawStart], orig[:origObs.RawStart]) ||
+			!bytes.Equal(tree.Body[got.RawEnd:], orig[origObs.RawEnd:]) {
+			t.Errorf("budget %d: the request around the observation changed", budget)
+		}
+	}
+}
+
+func TestNewTreeRejectsABudgetBelowOneLine(t *testing.T) {
+	if _, err := NewTree(requestFile, treeFile, 1); err == nil {
+		t.Error("NewTree with a budget of 1 token succeeded")
+	}
+}
+
+func TestKeep(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want [][2]int
+	}{
+		{1, [][2]int{{1, 1}}},
+		{2, [][2]int{{1, 2}}},
+		{10, [][2]int{{1, 3}}},
+		{12, [][2]int{{1, 3}, {11, 12}}},
+		{25, [][2]int{{1, 3}, {11, 13}, {21, 23}}},
+	} {
+		var got [][2]int
+		for _, r := range Keep(tc.n) {
+			got = append(got, [2]int{r.From, r.To})
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Keep(%d) = %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}

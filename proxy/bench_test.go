@@ -1,0 +1,225 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/internal/loadbench/workload"
+	"github.com/focusgate/focusgate/proxy"
+	"github.com/focusgate/focusgate/prune"
+)
+
+const (
+	benchRequestFile = "../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json"
+	benchTreeFile    = "../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt"
+	benchTreeTokens  = 50000
+)
+
+// BenchmarkPassthrough measures one small chat request with nothing to
+// prune over loopback HTTP: straight to the upstream, through a bare
+// httputil.ReverseProxy and through focusgate. What a proxy adds is its time
+// minus direct's.
+func BenchmarkPassthrough(b *testing.B) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, workload.Completion)
+	}))
+	b.Cleanup(upstream.Close)
+	target, err := url.Parse(upstream.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base, err := url.Parse(upstream.URL + "/v1")
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	bare := httptest.NewServer(workload.BareProxy(target))
+	b.Cleanup(bare.Close)
+
+	gateway := httptest.NewServer(proxy.New(proxy.Options{
+		Upstream: base,
+		// Never consulted: the body has no observation. It is set so that
+		// focusgate reads and inspects the body, as in production.
+		Pruner:  benchPruner(nil),
+		Mode:    prune.Remove,
+		Variant: prune.LineVariant,
+	}))
+	b.Cleanup(gateway.Close)
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	b.Cleanup(client.CloseIdleConnections)
+	body := workload.Chat(false)
+	for _, tc := range []struct {
+		name, url, status string
+	}{
+		{"direct", upstream.URL, ""},
+		{"reverse-proxy", bare.URL, ""},
+		{"focusgate", gateway.URL, "skipped; reason=no-observation"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := benchPost(client, tc.url+"/v1/chat/completions", body, tc.status); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCacheHitHotPath measures what focusgate spends on a request with a
+// 50k-token page whose selection is already cached: reading the body,
+// detection, the cache look-up, token counting, post-processing and the
+// splice, and handing the body to the transport. There is no network: the
+// handler is called directly and the upstream is a canned response, so the
+// time is the gateway's CPU. Each mode reuses the one cached selection, as a
+// request that switches modes does.
+func BenchmarkCacheHitHotPath(b *testing.B) {
+	tree, err := workload.NewTree(benchRequestFile, benchTreeFile, benchTreeTokens)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw := proxy.New(proxy.Options{
+		Upstream:  &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"},
+		Transport: cannedTransport{},
+		Pruner:    benchPruner(workload.Keep(tree.Lines)),
+		Mode:      prune.Remove,
+		Variant:   prune.LineVariant,
+	})
+	serve := func(mode prune.Mode) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(tree.Body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer sk-bench")
+		req.Header.Set(proxy.HeaderMode, string(mode))
+		rec := benchRecorder{httptest.NewRecorder()}
+		gw.ServeHTTP(rec, req)
+		return rec.ResponseRecorder
+	}
+	// The first request asks the retriever and fills the cache.
+	if got := serve(prune.Remove).Header().Get(proxy.HeaderCache); got != string(cache.Miss) {
+		b.Fatalf("first request: %s = %q, want %q", proxy.HeaderCache, got, cache.Miss)
+	}
+
+	for _, mode := range []prune.Mode{prune.Remove, prune.Ancestors, prune.Stubs} {
+		b.Run(string(mode), func(b *testing.B) {
+			rec := serve(mode)
+			if err := checkHit(rec, tree.Tokens); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("%d-byte request, observation of %d lines pruned from %d to %s tokens",
+				len(tree.Body), tree.Lines, tree.Tokens, rec.Header().Get(proxy.HeaderTokensAfter))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := checkHit(serve(mode), tree.Tokens); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// checkHit makes sure a benchmark measures what it claims: a pruned request
+// served from the cache.
+func checkHit(rec *httptest.ResponseRecorder, tokens int) error {
+	h := rec.Header()
+	switch {
+	case rec.Code != http.StatusOK:
+		return fmt.Errorf("status %d: %s", rec.Code, rec.Body)
+	case h.Get(proxy.HeaderStatus) != string(prune.Pruned) || h.Get(proxy.HeaderCache) != string(cache.Hit):
+		return fmt.Errorf("not a pruned cache hit: status %q, cache %q", h.Get(proxy.HeaderStatus), h.Get(proxy.HeaderCache))
+	case h.Get(proxy.HeaderTokensBefore) != strconv.Itoa(tokens):
+		return fmt.Errorf("%s = %s, want %d", proxy.HeaderTokensBefore, h.Get(proxy.HeaderTokensBefore), tokens)
+	}
+	return nil
+}
+
+// benchRecorder is a ResponseRecorder that also has CloseNotify, which gin's
+// writer asks of the writer it wraps when ReverseProxy calls it; a real
+// server's writer has it. This client never goes away.
+type benchRecorder struct{ *httptest.ResponseRecorder }
+
+func (benchRecorder) CloseNotify() <-chan bool { return nil }
+
+// benchPruner is the pruner cmd/focusgate builds, over an in-process cache
+// and a retriever that answers ranges at once.
+func benchPruner(ranges []prune.Range) *prune.Pruner {
+	return prune.New(prune.Config{
+		RetrieverModel: "gpt-4.1-mini",
+		MinTokens:      1000,
+		UseHistory:     true,
+		Counter:        prune.NewCounter(32 << 20),
+	}, benchRetriever(ranges), cache.New(cache.NewMemory(64<<20, 24*time.Hour), nil))
+}
+
+type benchRetriever []prune.Range
+
+func (r benchRetriever) Select(context.Context, prune.Query) (prune.Selection, error) {
+	if r == nil {
+		return prune.Selection{}, errors.New("benchmark retriever: not expected to be called")
+	}
+	return prune.Selection{Ranges: r}, nil
+}
+
+// cannedTransport answers every request with workload.Completion after
+// reading the request body, as a transport writing it to the network would.
+type cannedTransport struct{}
+
+func (cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, err := io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &http.Response{
+		StatusCode:    http.StatusOK,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(strings.NewReader(workload.Completion)),
+		ContentLength: int64(len(workload.Completion)),
+		Request:       r,
+	}, nil
+}
+
+// benchPost sends body and reads the whole answer, which must be the
+// upstream's completion; wantStatus, when set, is the X-Focusgate-Status the
+// response must carry.
+func benchPost(client *http.Client, url string, body []byte, wantStatus string) error {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-bench")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	switch {
+	case err != nil:
+		return err
+	case resp.StatusCode != http.StatusOK || n != int64(len(workload.Completion)):
+		return fmt.Errorf("unexpected answer: %s, %d bytes", resp.Status, n)
+	case resp.Header.Get(proxy.HeaderStatus) != wantStatus:
+		return fmt.Errorf("%s = %q, want %q", proxy.HeaderStatus, resp.Header.Get(proxy.HeaderStatus), wantStatus)
+	}
+	return nil
+}
