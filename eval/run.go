@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,21 +200,10 @@ func survives(text, line string) bool {
 // failureReason names why a strategy failed, in the gateway's words, except
 // that HTTP errors keep their status: 401 and 429 call for different fixes.
 func failureReason(err error) string {
-	var status *prune.StatusError
-	var netErr net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return "timeout"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, prune.ErrEmptyAnswer):
-		return "empty-answer"
-	case errors.Is(err, prune.ErrBadAnswer):
-		return "bad-answer"
-	case errors.As(err, &status):
+	if status, ok := errors.AsType[*prune.StatusError](err); ok {
 		return "retriever-http-" + strconv.Itoa(status.Code)
 	}
-	return "retriever-error"
+	return prune.Reason(err)
 }
 
 // progress draws a bar for a terminal, redrawing it in place whenever it

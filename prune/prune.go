@@ -171,7 +171,7 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 		res.RetrieverTime = time.Since(start)
 	}
 	if err != nil {
-		return p.failOpen(ctx, res, reason(err), err)
+		return p.failOpen(ctx, res, Reason(err), err)
 	}
 	var sel Selection
 	if err := json.Unmarshal(raw, &sel); err != nil {
@@ -205,8 +205,9 @@ func (p *Pruner) failOpen(ctx context.Context, res Result, reason string, err er
 	return res
 }
 
-// reason maps an error from the retriever or the cache to a Result.Reason.
-func reason(err error) string {
+// Reason maps an error from a Retriever to the fail-open reason the gateway
+// reports for it (Result.Reason).
+func Reason(err error) string {
 	var status *StatusError
 	var netErr net.Error
 	switch {

@@ -278,7 +278,7 @@ func TestSelectGivesUpAfterOneReask(t *testing.T) {
 	srv := newChatServer(t, reply{content: "no idea"})
 	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
 	_, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a", Lines: 1})
-	if reason(err) != "bad-answer" {
+	if Reason(err) != "bad-answer" {
 		t.Errorf("error = %v, want a bad answer", err)
 	}
 	if n := len(srv.received()); n != 2 {
@@ -302,7 +302,7 @@ func TestSelectCapsTheResponseBody(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.URL + "/v1", Model: "gpt-4.1-mini"})
-	if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a", Lines: 1}); reason(err) != "retriever-error" {
+	if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a", Lines: 1}); Reason(err) != "retriever-error" {
 		t.Errorf("error = %v, want a retriever error for an oversized answer", err)
 	}
 }
