@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,6 +105,9 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	if r, err := http.Get(gw.URL + "/v1/models"); err == nil {
 		r.Body.Close()
 	}
+	// A request is counted when its handler returns, which may be after the
+	// client has read the answer; its access-log line comes right after.
+	gw.logs.WaitUntil(t, "four access-log lines", func(logs string) bool { return strings.Count(logs, "msg=request") >= 4 })
 
 	m := scrape(t, gw)
 	counts := []struct {

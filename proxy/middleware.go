@@ -33,8 +33,10 @@ func (s *Server) accessLog(c *gin.Context) {
 			// rest): the client went away mid-response.
 			attrs = append(attrs, slog.Bool("aborted", true))
 		}
-		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", attrs...)
+		// Metrics first: a test or operator who has seen the log line can
+		// rely on the request being counted.
 		s.metrics.observeRequest(c, elapsed.Seconds())
+		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", attrs...)
 		if v != nil {
 			panic(v)
 		}

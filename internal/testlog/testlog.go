@@ -5,6 +5,7 @@ package testlog
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,12 +44,19 @@ func (b *Buffer) String() string {
 // not within ten seconds.
 func (b *Buffer) WaitFor(tb testing.TB, s string) {
 	tb.Helper()
+	b.WaitUntil(tb, "a line with "+strconv.Quote(s), func(logs string) bool { return strings.Contains(logs, s) })
+}
+
+// WaitUntil returns once done holds for the output, and fails the test if it
+// does not within ten seconds.
+func (b *Buffer) WaitUntil(tb testing.TB, what string, done func(logs string) bool) {
+	tb.Helper()
 	deadline := time.After(10 * time.Second)
-	for !strings.Contains(b.String(), s) {
+	for !done(b.String()) {
 		select {
 		case <-b.written:
 		case <-deadline:
-			tb.Fatalf("the logs never contained %q:\n%s", s, b.String())
+			tb.Fatalf("gave up waiting for %s in the logs:\n%s", what, b.String())
 		}
 	}
 }
