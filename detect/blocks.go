@@ -1,6 +1,9 @@
 package detect
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // grammar is a way of reading consecutive lines as one tree.
 type grammar struct {
@@ -120,6 +123,17 @@ func Blocks(s string) []Block {
 		}
 	}
 	return blocks
+}
+
+// Page returns the tree of a page snapshot given on its own (a file, a
+// recorded step): the largest block of s, since a snapshot that reads as
+// several trees is still one page. It is false when s holds no tree.
+func Page(s string) (Block, bool) {
+	blocks := Blocks(s)
+	if len(blocks) == 0 {
+		return Block{}, false
+	}
+	return slices.MaxFunc(blocks, func(x, y Block) int { return (x.End - x.Start) - (y.End - y.Start) }), true
 }
 
 func newBlock(f Format, run []element) Block {

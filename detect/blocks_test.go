@@ -333,3 +333,15 @@ func TestGrammars(t *testing.T) {
 		}
 	}
 }
+
+func TestPage(t *testing.T) {
+	small := "RootWebArea 'Menu'\n" + strings.Repeat("\t[1] link 'Home'\n", 8)
+	large := "RootWebArea 'Shop'\n" + strings.Repeat("\t[2] button 'Buy'\n", 20)
+	b, ok := Page(small + "\nSome text between.\n\n" + large)
+	if !ok || b.Lines[0].End-b.Lines[0].Start != len("RootWebArea 'Shop'") || len(b.Lines) != 21 {
+		t.Errorf("Page = %+v, %v; want the larger tree", b, ok)
+	}
+	if _, ok := Page("# Notes\n- one\n- two\n"); ok {
+		t.Error("Page found a tree in a markdown list")
+	}
+}

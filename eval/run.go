@@ -107,22 +107,11 @@ func Run(ctx context.Context, traces []Trace, opts Options) ([]StepResult, []Ski
 // evaluate runs every strategy on one step, or returns why the step cannot
 // be evaluated.
 func evaluate(ctx context.Context, t *Trace, opts Options) ([]StepResult, string) {
-	blocks := detect.Blocks(t.AXTree)
-	if len(blocks) == 0 {
+	b, ok := detect.Page(t.AXTree)
+	if !ok {
 		return nil, "no-tree"
 	}
-	// A snapshot holds one page; should it read as several trees, the
-	// largest is the page.
-	b := slices.MaxFunc(blocks, func(x, y detect.Block) int { return (x.End - x.Start) - (y.End - y.Start) })
-	tree := prune.Tree{
-		Text:       t.AXTree[b.Start:b.End],
-		Format:     string(b.Format),
-		Lines:      make([]prune.Line, len(b.Lines)),
-		FocusedBID: b.FocusedBID,
-	}
-	for i, l := range b.Lines {
-		tree.Lines[i] = prune.Line(l)
-	}
+	tree := prune.NewTree(t.AXTree[b.Start:b.End], string(b.Format), b.Lines, b.FocusedBID)
 	target := slices.IndexFunc(tree.Lines, func(l prune.Line) bool { return l.BID == t.TargetBID })
 	if target < 0 {
 		return nil, "target-not-in-tree"

@@ -97,7 +97,7 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	for i, o := range obs {
 		wg.Go(func() {
 			results[i] = s.opts.Pruner.Prune(ctx, prune.Input{
-				Tree:    treeOf(o),
+				Tree:    prune.NewTree(o.Text, string(o.Format), o.Lines, o.FocusedBID),
 				Goal:    o.Goal,
 				History: o.History,
 				Mode:    mode,
@@ -151,14 +151,6 @@ var (
 	statusRank = map[prune.Status]int{prune.Skipped: 1, prune.FailedOpen: 2, prune.Pruned: 3}
 	cacheRank  = map[cache.Outcome]int{cache.Hit: 1, cache.Shared: 2, cache.Miss: 3}
 )
-
-func treeOf(o detect.Observation) prune.Tree {
-	lines := make([]prune.Line, len(o.Lines))
-	for i, l := range o.Lines {
-		lines[i] = prune.Line(l)
-	}
-	return prune.Tree{Text: o.Text, Format: string(o.Format), Lines: lines, FocusedBID: o.FocusedBID}
-}
 
 // logAttrs describes the outcome for the request's log line.
 func (o outcome) logAttrs() []slog.Attr {

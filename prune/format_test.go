@@ -21,11 +21,7 @@ func TestApplyOnEveryFormat(t *testing.T) {
 	}
 	var samples []sample
 	add := func(name, text string, b detect.Block) {
-		tree := prune.Tree{Text: text, Format: string(b.Format), FocusedBID: b.FocusedBID}
-		for _, l := range b.Lines {
-			tree.Lines = append(tree.Lines, prune.Line(l))
-		}
-		samples = append(samples, sample{name, tree})
+		samples = append(samples, sample{name, prune.NewTree(text, string(b.Format), b.Lines, b.FocusedBID)})
 	}
 	requests, _ := filepath.Glob("../detect/testdata/requests/*.json")
 	more, _ := filepath.Glob("../testdata/requests/*.json")

@@ -3,6 +3,7 @@ package prune_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,14 +50,8 @@ func TestTraceReduction(t *testing.T) {
 			t.Fatalf("step %d: %d trees detected", k, len(blocks))
 		}
 		b := blocks[0]
-		tree := prune.Tree{Text: step.AXTree[b.Start:b.End], Format: string(b.Format), FocusedBID: b.FocusedBID}
-		target := -1
-		for i, l := range b.Lines {
-			tree.Lines = append(tree.Lines, prune.Line(l))
-			if l.BID == step.TargetBID && target < 0 {
-				target = i
-			}
-		}
+		tree := prune.NewTree(step.AXTree[b.Start:b.End], string(b.Format), b.Lines, b.FocusedBID)
+		target := slices.IndexFunc(tree.Lines, func(l prune.Line) bool { return l.BID == step.TargetBID })
 		if target < 0 {
 			t.Fatalf("step %d: target %q not in the tree", k, step.TargetBID)
 		}

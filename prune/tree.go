@@ -54,7 +54,7 @@ func ParseVariant(s string) (Variant, error) {
 }
 
 // Line is one element of a tree. It has the same fields as detect.Line, so
-// the gateway converts with prune.Line(l).
+// that NewTree takes detection's lines as they are.
 type Line struct {
 	// Start and End are byte offsets in Tree.Text. Start is where the line
 	// begins, indentation included; End excludes the final '\n'. A line may
@@ -63,6 +63,25 @@ type Line struct {
 	Depth      int
 	BID        string
 	Role       string
+}
+
+// lineShape is any struct type with exactly Line's fields, such as
+// detect.Line.
+type lineShape interface {
+	~struct {
+		Start, End, Depth int
+		BID, Role         string
+	}
+}
+
+// NewTree builds a Tree from lines of any type with Line's fields, so that
+// the lines detection finds become a Tree without prune importing detect.
+func NewTree[L lineShape](text, format string, lines []L, focusedBID string) Tree {
+	t := Tree{Text: text, Format: format, Lines: make([]Line, len(lines)), FocusedBID: focusedBID}
+	for i, l := range lines {
+		t.Lines[i] = Line(l)
+	}
+	return t
 }
 
 // Tree is one observation ready for pruning.

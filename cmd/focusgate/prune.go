@@ -49,16 +49,9 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 	if int64(len(page)) > cfg.MaxBodyBytes {
 		return fmt.Errorf("%s is larger than %d bytes (FOCUSGATE_MAX_BODY_BYTES)", name, cfg.MaxBodyBytes)
 	}
-	blocks := detect.Blocks(string(page))
-	if len(blocks) == 0 {
+	b, ok := detect.Page(string(page))
+	if !ok {
 		return fmt.Errorf("no page observation found in %s", name)
-	}
-	// A file holds one page; if it holds several trees, the largest is it.
-	b := blocks[0]
-	for _, c := range blocks[1:] {
-		if c.End-c.Start > b.End-b.Start {
-			b = c
-		}
 	}
 
 	log := newLogger(cfg, stderr)
@@ -67,13 +60,8 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer pr.Close()
-	text := string(page[b.Start:b.End])
-	lines := make([]prune.Line, len(b.Lines))
-	for i, l := range b.Lines {
-		lines[i] = prune.Line(l)
-	}
 	res := pr.pruner.Prune(ctx, prune.Input{
-		Tree:    prune.Tree{Text: text, Format: string(b.Format), Lines: lines, FocusedBID: b.FocusedBID},
+		Tree:    prune.NewTree(string(page[b.Start:b.End]), string(b.Format), b.Lines, b.FocusedBID),
 		Goal:    goal,
 		History: history,
 		Mode:    prune.Mode(cfg.Mode),
