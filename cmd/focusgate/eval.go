@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/eval"
-	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
 )
 
@@ -115,6 +113,10 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	prices, err := loadPrices(cfg)
+	if err != nil {
+		return err
+	}
 
 	var strategies []eval.Strategy
 	for _, name := range strategyNames {
@@ -124,13 +126,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		switch name {
 		case "llm":
 			strategies = append(strategies, &eval.LLM{
-				Retriever: prune.NewOpenAIRetriever(prune.RetrieverConfig{
-					BaseURL:    cfg.RetrieverBaseURL(),
-					APIKey:     key,
-					Model:      cfg.RetrieverModel,
-					Timeout:    cfg.RetrieverTimeout,
-					HTTPClient: &http.Client{Transport: retrieverTransport()},
-				}),
+				Retriever:      newRetriever(cfg, key),
 				RetrieverModel: cfg.RetrieverModel,
 				Variant:        prune.Variant(cfg.Prompt),
 				UseHistory:     cfg.RetrieverHistory,
@@ -158,7 +154,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	report := eval.Summarize(results, skipped, pricing.Default(), model)
+	report := eval.Summarize(results, skipped, prices, model)
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -258,3 +258,27 @@ func TestEvalHelp(t *testing.T) {
 		}
 	}
 }
+
+// Prices configured for the gateway value the saving in eval too.
+func TestEvalUsesConfiguredPrices(t *testing.T) {
+	var stdout bytes.Buffer
+	env := map[string]string{"FOCUSGATE_PRICES": `{"my-action-model": {"input": 1000, "output": 0}}`}
+	err := run(context.Background(), []string{"focusgate", "eval", "--data", "../../testdata/traces/browsergym-dev.jsonl.gz",
+		"--strategy", "truncate", "--limit", "5", "--model", "my-action-model", "--json"},
+		func(k string) string { return env[k] }, nil, &stdout, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Strategies map[string]map[string]struct {
+			SavedUSD *float64 `json:"saved_usd"`
+		}
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatal(err)
+	}
+	row := report.Strategies["truncate@2000"]["workarena"]
+	if row.SavedUSD == nil || *row.SavedUSD <= 0 {
+		t.Errorf("saved_usd = %v for a model priced only in FOCUSGATE_PRICES", row.SavedUSD)
+	}
+}

@@ -46,13 +46,7 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 		store, p.redis = r, r
 	}
 
-	retriever := prune.NewOpenAIRetriever(prune.RetrieverConfig{
-		BaseURL:    cfg.RetrieverBaseURL(),
-		APIKey:     cfg.RetrieverKey(),
-		Model:      cfg.RetrieverModel,
-		Timeout:    cfg.RetrieverTimeout,
-		HTTPClient: &http.Client{Transport: retrieverTransport()},
-	})
+	retriever := newRetriever(cfg, cfg.RetrieverKey())
 	counter := prune.NewCounter(tokenMemoBytes)
 	p.pruner = prune.New(prune.Config{
 		RetrieverModel: cfg.RetrieverModel,
@@ -131,6 +125,18 @@ func logEconomics(log *slog.Logger, cfg config.Config, prices *pricing.Table) {
 	}
 	log.Warn("with this retriever, pruning costs more than it saves for some action models; "+what,
 		"retriever", cfg.RetrieverModel, "models", strings.Join(losing, ","))
+}
+
+// newRetriever is the configured retriever, called with key (empty: each
+// call uses the key its query carries).
+func newRetriever(cfg config.Config, key string) *prune.OpenAIRetriever {
+	return prune.NewOpenAIRetriever(prune.RetrieverConfig{
+		BaseURL:    cfg.RetrieverBaseURL(),
+		APIKey:     key,
+		Model:      cfg.RetrieverModel,
+		Timeout:    cfg.RetrieverTimeout,
+		HTTPClient: &http.Client{Transport: retrieverTransport()},
+	})
 }
 
 // retrieverTransport bounds connection set-up; the whole call is bounded by
