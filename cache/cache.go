@@ -26,6 +26,13 @@ type Store interface {
 	Set(ctx context.Context, key string, val []byte) error
 }
 
+// deleter is implemented by stores that can forget a value, so that one that
+// turns out to be unusable is computed again rather than served until it
+// expires.
+type deleter interface {
+	Delete(ctx context.Context, key string) error
+}
+
 // Outcome says where a value came from; the gateway reports it in the
 // X-Focusgate-Cache header and in metrics.
 type Outcome string

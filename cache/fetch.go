@@ -96,6 +96,17 @@ func (c *Cache) Fetch(ctx context.Context, key string, compute func(context.Cont
 	}
 }
 
+// Delete forgets the value stored under key, for a caller that found it
+// unusable (it does not decode): the next Fetch computes it again instead of
+// every request failing on it until it expires. Stores that cannot delete
+// ignore it. Like every store failure, a failed delete is only logged by the
+// store.
+func (c *Cache) Delete(ctx context.Context, key string) {
+	if d, ok := c.store.(deleter); ok {
+		_ = d.Delete(ctx, key)
+	}
+}
+
 // leave withdraws a caller from f and cancels f once nobody waits for it, so
 // that a client that disconnects stops its retriever call unless another
 // caller still wants the result.

@@ -85,6 +85,16 @@ func (m *Memory) Set(_ context.Context, key string, val []byte) error {
 	return nil
 }
 
+// Delete removes the value under key, if any.
+func (m *Memory) Delete(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el, ok := m.entries[key]; ok {
+		m.remove(el)
+	}
+	return nil
+}
+
 func (m *Memory) remove(el *list.Element) {
 	e := m.order.Remove(el).(*memEntry)
 	delete(m.entries, e.key)

@@ -79,13 +79,14 @@ type op int
 const (
 	opGet op = iota
 	opSet
+	opDelete
 	opLock // taking, extending and releasing a compute lock
 	opWait // subscribing to another replica's computation
 	opPing
 	numOps
 )
 
-var opNames = [numOps]string{"get", "set", "lock", "wait", "ping"}
+var opNames = [numOps]string{"get", "set", "delete", "lock", "wait", "ping"}
 
 func (o op) String() string { return opNames[o] }
 
@@ -190,7 +191,7 @@ type RedisStats struct {
 	Up bool
 	// Skipped counts calls not sent because Redis was known to be down.
 	Skipped int64
-	// Errors counts failed calls by operation: get, set, lock, wait, ping.
+	// Errors counts failed calls by operation: get, set, delete, lock, wait, ping.
 	Errors map[string]int64
 }
 
@@ -225,6 +226,17 @@ func (r *Redis) Set(ctx context.Context, key string, val []byte) error {
 	}
 	if err := r.client.Set(ctx, valueKey(key), val, r.ttl).Err(); err != nil {
 		return r.fail(ctx, opSet, err)
+	}
+	return nil
+}
+
+// Delete removes the value under key, if any.
+func (r *Redis) Delete(ctx context.Context, key string) error {
+	if !r.available() {
+		return errSkipped
+	}
+	if err := r.client.Del(ctx, valueKey(key)).Err(); err != nil {
+		return r.fail(ctx, opDelete, err)
 	}
 	return nil
 }

@@ -36,21 +36,24 @@ type Config struct {
 	RetrieverURL      string        `env:"RETRIEVER_URL" help:"OpenAI-compatible base URL of the retriever (default: the upstream URL)"`
 	RetrieverAPIKey   string        `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key, else the client's own Authorization)"`
 	RetrieverModel    string        `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
-	RetrieverTimeout  time.Duration `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"hard deadline for one retriever call; past it the request goes out unpruned"`
+	RetrieverTimeout  time.Duration `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
 	RetrieverHistory  bool          `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
 	Mode              string        `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
 	Prompt            string        `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
 	MinTokens         int           `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
 	PruneAll          bool          `env:"PRUNE_ALL" envDefault:"false" help:"prune every observation of a conversation, not only the newest"`
 	RedisURL          string        `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
+	RedisTimeout      time.Duration `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
 	CacheTTL          time.Duration `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
 	CacheMaxBytes     int64         `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
 	MaxBodyBytes      int64         `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
+	InspectBudget     int64         `env:"INSPECT_BUDGET_BYTES" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
 	Prices            string        `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
 	PricesFile        string        `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
 	ExpectedReduction float64       `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
 	SkipUneconomic    bool          `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
-	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish"`
+	ShutdownDelay     time.Duration `env:"SHUTDOWN_DELAY" envDefault:"5s" help:"on SIGTERM, how long /readyz reports draining while new connections are still accepted (part of the shutdown timeout)"`
+	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
 	LogFormat         string        `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
 	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
 }
@@ -123,6 +126,7 @@ func (c Config) Validate() error {
 		"UPSTREAM_TIMEOUT":  c.UpstreamTimeout,
 		"RETRIEVER_TIMEOUT": c.RetrieverTimeout,
 		"CACHE_TTL":         c.CacheTTL,
+		"REDIS_TIMEOUT":     c.RedisTimeout,
 		"SHUTDOWN_TIMEOUT":  c.ShutdownTimeout,
 	} {
 		if d <= 0 {
@@ -151,6 +155,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("MAX_BODY_BYTES", "must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.InspectBudget <= 0 {
+		bad("INSPECT_BUDGET_BYTES", "must be positive, got %d", c.InspectBudget)
+	}
+	if c.ShutdownDelay < 0 || (c.ShutdownTimeout > 0 && c.ShutdownDelay >= c.ShutdownTimeout) {
+		bad("SHUTDOWN_DELAY", "must be at least 0 and less than %sSHUTDOWN_TIMEOUT (%s), got %s", Prefix, c.ShutdownTimeout, c.ShutdownDelay)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("LOG_FORMAT", "unknown format %q (want text or json)", c.LogFormat)

@@ -33,9 +33,12 @@ func TestLoadDefaults(t *testing.T) {
 		MinTokens:         1000,
 		CacheTTL:          24 * time.Hour,
 		CacheMaxBytes:     64 << 20,
+		RedisTimeout:      50 * time.Millisecond,
 		MaxBodyBytes:      32 << 20,
+		InspectBudget:     64 << 20,
 		ExpectedReduction: 0.5,
 		SkipUneconomic:    true,
+		ShutdownDelay:     5 * time.Second,
 		ShutdownTimeout:   30 * time.Second,
 		LogFormat:         "text",
 		LogLevel:          "info",
@@ -111,6 +114,9 @@ func TestValidate(t *testing.T) {
 		{"zero body cap", func(c *config.Config) { c.MaxBodyBytes = 0 }, []string{"FOCUSGATE_MAX_BODY_BYTES"}},
 		{"bad log format", func(c *config.Config) { c.LogFormat = "xml" }, []string{"FOCUSGATE_LOG_FORMAT"}},
 		{"reduction above one", func(c *config.Config) { c.ExpectedReduction = 1.5 }, []string{"FOCUSGATE_EXPECTED_REDUCTION"}},
+		{"zero inspect budget", func(c *config.Config) { c.InspectBudget = 0 }, []string{"FOCUSGATE_INSPECT_BUDGET_BYTES"}},
+		{"zero redis timeout", func(c *config.Config) { c.RedisTimeout = 0 }, []string{"FOCUSGATE_REDIS_TIMEOUT"}},
+		{"drain delay past the grace period", func(c *config.Config) { c.ShutdownDelay = c.ShutdownTimeout }, []string{"FOCUSGATE_SHUTDOWN_DELAY"}},
 		{
 			"every problem at once",
 			func(c *config.Config) {

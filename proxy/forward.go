@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 )
@@ -98,7 +99,15 @@ func (s *Server) passthrough(c *gin.Context) {
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = http.MaxBytesReader(c.Writer, r.Body, s.opts.MaxBodyBytes)
+		// The same read deadline as on the inspected routes: a client
+		// trickling its body must not hold an upstream connection for long.
+		rc := http.NewResponseController(c.Writer)
+		_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+		r.Body = &countingBody{
+			body:     http.MaxBytesReader(c.Writer, r.Body, s.opts.MaxBodyBytes),
+			info:     infoFrom(r.Context()),
+			finished: func() { _ = rc.SetReadDeadline(time.Time{}) },
+		}
 	}
 	s.forward(c)
 }
@@ -112,8 +121,12 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	case errors.As(err, &tooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge.Error(), "invalid_request_error", "request_too_large")
 	case r.Context().Err() != nil:
-		// The client is gone; nobody reads an answer.
-		w.WriteHeader(statusClientClosed)
+		// The client is gone, or has half-closed its connection, which
+		// net/http cannot tell apart: send nothing, not even a status of
+		// focusgate's own, and let net/http close the connection. The log
+		// says 499.
+		infoFrom(r.Context()).clientGone.Store(true)
+		panic(http.ErrAbortHandler)
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
 		s.log.WarnContext(r.Context(), "upstream timeout", "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusGatewayTimeout, "focusgate: the upstream did not answer in time", "upstream_error", "upstream_timeout")

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/prune"
 )
 
 // inspect handles the routes whose bodies may carry page observations. The
@@ -27,6 +28,7 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 		_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
 		raw, err := readAll(r.Body, s.opts.MaxBodyBytes, r.ContentLength)
 		_ = rc.SetReadDeadline(time.Time{})
+		infoFrom(r.Context()).bytesIn.Store(int64(len(raw)))
 		switch {
 		case errors.Is(err, errBodyTooLarge):
 			s.tooLarge(c)
@@ -53,7 +55,7 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 			}
 		}
 		if out.Status == "" && s.opts.Pruner != nil {
-			body, out = s.rewrite(r.Context(), kind, body, r.Header)
+			body, out = s.rewriteBounded(r.Context(), kind, body, r.Header)
 		}
 		if out.Status != "" {
 			out.setHeaders(c.Writer.Header())
@@ -69,7 +71,7 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 // numbers; requests with nothing to prune are logged at debug level only.
 func (s *Server) logOutcome(ctx context.Context, out outcome) {
 	level := slog.LevelInfo
-	if out.Observations == 0 {
+	if out.Observations == 0 && out.Status == prune.Skipped && out.Reason != "busy" {
 		level = slog.LevelDebug
 	}
 	s.log.LogAttrs(ctx, level, "observations", out.logAttrs()...)

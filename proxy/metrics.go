@@ -112,7 +112,7 @@ func registerRedis(reg prometheus.Registerer, stats func() cache.RedisStats) {
 		Name: "focusgate_redis_skipped_total",
 		Help: "Redis calls not made because Redis was known to be down.",
 	}, func() float64 { return float64(stats().Skipped) })
-	for _, op := range []string{"get", "set", "lock", "wait", "ping"} {
+	for _, op := range []string{"get", "set", "delete", "lock", "wait", "ping"} {
 		f.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "focusgate_redis_errors_total",
 			Help:        "Failed Redis calls by operation.",

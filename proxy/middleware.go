@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -14,15 +15,22 @@ import (
 // strings or headers: they carry prompts and API keys.
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
+	info := &requestInfo{}
+	info.bytesIn.Store(c.Request.ContentLength)
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), requestInfoKey{}, info))
 	defer func() {
 		v := recover()
 		elapsed := time.Since(start)
+		status := c.Writer.Status()
+		if info.clientGone.Load() {
+			status = statusClientClosed
+		}
 		attrs := []slog.Attr{
 			slog.String("method", c.Request.Method),
 			slog.String("path", c.Request.URL.Path),
-			slog.Int("status", c.Writer.Status()),
+			slog.Int("status", status),
 			slog.Duration("duration", elapsed),
-			slog.Int64("bytes_in", c.Request.ContentLength),
+			slog.Int64("bytes_in", info.bytesIn.Load()),
 			slog.Int("bytes_out", max(c.Writer.Size(), 0)),
 		}
 		if st := c.Writer.Header().Get(HeaderStatus); st != "" {

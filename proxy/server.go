@@ -6,6 +6,7 @@
 package proxy
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -32,9 +33,18 @@ type Options struct {
 	UpstreamTimeout time.Duration
 	// MaxBodyBytes caps request bodies, after decompression.
 	MaxBodyBytes int64
-	// BodyReadTimeout bounds how long a client may take to send a body that
-	// focusgate reads whole; it keeps slow clients from holding memory.
+	// BodyReadTimeout bounds how long a client may take to send its body,
+	// on every route; it keeps slow clients from holding memory and
+	// upstream connections.
 	BodyReadTimeout time.Duration
+	// Budget bounds all the work focusgate does on one request's
+	// observations (detection, token counting, the cache, the retriever,
+	// waiting for another request or replica computing the same selection);
+	// past it the original body is forwarded. Default 20s.
+	Budget time.Duration
+	// InspectBudgetBytes bounds the request bytes under inspection at once;
+	// a request that does not fit is forwarded uninspected. Default 64 MiB.
+	InspectBudgetBytes int64
 	// Transport carries requests upstream; nil builds one from the timeouts above.
 	Transport http.RoundTripper
 	// Pruner prunes observations; nil forwards every body as it came.
@@ -78,6 +88,11 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	draining atomic.Bool
 
+	inspecting byteBudget
+	// stopping ends when the server stops pruning for shutdown.
+	stopping context.Context
+	stop     context.CancelCauseFunc
+
 	prices          *pricing.Table
 	retrieverPrice  pricing.Price
 	retrieverPriced bool
@@ -90,6 +105,12 @@ func New(opts Options) *Server {
 	}
 	if opts.BodyReadTimeout <= 0 {
 		opts.BodyReadTimeout = time.Minute
+	}
+	if opts.Budget <= 0 {
+		opts.Budget = 20 * time.Second
+	}
+	if opts.InspectBudgetBytes <= 0 {
+		opts.InspectBudgetBytes = 64 << 20
 	}
 	if opts.UpstreamTimeout <= 0 {
 		opts.UpstreamTimeout = 10 * time.Minute
@@ -107,6 +128,8 @@ func New(opts Options) *Server {
 		opts.Registry = prometheus.NewRegistry()
 	}
 	s := &Server{opts: opts, log: opts.Logger, prices: opts.Prices, gatherer: opts.Registry}
+	s.inspecting.limit = opts.InspectBudgetBytes
+	s.stopping, s.stop = context.WithCancelCause(context.Background())
 	s.retrieverPrice, s.retrieverPriced = opts.Prices.Lookup(opts.RetrieverModel)
 	s.metrics = newMetrics(opts.Registry)
 	if opts.RedisStats != nil {

@@ -81,6 +81,13 @@ type Cache interface {
 	Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, cache.Outcome, error)
 }
 
+// deleter is implemented by caches that can forget a value, such as
+// *cache.Cache: a stored selection that does not decode is deleted and
+// computed again.
+type deleter interface {
+	Delete(ctx context.Context, key string)
+}
+
 // Config configures a Pruner.
 type Config struct {
 	RetrieverModel string // part of the cache key
@@ -136,7 +143,10 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	if err != nil {
 		return p.failOpen(ctx, res, "bad-input", err)
 	}
-	res.TokensBefore = p.cfg.Counter.Count(in.Model, in.Tree.Text)
+	res.TokensBefore, err = p.cfg.Counter.CountContext(ctx, in.Model, in.Tree.Text)
+	if err != nil {
+		return p.failOpen(ctx, res, Reason(err), err)
+	}
 	res.TokensAfter = res.TokensBefore
 	if res.TokensBefore < p.cfg.MinTokens {
 		return skip(res, "below-min-tokens")
@@ -175,7 +185,24 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	}
 	var sel Selection
 	if err := json.Unmarshal(raw, &sel); err != nil {
-		return p.failOpen(ctx, res, "cache-error", fmt.Errorf("prune: decoding cached selection: %w", err))
+		// A stored value that does not decode (written by another version,
+		// or damaged) would fail every request for this page until it
+		// expires: forget it and ask once more.
+		d, ok := p.cache.(deleter)
+		if res.Cache == cache.Miss || !ok {
+			return p.failOpen(ctx, res, "cache-error", fmt.Errorf("prune: decoding cached selection: %w", err))
+		}
+		p.log.LogAttrs(ctx, slog.LevelWarn, "prune: cached selection does not decode; deleted and computed again", slog.Any("error", err))
+		d.Delete(ctx, key)
+		start = time.Now()
+		raw, res.Cache, err = p.cache.Fetch(ctx, key, compute)
+		res.RetrieverTime = time.Since(start)
+		if err != nil {
+			return p.failOpen(ctx, res, Reason(err), err)
+		}
+		if err := json.Unmarshal(raw, &sel); err != nil {
+			return p.failOpen(ctx, res, "cache-error", fmt.Errorf("prune: decoding cached selection: %w", err))
+		}
 	}
 	if res.Cache == cache.Miss {
 		res.Usage = sel.Usage
@@ -185,7 +212,10 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	if err != nil {
 		return p.failOpen(ctx, res, "postprocess-error", err)
 	}
-	after := p.cfg.Counter.Count(in.Model, out)
+	after, err := p.cfg.Counter.CountContext(ctx, in.Model, out)
+	if err != nil {
+		return p.failOpen(ctx, res, Reason(err), err)
+	}
 	if after >= res.TokensBefore {
 		return skip(res, "no-gain")
 	}

@@ -1,6 +1,7 @@
 package prune
 
 import (
+	"context"
 	"iter"
 	"strings"
 	"sync"
@@ -90,10 +91,23 @@ func NewCounter(maxBytes int) *Counter {
 // that), it returns an estimate of four bytes per token, which keeps the
 // "fewer tokens" decision sound.
 func (c *Counter) Count(model, text string) int {
+	n, _ := c.CountContext(context.Background(), model, text)
+	return n
+}
+
+// checkEvery is how many chunks are encoded between two looks at the
+// context: a few milliseconds of work.
+const checkEvery = 256
+
+// CountContext is Count that gives up with ctx.Err() once ctx ends. Encoding
+// a page nobody has seen is the most expensive thing focusgate does to a
+// request (seconds for a 10 MB page), so a request past its deadline must
+// not keep a core busy with it.
+func (c *Counter) CountContext(ctx context.Context, model, text string) (int, error) {
 	name := encodingFor(model)
 	enc, err := encodings[name]()
 	if err != nil {
-		return (len(text) + 3) / 4
+		return (len(text) + 3) / 4, nil
 	}
 	total := 0
 	var misses []string
@@ -107,10 +121,15 @@ func (c *Counter) Count(model, text string) int {
 	}
 	c.mu.Unlock()
 	if len(misses) == 0 {
-		return total
+		return total, nil
 	}
-	counted := make(map[string]int, len(misses))
-	for _, s := range misses {
+	counted := make(map[string]int, min(len(misses), 1<<16))
+	for i, s := range misses {
+		if i%checkEvery == checkEvery-1 {
+			if err = ctx.Err(); err != nil {
+				break
+			}
+		}
 		v, ok := counted[s]
 		if !ok {
 			v = len(enc.EncodeOrdinary(s))
@@ -118,12 +137,17 @@ func (c *Counter) Count(model, text string) int {
 		}
 		total += v
 	}
+	// What was counted is remembered even when ctx ended, so that the same
+	// page sent again gets further.
 	c.mu.Lock()
 	for s, v := range counted {
 		c.store(memoKey{name, s}, v)
 	}
 	c.mu.Unlock()
-	return total
+	if err != nil {
+		return 0, err
+	}
+	return total, nil
 }
 
 // lookup must be called with c.mu held.

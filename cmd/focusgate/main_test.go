@@ -60,6 +60,9 @@ func startGateway(t *testing.T, env map[string]string) *process {
 	t.Helper()
 	addr := freeAddr(t)
 	env["FOCUSGATE_ADDR"] = addr
+	if _, ok := env["FOCUSGATE_SHUTDOWN_DELAY"]; !ok {
+		env["FOCUSGATE_SHUTDOWN_DELAY"] = "0s" // tests that stop the gateway do not wait for load balancers
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{URL: "http://" + addr, logs: testlog.New(), stop: cancel, done: make(chan struct{})}
 	go func() {

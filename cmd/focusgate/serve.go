@@ -60,22 +60,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	gateway := proxy.New(proxy.Options{
-		Upstream:          upstream,
-		UpstreamAPIKey:    cfg.UpstreamAPIKey,
-		UpstreamTimeout:   cfg.UpstreamTimeout,
-		MaxBodyBytes:      cfg.MaxBodyBytes,
-		Pruner:            pr.pruner,
-		Mode:              prune.Mode(cfg.Mode),
-		Variant:           prune.Variant(cfg.Prompt),
-		PruneAll:          cfg.PruneAll,
-		Prices:            prices,
-		RetrieverModel:    cfg.RetrieverModel,
-		SkipUneconomic:    cfg.SkipUneconomic,
-		ExpectedReduction: cfg.ExpectedReduction,
-		Registry:          registry,
-		RedisStats:        redisStats,
-		Checks:            checks,
-		Logger:            log,
+		Upstream:           upstream,
+		UpstreamAPIKey:     cfg.UpstreamAPIKey,
+		UpstreamTimeout:    cfg.UpstreamTimeout,
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		Budget:             cfg.RetrieverTimeout,
+		InspectBudgetBytes: cfg.InspectBudget,
+		Pruner:             pr.pruner,
+		Mode:               prune.Mode(cfg.Mode),
+		Variant:            prune.Variant(cfg.Prompt),
+		PruneAll:           cfg.PruneAll,
+		Prices:             prices,
+		RetrieverModel:     cfg.RetrieverModel,
+		SkipUneconomic:     cfg.SkipUneconomic,
+		ExpectedReduction:  cfg.ExpectedReduction,
+		Registry:           registry,
+		RedisStats:         redisStats,
+		Checks:             checks,
+		Logger:             log,
 	})
 	srv := &http.Server{
 		Handler: gateway,
@@ -102,11 +104,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case <-ctx.Done():
 	}
 
-	log.Info("shutting down: draining in-flight requests", "grace", cfg.ShutdownTimeout)
-	gateway.Drain()
-	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	// Readiness fails first, while new connections are still served, so
+	// that load balancers stop sending traffic before it would be refused.
+	// Once the listener closes, requests still waiting for a selection go
+	// out unpruned: the rest of the grace period belongs to the upstream's
+	// answers.
+	log.Info("shutting down: draining in-flight requests", "delay", cfg.ShutdownDelay, "grace", cfg.ShutdownTimeout)
+	graceCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(drainCtx); err != nil {
+	gateway.Drain()
+	delay := time.NewTimer(cfg.ShutdownDelay)
+	select {
+	case <-delay.C:
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	}
+	gateway.StopPruning()
+	if err := srv.Shutdown(graceCtx); err != nil {
 		log.Warn("grace period over: closing the remaining connections", "err", err)
 		_ = srv.Close()
 	}

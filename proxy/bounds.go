@@ -1,0 +1,166 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/prune"
+)
+
+// byteBudget admits work while the bytes it holds stay within a limit. It
+// never waits: work that does not fit is not done, which for an inspection
+// means the request is forwarded as it came.
+type byteBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// acquire takes n bytes of the budget, or reports false when they do not fit.
+func (b *byteBudget) acquire(n int64) bool {
+	if b.used.Add(n) > b.limit {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *byteBudget) release(n int64) { b.used.Add(-n) }
+
+// errShutdown ends the inspections still running once the server stops
+// pruning for shutdown.
+var errShutdown = errors.New("proxy: shutting down")
+
+// rewriteBounded is rewrite under the gateway's two bounds: the bytes under
+// inspection at once (Options.InspectBudgetBytes) and the time focusgate may
+// spend on a request (Options.Budget). Past the deadline, or once the server
+// stops pruning for shutdown, the original body goes out at once.
+//
+// Detection cannot be interrupted, so rewrite runs on its own goroutine whose
+// result is abandoned at the deadline. The context it runs under ends at the
+// same moment, so the steps after detection (token counting, the retriever,
+// waiting for another request's selection) stop at their next check, and the
+// abandoned goroutine holds its share of the byte budget until it has
+// returned: the work left running after a deadline is bounded by the budget.
+func (s *Server) rewriteBounded(ctx context.Context, kind detect.API, body []byte, h http.Header) ([]byte, outcome) {
+	if s.stopping.Err() != nil {
+		return body, skipped("shutdown")
+	}
+	n := int64(len(body))
+	if !s.inspecting.acquire(n) {
+		return body, skipped("busy")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Budget)
+	defer cancel()
+	stop := context.AfterFunc(s.stopping, cancel)
+	defer stop()
+
+	type result struct {
+		body []byte
+		out  outcome
+	}
+	done := make(chan result, 1)
+	// The goroutine may outlive this request's handler, which owns h.
+	h = h.Clone()
+	go func() {
+		defer s.inspecting.release(n)
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.LogAttrs(ctx, slog.LevelError, "panic inspecting a request; forwarded as it came",
+					slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+				done <- result{body, outcome{Status: prune.FailedOpen, Reason: "internal-error"}}
+			}
+		}()
+		b, out := s.rewrite(ctx, kind, body, h)
+		done <- result{b, out}
+	}()
+
+	select {
+	case r := <-done:
+		return r.body, r.out
+	case <-ctx.Done():
+	}
+	// A result that came in at the same moment is still good.
+	select {
+	case r := <-done:
+		return r.body, r.out
+	default:
+	}
+	reason := "timeout"
+	switch {
+	case s.stopping.Err() != nil:
+		reason = "shutdown"
+	case !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		reason = "canceled"
+	}
+	return body, outcome{Status: prune.FailedOpen, Reason: reason}
+}
+
+// StopPruning makes the gateway forward every request from now on without
+// waiting for a selection: inspections in progress give up and send the
+// original (failed-open; reason=shutdown), later ones are skipped
+// (skipped; reason=shutdown). Call it when the server stops accepting
+// connections, so that the grace period is left to the upstream's answers
+// rather than spent waiting for the retriever.
+func (s *Server) StopPruning() {
+	s.stop(errShutdown)
+}
+
+// requestInfo is what the handlers tell the access log about a request
+// beyond what gin records. It travels in the request's context.
+type requestInfo struct {
+	// bytesIn is the size of the body as the client sent it: the rewritten
+	// request's ContentLength says what went upstream instead. -1: unknown.
+	bytesIn atomic.Int64
+	// clientGone is set when the upstream call failed because the client
+	// went away; the log says 499, the client is sent nothing.
+	clientGone atomic.Bool
+}
+
+type requestInfoKey struct{}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	ri, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	if ri == nil {
+		ri = &requestInfo{} // a handler used outside the engine, in tests
+	}
+	return ri
+}
+
+// countingBody counts what a passthrough request's body delivers and lifts
+// the body-read deadline once the body is read or closed: a deadline left on
+// the connection would cut the response stream that follows.
+type countingBody struct {
+	body     io.ReadCloser
+	info     *requestInfo
+	n        atomic.Int64 // Read and Close may run on different goroutines
+	finished func()
+	done     atomic.Bool
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	b.n.Add(int64(n))
+	if err != nil {
+		b.finish()
+	}
+	return n, err
+}
+
+func (b *countingBody) Close() error {
+	b.finish()
+	return b.body.Close()
+}
+
+func (b *countingBody) finish() {
+	if b.done.Swap(true) {
+		return
+	}
+	b.info.bytesIn.Store(b.n.Load())
+	b.finished()
+}
