@@ -1,4 +1,4 @@
-package cache
+package cache_test
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
-// productionTimeouts undoes newTestRedis's test-friendly settings, so that
+// productionTimeouts undoes redistest.NewStore's test-friendly settings, so that
 // benchmarks measure what a gateway pays.
-func productionTimeouts(o *RedisOptions) {
+func productionTimeouts(o *cache.RedisOptions) {
 	o.Timeout = 0
 	o.ProbeInterval = 0
 }
@@ -21,7 +22,7 @@ func productionTimeouts(o *RedisOptions) {
 func BenchmarkFetch(b *testing.B) {
 	sel := make([]byte, 256) // a selection: line ranges and token usage
 	compute := func(context.Context) ([]byte, error) { return sel, nil }
-	run := func(b *testing.B, c *Cache, key string, want Outcome) {
+	run := func(b *testing.B, c *cache.Cache, key string, want cache.Outcome) {
 		b.Helper()
 		ctx := b.Context()
 		for b.Loop() {
@@ -32,44 +33,44 @@ func BenchmarkFetch(b *testing.B) {
 	}
 
 	b.Run("memory-hit", func(b *testing.B) {
-		c := New(NewMemory(64<<20, time.Hour), nil)
+		c := cache.New(cache.NewMemory(64<<20, time.Hour), nil)
 		key := testKey(b)
-		if err := c.store.Set(b.Context(), key, sel); err != nil {
+		if err := c.Store().Set(b.Context(), key, sel); err != nil {
 			b.Fatal(err)
 		}
-		run(b, c, key, Hit)
+		run(b, c, key, cache.Hit)
 	})
 
 	b.Run("redis-hit", func(b *testing.B) {
-		r := newTestRedis(b, redistest.Start(b).URL(), productionTimeouts)
+		r := redistest.NewStore(b, redistest.Start(b).URL(), productionTimeouts)
 		key := testKey(b)
 		if err := r.Set(b.Context(), key, sel); err != nil {
 			b.Fatal(err)
 		}
-		run(b, New(r, nil), key, Hit)
+		run(b, cache.New(r, nil), key, cache.Hit)
 	})
 
 	// Redis is known to be down: every call is skipped and the value computed.
 	b.Run("redis-down-skipped", func(b *testing.B) {
 		srv := redistest.Start(b)
-		r := newTestRedis(b, srv.URL(), productionTimeouts)
+		r := redistest.NewStore(b, srv.URL(), productionTimeouts)
 		srv.Stop()
 		waitFor(b, "the probe to find Redis down", func() bool { return r.Status() != nil })
-		run(b, New(r, nil), testKey(b), Miss)
+		run(b, cache.New(r, nil), testKey(b), cache.Miss)
 	})
 
 	// Redis was killed and this is the first call to find out, in every
 	// iteration: the connection is refused at once.
 	b.Run("redis-killed-unnoticed", func(b *testing.B) {
 		srv := redistest.Start(b)
-		r := newTestRedis(b, srv.URL(), productionTimeouts)
-		c := New(r, nil)
+		r := redistest.NewStore(b, srv.URL(), productionTimeouts)
+		c := cache.New(r, nil)
 		key := testKey(b)
 		srv.Stop()
 		ctx := b.Context()
 		for b.Loop() {
-			r.up.Store(true)
-			if _, out, err := c.Fetch(ctx, key, compute); err != nil || out != Miss {
+			r.MarkUp()
+			if _, out, err := c.Fetch(ctx, key, compute); err != nil || out != cache.Miss {
 				b.Fatalf("Fetch = %q, %v; want a miss", out, err)
 			}
 		}
@@ -84,13 +85,13 @@ func BenchmarkFetch(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { l.Close() })
-		r := newTestRedis(b, "redis://"+l.Addr().String()+"/0", productionTimeouts)
-		c := New(r, nil)
+		r := redistest.NewStore(b, "redis://"+l.Addr().String()+"/0", productionTimeouts)
+		c := cache.New(r, nil)
 		key := testKey(b)
 		ctx := b.Context()
 		for b.Loop() {
-			r.up.Store(true)
-			if _, out, err := c.Fetch(ctx, key, compute); err != nil || out != Miss {
+			r.MarkUp()
+			if _, out, err := c.Fetch(ctx, key, compute); err != nil || out != cache.Miss {
 				b.Fatalf("Fetch = %q, %v; want a miss", out, err)
 			}
 		}

@@ -1,4 +1,4 @@
-package cache
+package cache_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -18,68 +19,32 @@ import (
 // hold for.
 var stores = []struct {
 	name string
-	new  func(t *testing.T) Store
+	new  func(t *testing.T) cache.Store
 }{
-	{"memory", func(*testing.T) Store { return NewMemory(1<<20, time.Hour) }},
-	{"redis", func(t *testing.T) Store { return newTestRedis(t, redistest.Shared(t), nil) }},
-}
-
-// newTestRedis returns a Redis store closed at the end of the test. Its
-// timeout is generous, so that a loaded test machine is not taken for a dead
-// Redis; tests about a dead Redis kill the server instead.
-func newTestRedis(t testing.TB, url string, configure func(*RedisOptions)) *Redis {
-	t.Helper()
-	opts := RedisOptions{
-		URL:           url,
-		Timeout:       2 * time.Second,
-		ProbeInterval: 10 * time.Millisecond,
-		Logger:        slog.New(slog.DiscardHandler),
-	}
-	if configure != nil {
-		configure(&opts)
-	}
-	r, err := NewRedis(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return r
+	{"memory", func(*testing.T) cache.Store { return cache.NewMemory(1<<20, time.Hour) }},
+	{"redis", func(t *testing.T) cache.Store { return redistest.NewStore(t, redistest.Shared(t)) }},
 }
 
 // testKey returns a key no other test or earlier run uses, since a shared
 // Redis outlives test runs.
 func testKey(t testing.TB) string {
-	return Key(t.Name(), rand.Text())
+	return cache.Key(t.Name(), rand.Text())
 }
 
 type result struct {
 	val []byte
-	out Outcome
+	out cache.Outcome
 	err error
 }
 
 // goFetch runs Fetch on its own goroutine and delivers its result.
-func goFetch(ctx context.Context, c *Cache, key string, compute func(context.Context) ([]byte, error)) <-chan result {
+func goFetch(ctx context.Context, c *cache.Cache, key string, compute func(context.Context) ([]byte, error)) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
 		val, out, err := c.Fetch(ctx, key, compute)
 		ch <- result{val, out, err}
 	}()
 	return ch
-}
-
-// waiting returns how many callers wait for the computation of key.
-func (c *Cache) waiting(key string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if f := c.flights[key]; f != nil {
-		return f.waiters
-	}
-	return 0
 }
 
 // poll returns nil once cond holds, or an error when ctx ends first. Unlike
@@ -124,14 +89,14 @@ func receive[T any](t testing.TB, ch <-chan T) T {
 func TestFetchSecondIdenticalCallIsAHit(t *testing.T) {
 	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {
-			c := New(s.new(t), nil)
+			c := cache.New(s.new(t), nil)
 			key := testKey(t)
 			var calls atomic.Int32
 			compute := func(context.Context) ([]byte, error) {
 				calls.Add(1)
 				return []byte("selection"), nil
 			}
-			for _, want := range []Outcome{Miss, Hit} {
+			for _, want := range []cache.Outcome{cache.Miss, cache.Hit} {
 				val, out, err := c.Fetch(t.Context(), key, compute)
 				if err != nil || out != want || string(val) != "selection" {
 					t.Fatalf("Fetch = %q, %q, %v; want %q, %q, nil", val, out, err, "selection", want)
@@ -148,7 +113,7 @@ func TestFetchComputesOnceForConcurrentCalls(t *testing.T) {
 	const callers = 20
 	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {
-			c := New(s.new(t), nil)
+			c := cache.New(s.new(t), nil)
 			key := testKey(t)
 			var calls atomic.Int32
 			release := make(chan struct{})
@@ -161,10 +126,10 @@ func TestFetchComputesOnceForConcurrentCalls(t *testing.T) {
 			for range callers {
 				results = append(results, goFetch(t.Context(), c, key, compute))
 			}
-			waitFor(t, "every caller to wait", func() bool { return c.waiting(key) == callers })
+			waitFor(t, "every caller to wait", func() bool { return c.Waiting(key) == callers })
 			close(release)
 
-			outcomes := map[Outcome]int{}
+			outcomes := map[cache.Outcome]int{}
 			for _, ch := range results {
 				r := receive(t, ch)
 				if r.err != nil || string(r.val) != "selection" {
@@ -175,7 +140,7 @@ func TestFetchComputesOnceForConcurrentCalls(t *testing.T) {
 			if n := calls.Load(); n != 1 {
 				t.Errorf("compute ran %d times, want 1", n)
 			}
-			if want := map[Outcome]int{Miss: 1, Shared: callers - 1}; fmt.Sprint(outcomes) != fmt.Sprint(want) {
+			if want := map[cache.Outcome]int{cache.Miss: 1, cache.Shared: callers - 1}; fmt.Sprint(outcomes) != fmt.Sprint(want) {
 				t.Errorf("outcomes %v, want %v", outcomes, want)
 			}
 		})
@@ -185,7 +150,7 @@ func TestFetchComputesOnceForConcurrentCalls(t *testing.T) {
 func TestFetchCallerThatGivesUpDoesNotCancelOthers(t *testing.T) {
 	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {
-			c := New(s.new(t), nil)
+			c := cache.New(s.new(t), nil)
 			key := testKey(t)
 			release := make(chan struct{})
 			compute := func(ctx context.Context) ([]byte, error) {
@@ -198,9 +163,9 @@ func TestFetchCallerThatGivesUpDoesNotCancelOthers(t *testing.T) {
 			}
 			impatient, giveUp := context.WithCancel(t.Context())
 			first := goFetch(impatient, c, key, compute)
-			waitFor(t, "the first caller to start the computation", func() bool { return c.waiting(key) == 1 })
+			waitFor(t, "the first caller to start the computation", func() bool { return c.Waiting(key) == 1 })
 			second := goFetch(t.Context(), c, key, compute)
-			waitFor(t, "the second caller to join it", func() bool { return c.waiting(key) == 2 })
+			waitFor(t, "the second caller to join it", func() bool { return c.Waiting(key) == 2 })
 
 			giveUp()
 			// The computation is still blocked, so this result cannot have
@@ -209,7 +174,7 @@ func TestFetchCallerThatGivesUpDoesNotCancelOthers(t *testing.T) {
 				t.Fatalf("caller that gave up got %q, %q, %v; want context.Canceled", r.val, r.out, r.err)
 			}
 			close(release)
-			if r := receive(t, second); r.err != nil || r.out != Shared || string(r.val) != "selection" {
+			if r := receive(t, second); r.err != nil || r.out != cache.Shared || string(r.val) != "selection" {
 				t.Fatalf("remaining caller got %q, %q, %v; want the shared selection", r.val, r.out, r.err)
 			}
 		})
@@ -219,7 +184,7 @@ func TestFetchCallerThatGivesUpDoesNotCancelOthers(t *testing.T) {
 func TestFetchCancelsComputationWhenEveryCallerGivesUp(t *testing.T) {
 	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {
-			c := New(s.new(t), nil)
+			c := cache.New(s.new(t), nil)
 			key := testKey(t)
 			computing := make(chan context.Context, 1)
 			compute := func(ctx context.Context) ([]byte, error) {
@@ -232,7 +197,7 @@ func TestFetchCancelsComputationWhenEveryCallerGivesUp(t *testing.T) {
 			r1 := goFetch(ctx1, c, key, compute)
 			r2 := goFetch(ctx2, c, key, compute)
 			computeCtx := receive(t, computing)
-			waitFor(t, "both callers to wait", func() bool { return c.waiting(key) == 2 })
+			waitFor(t, "both callers to wait", func() bool { return c.Waiting(key) == 2 })
 
 			cancel1()
 			receive(t, r1)
@@ -247,7 +212,7 @@ func TestFetchCancelsComputationWhenEveryCallerGivesUp(t *testing.T) {
 			val, out, err := c.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
 				return []byte("fresh"), nil
 			})
-			if err != nil || out != Miss || string(val) != "fresh" {
+			if err != nil || out != cache.Miss || string(val) != "fresh" {
 				t.Fatalf("Fetch after abandonment = %q, %q, %v; want a fresh miss", val, out, err)
 			}
 		})
@@ -255,7 +220,7 @@ func TestFetchCancelsComputationWhenEveryCallerGivesUp(t *testing.T) {
 }
 
 func TestFetchDoesNotStoreFailures(t *testing.T) {
-	c := New(NewMemory(1<<20, time.Hour), slog.New(slog.DiscardHandler))
+	c := cache.New(cache.NewMemory(1<<20, time.Hour), slog.New(slog.DiscardHandler))
 	errRetriever := errors.New("retriever down")
 	tests := []struct {
 		name    string
@@ -275,7 +240,7 @@ func TestFetchDoesNotStoreFailures(t *testing.T) {
 			val, out, err := c.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
 				return []byte("retried"), nil
 			})
-			if err != nil || out != Miss || string(val) != "retried" {
+			if err != nil || out != cache.Miss || string(val) != "retried" {
 				t.Fatalf("Fetch after failure = %q, %q, %v; want a new computation", val, out, err)
 			}
 		})
@@ -286,7 +251,7 @@ func TestFetchDoesNotStoreFailures(t *testing.T) {
 // it (Miss) and not by those that waited for it (Shared), so that metrics
 // count failed retriever calls once.
 func TestFetchFailureOutcomes(t *testing.T) {
-	c := New(NewMemory(1<<20, time.Hour), slog.New(slog.DiscardHandler))
+	c := cache.New(cache.NewMemory(1<<20, time.Hour), slog.New(slog.DiscardHandler))
 	key := testKey(t)
 	release := make(chan struct{})
 	started := make(chan struct{})
@@ -297,7 +262,7 @@ func TestFetchFailureOutcomes(t *testing.T) {
 		return nil, errDown
 	}
 	type result struct {
-		out Outcome
+		out cache.Outcome
 		err error
 	}
 	first := make(chan result)
@@ -311,12 +276,12 @@ func TestFetchFailureOutcomes(t *testing.T) {
 		_, out, err := c.Fetch(t.Context(), key, compute)
 		second <- result{out, err}
 	}()
-	waitFor(t, "the second caller to join", func() bool { return c.waiting(key) == 2 })
+	waitFor(t, "the second caller to join", func() bool { return c.Waiting(key) == 2 })
 	close(release)
-	if r := <-first; r.out != Miss || !errors.Is(r.err, errDown) {
+	if r := <-first; r.out != cache.Miss || !errors.Is(r.err, errDown) {
 		t.Errorf("computing caller: %q, %v; want miss and the error", r.out, r.err)
 	}
-	if r := <-second; r.out != Shared || !errors.Is(r.err, errDown) {
+	if r := <-second; r.out != cache.Shared || !errors.Is(r.err, errDown) {
 		t.Errorf("waiting caller: %q, %v; want shared and the error", r.out, r.err)
 	}
 }

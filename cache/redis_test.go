@@ -1,4 +1,4 @@
-package cache
+package cache_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -39,7 +40,7 @@ func subscribers(t testing.TB, raw *redis.Client, channel string) int64 {
 
 // wakeOnlyByNotification makes a waiting replica depend on the pub/sub
 // notification alone, so that a test fails if it is never sent.
-func wakeOnlyByNotification(o *RedisOptions) { o.PollInterval = time.Hour }
+func wakeOnlyByNotification(o *cache.RedisOptions) { o.PollInterval = time.Hour }
 
 func TestNewRedisRejectsInvalidURL(t *testing.T) {
 	tests := []struct {
@@ -52,7 +53,7 @@ func TestNewRedisRejectsInvalidURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			r, err := NewRedis(RedisOptions{URL: tt.url})
+			r, err := cache.NewRedis(cache.RedisOptions{URL: tt.url})
 			if err == nil {
 				r.Close()
 				t.Fatal("NewRedis accepted an invalid URL")
@@ -69,12 +70,12 @@ func TestNewRedisRejectsInvalidURL(t *testing.T) {
 
 func TestRedisStoresNamespacedValuesWithTTL(t *testing.T) {
 	url := redistest.Shared(t)
-	r := newTestRedis(t, url, func(o *RedisOptions) { o.TTL = time.Hour })
+	r := redistest.NewStore(t, url, func(o *cache.RedisOptions) { o.TTL = time.Hour })
 	raw := rawClient(t, url)
 	ctx := t.Context()
 	key := testKey(t)
 
-	if _, err := r.Get(ctx, key); !errors.Is(err, ErrNotFound) {
+	if _, err := r.Get(ctx, key); !errors.Is(err, cache.ErrNotFound) {
 		t.Fatalf("Get before Set: err = %v, want ErrNotFound", err)
 	}
 	if err := r.Set(ctx, key, []byte("selection")); err != nil {
@@ -93,17 +94,17 @@ func TestRedisStoresNamespacedValuesWithTTL(t *testing.T) {
 
 func TestFetchOnOneReplicaIsAHitOnAnother(t *testing.T) {
 	url := redistest.Shared(t)
-	a, b := New(newTestRedis(t, url, nil), nil), New(newTestRedis(t, url, nil), nil)
+	a, b := cache.New(redistest.NewStore(t, url), nil), cache.New(redistest.NewStore(t, url), nil)
 	key := testKey(t)
 	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
 
-	if _, out, err := a.Fetch(t.Context(), key, compute); err != nil || out != Miss {
+	if _, out, err := a.Fetch(t.Context(), key, compute); err != nil || out != cache.Miss {
 		t.Fatalf("first replica: %q, %v; want a miss", out, err)
 	}
 	val, out, err := b.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
 		return nil, errors.New("second replica computed a stored value")
 	})
-	if err != nil || out != Hit || string(val) != "selection" {
+	if err != nil || out != cache.Hit || string(val) != "selection" {
 		t.Fatalf("second replica: %q, %q, %v; want a hit", val, out, err)
 	}
 }
@@ -111,8 +112,8 @@ func TestFetchOnOneReplicaIsAHitOnAnother(t *testing.T) {
 func TestFetchComputesOnceAcrossReplicas(t *testing.T) {
 	const callers = 20
 	url := redistest.Shared(t)
-	a := New(newTestRedis(t, url, wakeOnlyByNotification), nil)
-	b := New(newTestRedis(t, url, wakeOnlyByNotification), nil)
+	a := cache.New(redistest.NewStore(t, url, wakeOnlyByNotification), nil)
+	b := cache.New(redistest.NewStore(t, url, wakeOnlyByNotification), nil)
 	raw := rawClient(t, url)
 	key := testKey(t)
 	var calls atomic.Int32
@@ -132,12 +133,12 @@ func TestFetchComputesOnceAcrossReplicas(t *testing.T) {
 		results = append(results, goFetch(t.Context(), replica, key, compute))
 	}
 	waitFor(t, "one replica to compute while the other waits for it", func() bool {
-		return calls.Load() == 1 && a.waiting(key) == callers/2 && b.waiting(key) == callers/2 &&
-			subscribers(t, raw, doneChannel(key)) == 1
+		return calls.Load() == 1 && a.Waiting(key) == callers/2 && b.Waiting(key) == callers/2 &&
+			subscribers(t, raw, cache.DoneChannel(key)) == 1
 	})
 	close(release)
 
-	outcomes := map[Outcome]int{}
+	outcomes := map[cache.Outcome]int{}
 	for _, ch := range results {
 		r := receive(t, ch)
 		if r.err != nil || string(r.val) != "selection" {
@@ -148,15 +149,15 @@ func TestFetchComputesOnceAcrossReplicas(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Errorf("compute ran %d times across replicas, want 1", n)
 	}
-	if want := map[Outcome]int{Miss: 1, Shared: callers - 1}; fmt.Sprint(outcomes) != fmt.Sprint(want) {
+	if want := map[cache.Outcome]int{cache.Miss: 1, cache.Shared: callers - 1}; fmt.Sprint(outcomes) != fmt.Sprint(want) {
 		t.Errorf("outcomes %v, want %v", outcomes, want)
 	}
 }
 
 func TestWaitingReplicaComputesWhenHolderFails(t *testing.T) {
 	url := redistest.Shared(t)
-	a := New(newTestRedis(t, url, nil), nil)
-	b := New(newTestRedis(t, url, wakeOnlyByNotification), nil)
+	a := cache.New(redistest.NewStore(t, url), nil)
+	b := cache.New(redistest.NewStore(t, url, wakeOnlyByNotification), nil)
 	raw := rawClient(t, url)
 	key := testKey(t)
 	errRetriever := errors.New("retriever down")
@@ -171,13 +172,13 @@ func TestWaitingReplicaComputesWhenHolderFails(t *testing.T) {
 	second := goFetch(t.Context(), b, key, func(context.Context) ([]byte, error) {
 		return []byte("from b"), nil
 	})
-	waitFor(t, "the second replica to wait", func() bool { return subscribers(t, raw, doneChannel(key)) == 1 })
+	waitFor(t, "the second replica to wait", func() bool { return subscribers(t, raw, cache.DoneChannel(key)) == 1 })
 	close(fail)
 
 	if r := receive(t, first); !errors.Is(r.err, errRetriever) {
 		t.Errorf("holder got %q, %v; want its own error", r.out, r.err)
 	}
-	if r := receive(t, second); r.err != nil || r.out != Miss || string(r.val) != "from b" {
+	if r := receive(t, second); r.err != nil || r.out != cache.Miss || string(r.val) != "from b" {
 		t.Errorf("waiter got %q, %q, %v; want to compute the value itself", r.val, r.out, r.err)
 	}
 }
@@ -185,74 +186,76 @@ func TestWaitingReplicaComputesWhenHolderFails(t *testing.T) {
 func TestWaitingReplicaTakesOverFromDeadHolder(t *testing.T) {
 	url := redistest.Shared(t)
 	raw := rawClient(t, url)
-	c := New(newTestRedis(t, url, func(o *RedisOptions) { o.PollInterval = 20 * time.Millisecond }), nil)
+	c := cache.New(redistest.NewStore(t, url, func(o *cache.RedisOptions) { o.PollInterval = 20 * time.Millisecond }), nil)
 	key := testKey(t)
 	// A replica took the lock and died: nobody will release it or notify.
-	if err := raw.Set(t.Context(), lockKey(key), "dead replica", 300*time.Millisecond).Err(); err != nil {
+	if err := raw.Set(t.Context(), cache.LockKey(key), "dead replica", 300*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
 
 	val, out, err := c.Fetch(t.Context(), key, func(ctx context.Context) ([]byte, error) {
-		if holder, _ := raw.Get(ctx, lockKey(key)).Result(); holder == "dead replica" {
+		if holder, _ := raw.Get(ctx, cache.LockKey(key)).Result(); holder == "dead replica" {
 			return nil, errors.New("computed while another replica's lock was in force")
 		}
 		return []byte("selection"), nil
 	})
-	if err != nil || out != Miss || string(val) != "selection" {
+	if err != nil || out != cache.Miss || string(val) != "selection" {
 		t.Fatalf("Fetch = %q, %q, %v; want to compute once the dead lock expired", val, out, err)
 	}
 }
 
 func TestHolderKeepsItsLockWhileComputing(t *testing.T) {
-	const lockTTL = 300 * time.Millisecond
+	// Long enough that a loaded machine never misses an extension (one
+	// every lockTTL/3) by a whole TTL.
+	const lockTTL = 1500 * time.Millisecond
 	url := redistest.Shared(t)
 	raw := rawClient(t, url)
-	a := New(newTestRedis(t, url, func(o *RedisOptions) { o.LockTTL = lockTTL }), nil)
-	b := New(newTestRedis(t, url, func(o *RedisOptions) { o.PollInterval = 10 * time.Millisecond }), nil)
+	a := cache.New(redistest.NewStore(t, url, func(o *cache.RedisOptions) { o.LockTTL = lockTTL }), nil)
+	b := cache.New(redistest.NewStore(t, url, func(o *cache.RedisOptions) { o.PollInterval = 10 * time.Millisecond }), nil)
 	key := testKey(t)
 
 	holder := goFetch(t.Context(), a, key, func(ctx context.Context) ([]byte, error) {
 		if err := poll(ctx, "the other replica to wait", func() bool {
-			n, err := raw.PubSubNumSub(ctx, doneChannel(key)).Result()
-			return err == nil && n[doneChannel(key)] == 1
+			n, err := raw.PubSubNumSub(ctx, cache.DoneChannel(key)).Result()
+			return err == nil && n[cache.DoneChannel(key)] == 1
 		}); err != nil {
 			return nil, err
 		}
-		// Compute for longer than the lock's TTL: six extensions, one every
-		// lockTTL/3, span two TTLs.
+		// Compute for longer than the lock's TTL: four extensions, one every
+		// lockTTL/3, span more than one TTL.
 		extensions, last := 0, time.Duration(math.MaxInt64)
-		err := poll(ctx, "six lock extensions", func() bool {
-			ttl := raw.PTTL(ctx, lockKey(key)).Val()
+		err := poll(ctx, "four lock extensions", func() bool {
+			ttl := raw.PTTL(ctx, cache.LockKey(key)).Val()
 			if ttl > last {
 				extensions++
 			}
 			last = ttl
-			return extensions == 6
+			return extensions == 4
 		})
 		return []byte("from a"), err
 	})
 	waitFor(t, "the first replica to hold the lock", func() bool {
-		return raw.Exists(t.Context(), lockKey(key)).Val() == 1
+		return raw.Exists(t.Context(), cache.LockKey(key)).Val() == 1
 	})
 	waiter := goFetch(t.Context(), b, key, func(context.Context) ([]byte, error) {
 		return nil, errors.New("took over from a live holder")
 	})
 
-	if r := receive(t, holder); r.err != nil || r.out != Miss {
+	if r := receive(t, holder); r.err != nil || r.out != cache.Miss {
 		t.Fatalf("holder got %q, %v", r.out, r.err)
 	}
-	if r := receive(t, waiter); r.err != nil || r.out != Shared || string(r.val) != "from a" {
+	if r := receive(t, waiter); r.err != nil || r.out != cache.Shared || string(r.val) != "from a" {
 		t.Fatalf("waiter got %q, %q, %v; want the holder's value", r.val, r.out, r.err)
 	}
 }
 
 func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 	srv := redistest.Start(t)
-	r := newTestRedis(t, srv.URL(), nil)
-	c := New(r, nil)
+	r := redistest.NewStore(t, srv.URL())
+	c := cache.New(r, nil)
 	ctx := t.Context()
 	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
-	fetch := func(key string, want Outcome) {
+	fetch := func(key string, want cache.Outcome) {
 		t.Helper()
 		val, out, err := c.Fetch(ctx, key, compute)
 		if err != nil || out != want || string(val) != "selection" {
@@ -265,7 +268,7 @@ func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 		srv.Stop()
 		return []byte("selection"), nil
 	})
-	if err != nil || out != Miss || string(val) != "selection" {
+	if err != nil || out != cache.Miss || string(val) != "selection" {
 		t.Fatalf("Fetch across Redis's death = %q, %q, %v; want the computed value", val, out, err)
 	}
 	down := r.Stats()
@@ -278,7 +281,7 @@ func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 
 	// While it is known to be down, Fetch computes without calling it.
 	for range 5 {
-		fetch(testKey(t), Miss)
+		fetch(testKey(t), cache.Miss)
 	}
 	after := r.Stats()
 	if got := after.Skipped - down.Skipped; got != 10 {
@@ -294,51 +297,27 @@ func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 	srv.Restart()
 	waitFor(t, "the probe to see Redis up", func() bool { return r.Status() == nil })
 	key := testKey(t)
-	fetch(key, Miss)
-	fetch(key, Hit)
+	fetch(key, cache.Miss)
+	fetch(key, cache.Hit)
 }
 
 func TestRedisDownAtStartIsProbedUntilUp(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Stop()
-	r := newTestRedis(t, srv.URL(), nil)
+	r := redistest.NewStore(t, srv.URL())
 	waitFor(t, "the first probe to find Redis down", func() bool { return r.Status() != nil })
-	c := New(r, nil)
+	c := cache.New(r, nil)
 	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
-	if _, out, err := c.Fetch(t.Context(), testKey(t), compute); err != nil || out != Miss {
+	if _, out, err := c.Fetch(t.Context(), testKey(t), compute); err != nil || out != cache.Miss {
 		t.Fatalf("Fetch with Redis down = %q, %v; want an uncached miss", out, err)
 	}
 
 	srv.Restart()
 	waitFor(t, "the probe to see Redis up", func() bool { return r.Status() == nil })
 	key := testKey(t)
-	for _, want := range []Outcome{Miss, Hit} {
+	for _, want := range []cache.Outcome{cache.Miss, cache.Hit} {
 		if _, out, err := c.Fetch(t.Context(), key, compute); err != nil || out != want {
 			t.Fatalf("Fetch = %q, %v; want %q", out, err, want)
-		}
-	}
-}
-
-func TestThrottleLetsOneLinePerInterval(t *testing.T) {
-	th := throttle{every: time.Minute}
-	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	steps := []struct {
-		at             time.Duration
-		wantOK         bool
-		wantSuppressed int
-	}{
-		{0, true, 0},
-		{time.Second, false, 0},
-		{time.Minute - time.Nanosecond, false, 0},
-		{time.Minute, true, 2},
-		{time.Minute + time.Second, false, 0},
-		{time.Hour, true, 1},
-		{2 * time.Hour, true, 0},
-	}
-	for _, s := range steps {
-		suppressed, ok := th.allow(start.Add(s.at))
-		if ok != s.wantOK || suppressed != s.wantSuppressed {
-			t.Errorf("at %v: allow = %d, %v; want %d, %v", s.at, suppressed, ok, s.wantSuppressed, s.wantOK)
 		}
 	}
 }

@@ -55,16 +55,6 @@ func replica(t *testing.T, rt *retriever, model string, store cache.Store) (*gat
 	return newGateway(t, nil, func(o *proxy.Options) { o.Pruner = p }), p
 }
 
-func newRedis(t *testing.T, url string) *cache.Redis {
-	t.Helper()
-	r, err := cache.NewRedis(cache.RedisOptions{URL: url, ProbeInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
-
 func TestSecondIdenticalRequestIsACacheHit(t *testing.T) {
 	rt := newRetriever(t, keep("[a237] combobox"))
 	gw, _ := replica(t, rt, "m", cache.NewMemory(1<<20, time.Hour))
@@ -152,8 +142,8 @@ func TestConcurrentIdenticalRequestsCallTheRetrieverOnce(t *testing.T) {
 		release := make(chan struct{})
 		rt := newRetriever(t, held(release))
 		model := "model-for-" + t.Name() + time.Now().Format(time.RFC3339Nano) // keys of its own on a shared server
-		a, pa := replica(t, rt, model, newRedis(t, url))
-		b, pb := replica(t, rt, model, newRedis(t, url))
+		a, pa := replica(t, rt, model, redistest.NewStore(t, url))
+		b, pb := replica(t, rt, model, redistest.NewStore(t, url))
 		got := count(twentyAtOnce(t, body, []*gateway{a, b}, []*countingPruner{pa, pb}, release))
 		if n := len(rt.calls()); n != 1 {
 			t.Errorf("retriever called %d times across two replicas, want 1", n)
@@ -168,7 +158,7 @@ func TestConcurrentIdenticalRequestsCallTheRetrieverOnce(t *testing.T) {
 // once it is back, caching resumes.
 func TestRedisOutageNeverFailsARequest(t *testing.T) {
 	srv := redistest.Start(t)
-	store := newRedis(t, srv.URL())
+	store := redistest.NewStore(t, srv.URL())
 	rt := newRetriever(t, keep("[a237] combobox"))
 	gw, _ := replica(t, rt, "m", store)
 	body := readFile(t, laptopRequest)

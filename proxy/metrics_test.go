@@ -174,7 +174,7 @@ func TestUneconomicPairsAreSkipped(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := newRetriever(t, keep("[a237] combobox"))
 			pruner := prune.New(prune.Config{RetrieverModel: tt.retriever, MinTokens: 1000},
-				prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: tt.retriever, Timeout: 2 * time.Second}),
+				prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: tt.retriever, Timeout: time.Minute}),
 				cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 			gw := newGateway(t, nil, func(o *proxy.Options) {
 				o.Pruner, o.RetrieverModel = pruner, tt.retriever

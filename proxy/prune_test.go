@@ -115,7 +115,7 @@ func reply(status int, content string) answerFunc {
 func pruningGateway(t *testing.T, rt *retriever, configure ...func(*proxy.Options)) *gateway {
 	t.Helper()
 	pruner := prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000, UseHistory: true},
-		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: 2 * time.Second}),
+		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: time.Minute}),
 		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 	return newGateway(t, nil, append([]func(*proxy.Options){func(o *proxy.Options) {
 		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, prune.Remove, prune.LineVariant, "gpt-4.1-mini"
@@ -254,8 +254,14 @@ func TestRetrieverFailuresFailOpen(t *testing.T) {
 			if tt.answer != nil {
 				rt = newRetriever(t, tt.answer)
 			}
+			// Only the hanging retriever may reach the deadline: a busy
+			// machine must not turn the other cases into timeouts.
+			timeout := time.Minute
+			if tt.reason == "timeout" {
+				timeout = 300 * time.Millisecond
+			}
 			pruner := prune.New(prune.Config{RetrieverModel: "m", MinTokens: 1000},
-				prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "m", Timeout: 300 * time.Millisecond}),
+				prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "m", Timeout: timeout}),
 				cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 			gw := newGateway(t, nil, func(o *proxy.Options) { o.Pruner = pruner })
 

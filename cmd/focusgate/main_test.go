@@ -328,6 +328,8 @@ func TestRunReportsRedisOnReadyz(t *testing.T) {
 	gw := startGateway(t, map[string]string{
 		"FOCUSGATE_UPSTREAM_URL": up.URL + "/v1",
 		"FOCUSGATE_REDIS_URL":    srv.URL(),
+		// A loaded machine must not make a healthy Redis look down.
+		"FOCUSGATE_REDIS_TIMEOUT": redistest.CallTimeout.String(),
 	})
 	readyz := func() (int, string) {
 		resp, err := http.Get(gw.URL + "/readyz")
