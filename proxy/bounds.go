@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"sync/atomic"
 
@@ -120,6 +122,16 @@ type requestInfo struct {
 	// clientGone is set when the upstream call failed because the client
 	// went away; the log says 499, the client is sent nothing.
 	clientGone atomic.Bool
+	// bodyTimedOut is set when the client did not send its body within
+	// Options.BodyReadTimeout.
+	bodyTimedOut atomic.Bool
+}
+
+// isTimeout reports whether err is a deadline passing, such as a
+// connection's read deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 type requestInfoKey struct{}
@@ -146,6 +158,9 @@ type countingBody struct {
 func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	b.n.Add(int64(n))
+	if err != nil && isTimeout(err) {
+		b.info.bodyTimedOut.Store(true)
+	}
 	if err != nil {
 		b.finish()
 	}

@@ -117,15 +117,18 @@ func (s *Server) passthrough(c *gin.Context) {
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	var netErr net.Error
+	info := infoFrom(r.Context())
 	switch {
 	case errors.As(err, &tooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge.Error(), "invalid_request_error", "request_too_large")
+	case info.bodyTimedOut.Load():
+		s.slowBody(w)
 	case r.Context().Err() != nil:
 		// The client is gone, or has half-closed its connection, which
 		// net/http cannot tell apart: send nothing, not even a status of
 		// focusgate's own, and let net/http close the connection. The log
 		// says 499.
-		infoFrom(r.Context()).clientGone.Store(true)
+		info.clientGone.Store(true)
 		panic(http.ErrAbortHandler)
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
 		s.log.WarnContext(r.Context(), "upstream timeout", "path", r.URL.Path, "err", err)

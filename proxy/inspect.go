@@ -33,6 +33,9 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 		case errors.Is(err, errBodyTooLarge):
 			s.tooLarge(c)
 			return
+		case isTimeout(err):
+			s.slowBody(c.Writer)
+			return
 		case err != nil:
 			writeError(c.Writer, http.StatusBadRequest, "focusgate: could not read the request body", "invalid_request_error", "unreadable_body")
 			return
@@ -75,6 +78,13 @@ func (s *Server) logOutcome(ctx context.Context, out outcome) {
 		level = slog.LevelDebug
 	}
 	s.log.LogAttrs(ctx, level, "observations", out.logAttrs()...)
+}
+
+// slowBody answers a client that did not send its body within
+// BodyReadTimeout. The rest of the body is not waited for.
+func (s *Server) slowBody(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	writeError(w, http.StatusRequestTimeout, "focusgate: the request body was not received in time", "invalid_request_error", "request_timeout")
 }
 
 func (s *Server) tooLarge(c *gin.Context) {

@@ -63,6 +63,7 @@ type gateway struct {
 	URL      string
 	upstream *recorder
 	logs     *testlog.Buffer
+	server   *proxy.Server
 }
 
 // newGateway starts a fake upstream (handler, or a recorder answering
@@ -88,9 +89,10 @@ func newGateway(t *testing.T, handler http.HandlerFunc, configure ...func(*proxy
 	for _, c := range configure {
 		c(&opts)
 	}
-	gw := httptest.NewServer(proxy.New(opts))
+	s := proxy.New(opts)
+	gw := httptest.NewServer(s)
 	t.Cleanup(gw.Close)
-	return &gateway{URL: gw.URL, upstream: rec, logs: logs}
+	return &gateway{URL: gw.URL, upstream: rec, logs: logs, server: s}
 }
 
 func post(t *testing.T, url string, body []byte, header map[string]string) *http.Response {
