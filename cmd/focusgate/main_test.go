@@ -232,6 +232,95 @@ func TestRunShutdownIsBounded(t *testing.T) {
 	}
 }
 
+// On SIGTERM /readyz reports draining while connections are still accepted,
+// so that a load balancer stops sending traffic before it would be refused.
+func TestRunReportsDrainingBeforeRefusingConnections(t *testing.T) {
+	up := fakeOpenAI(t, nil)
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":     up.URL + "/v1",
+		"FOCUSGATE_SHUTDOWN_DELAY":   "5s",
+		"FOCUSGATE_SHUTDOWN_TIMEOUT": "20s",
+	})
+	gw.stop()
+	gw.logs.WaitFor(t, "shutting down")
+	// A new connection, not one kept alive from before the signal.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get(gw.URL + "/readyz")
+	if err != nil {
+		t.Fatalf("/readyz refused during the drain delay: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "draining") {
+		t.Errorf("/readyz during the drain delay: %d %s, want 503 draining", resp.StatusCode, body)
+	}
+	if err := gw.wait(t, 30*time.Second); err != nil {
+		t.Errorf("run returned %v", err)
+	}
+}
+
+// A request still waiting for the retriever when the gateway stops
+// accepting connections goes out unpruned and gets its answer within the
+// grace period, rather than nothing when the grace period ends.
+func TestRunSendsRequestsWaitingForTheRetrieverOnAtShutdown(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	retriever := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		asked <- struct{}{}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(retriever.Close)
+	bodies := make(chan []byte, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies <- b
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	t.Cleanup(upstream.Close)
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":      upstream.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_URL":     retriever.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_TIMEOUT": "10m",
+		"FOCUSGATE_SHUTDOWN_TIMEOUT":  "10m",
+	})
+	body, err := os.ReadFile("../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		resp *http.Response
+		body []byte
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post(gw.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answered <- answer{resp, b, err}
+	}()
+	<-asked
+	gw.stop()
+
+	a := <-answered
+	if a.err != nil {
+		t.Fatalf("the waiting request got no answer: %v", a.err)
+	}
+	if st := a.resp.Header.Get("X-Focusgate-Status"); st != "failed-open; reason=shutdown" || string(a.body) != `{"ok":true}` {
+		t.Errorf("got %d %q with status %q; want the upstream's answer, failed-open; reason=shutdown", a.resp.StatusCode, a.body, st)
+	}
+	if sent := <-bodies; !bytes.Equal(sent, body) {
+		t.Error("the upstream did not receive the original request")
+	}
+	if err := gw.wait(t, 30*time.Second); err != nil {
+		t.Errorf("run returned %v", err)
+	}
+}
+
 func TestRunRejectsBadConfiguration(t *testing.T) {
 	var stderr bytes.Buffer
 	env := map[string]string{"FOCUSGATE_MODE": "shrink", "FOCUSGATE_RETRIEVER_TIMEOUT": "soon"}
