@@ -391,10 +391,10 @@ func TestFind(t *testing.T) {
 			goals: []string{"\U0001F600 café\n\né"},
 		},
 		{
-			name: "invalid UTF-8 is read as encoding/json reads it", api: Chat,
-			body:  "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\\n" + strings.NewReplacer("\n", `\n`, "\t", `\t`, "Deals", "De\xffals").Replace(bgTree) + "\"}]}",
-			paths: []string{"messages.0.content"}, texts: []string{strings.Replace(bgTree, "Deals", "De\uFFFDals", 1)},
-			goals: []string{"\uFFFD\uFFFD"},
+			name: "invalid UTF-8 and lone surrogates are kept as they came", api: Chat,
+			body:  "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\\n" + strings.NewReplacer("\n", `\n`, "\t", `\t`, "Deals", "De\xffals", "Footer", `Foo\ud83dter`).Replace(bgTree) + "\"}]}",
+			paths: []string{"messages.0.content"}, texts: []string{strings.NewReplacer("Deals", "De\xffals", "Footer", "Foo\xed\xa0\xbdter").Replace(bgTree)},
+			goals: []string{"\xff\xfe"},
 		},
 		{
 			name: "Responses: instructions and an input string", api: Responses, opts: Options{All: true},

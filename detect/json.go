@@ -300,9 +300,13 @@ func stringOrSkip(b []byte, v, depth int) (lit literal, next int, ok bool, err e
 	return lit, next, false, err
 }
 
-// unquote decodes a string literal's content exactly as encoding/json does,
-// including its replacement of invalid UTF-8 and unpaired surrogates by U+FFFD, so
-// that offsets computed on the result agree with any other decoder of the body.
+// unquote decodes a string literal's content without losing anything, so that
+// the lines focusgate keeps can be encoded back to the bytes the client sent:
+// invalid UTF-8 stays as the raw bytes it was, and an escaped surrogate that is
+// not half of a pair (`\ud800`, as JavaScript and Python emit for a broken
+// emoji) becomes the three bytes that UTF-8 would give the code point if it
+// allowed one (ED A0 80: "WTF-8"), which are themselves invalid UTF-8, so that
+// they cannot be mistaken for text. encoding/json would turn both into U+FFFD.
 // The content must have been validated by scanString.
 func unquote(raw []byte) string {
 	var sb strings.Builder
@@ -328,7 +332,10 @@ func unquote(raw []byte) string {
 						continue
 					}
 				}
-				r = utf8.RuneError
+				sb.WriteByte(0xe0 | byte(r>>12))
+				sb.WriteByte(0x80 | byte(r>>6)&0x3f)
+				sb.WriteByte(0x80 | byte(r)&0x3f)
+				continue
 			}
 			sb.WriteRune(r)
 			continue
@@ -350,20 +357,11 @@ func unquote(raw []byte) string {
 	return sb.String()
 }
 
+// writeUTF8 copies unescaped string content, invalid UTF-8 included: a byte
+// the client sent is a byte focusgate forwards, and replacing it would change
+// lines that were not pruned.
 func writeUTF8(sb *strings.Builder, p []byte) {
-	if utf8.Valid(p) {
-		sb.Write(p)
-		return
-	}
-	for len(p) > 0 {
-		r, size := utf8.DecodeRune(p)
-		if r == utf8.RuneError && size == 1 {
-			sb.WriteRune(utf8.RuneError)
-		} else {
-			sb.Write(p[:size])
-		}
-		p = p[size:]
-	}
+	sb.Write(p)
 }
 
 // rawSpans maps spans of the decoded text of raw to offsets in raw, in one pass.

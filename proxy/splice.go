@@ -36,8 +36,11 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONStringContent appends s escaped for the inside of a JSON string
 // literal. Unlike encoding/json it leaves <, > and & alone: the text goes to a
-// model, not into HTML, and escaping them would only cost tokens. Invalid
-// UTF-8 becomes U+FFFD, as encoding/json does, so the result is always valid.
+// model, not into HTML, and escaping them would only cost tokens. It is the
+// inverse of detect's decoding, so that kept lines leave as they came: invalid
+// UTF-8 is written back as the raw bytes it was, and the three bytes detect
+// makes of a lone escaped surrogate (ED A0..BF 80..BF) become that escape
+// again, in lower-case hex as JavaScript and Python write it.
 func appendJSONStringContent(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
@@ -66,10 +69,15 @@ func appendJSONStringContent(dst []byte, s string) []byte {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
+			if c == 0xed && i+2 < len(s) && s[i+1]&0xe0 == 0xa0 && s[i+2]&0xc0 == 0x80 {
+				dst = append(dst, s[start:i]...)
+				u := 0xd000 | rune(s[i+1]&0x3f)<<6 | rune(s[i+2]&0x3f)
+				dst = append(dst, '\\', 'u', hexDigits[u>>12], hexDigits[u>>8&0xf], hexDigits[u>>4&0xf], hexDigits[u&0xf])
+				i += 3
+				start = i
+				continue
+			}
+			i++ // an invalid byte goes out raw, as it came in
 			continue
 		}
 		// U+2028 and U+2029 are valid JSON but end lines in JavaScript;
