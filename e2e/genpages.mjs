@@ -58,8 +58,11 @@ ${footer()}
 <label for="qty">Quantity</label><input id="qty" type="number" value="1" min="1">
 <button id="add" type="button" onclick="document.getElementById('cartcount').textContent=String(Number(document.getElementById('cartcount').textContent)+1);document.getElementById('status').textContent='Added Summit Parka 2000 to your cart'">Add to cart</button>
 <button type="button">Add to wish list</button>
+<button type="button" aria-label="Compare">Compare: add to list</button>
+<p>Delivery: <b>Tue 25 Nov</b>, free over $100. <a href="/returns">Returns: 30 days</a></p>
 <p role="status" id="status"></p>
 </form>
+<address>Trailhead Outfitters<br>1 Ridge Road<br>Denver, CO 80202</address>
 <section><h2>Description</h2><p>A waterproof down parka for winter walks. Recycled shell, 700-fill down, two-way zip, helmet-compatible hood.</p></section>
 <section><h2>Specifications</h2><table>${specs.join("\n")}</table></section>
 <section><h2>Reviews</h2>${reviews.join("\n")}</section>
