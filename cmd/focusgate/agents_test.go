@@ -118,11 +118,7 @@ func replayConversation(t *testing.T, dir string, page *regexp.Regexp) replaySta
 		}
 		st.pruned++
 		checkObservationEdits(t, name, body, sent, retriever.seen())
-		before, _ := strconv.Atoi(resp.Header.Get("X-Focusgate-Tokens-Before"))
-		after, _ := strconv.Atoi(resp.Header.Get("X-Focusgate-Tokens-After"))
-		if before > 0 {
-			st.obsReduction += 1 - float64(after)/float64(before)
-		}
+		st.addTokens(resp.Header)
 		st.bytesBefore += len(body)
 		st.bytesAfter += len(sent)
 	}
@@ -135,6 +131,16 @@ type replayStats struct {
 	requests, withPage, pruned int
 	obsReduction               float64 // summed 1 - after/before of observation tokens
 	bytesBefore, bytesAfter    int     // whole request bodies, pruned requests only
+}
+
+// addTokens adds the observation token reduction the gateway reported for
+// one pruned request.
+func (s *replayStats) addTokens(h http.Header) {
+	before, _ := strconv.Atoi(h.Get("X-Focusgate-Tokens-Before"))
+	after, _ := strconv.Atoi(h.Get("X-Focusgate-Tokens-After"))
+	if before > 0 {
+		s.obsReduction += 1 - float64(after)/float64(before)
+	}
 }
 
 func (s *replayStats) add(o replayStats) {

@@ -235,8 +235,9 @@ export async function stagehand({ baseURL, pages, path = "responses" }) {
     const data = await sh.extract("extract the product 'Summit Parka 2000' title and price", z.object({ title: z.string(), price: z.string() }));
     await page.goto(`${pages}/form.html`);
     await sh.act("type 'Ada' into the 'First name' field");
-    const status = await page.evaluate(() => document.getElementById("f0")?.value);
-    return { observed: observed.length, data, firstName: status };
+    const firstName = await page.evaluate(() => document.getElementById("f0")?.value);
+    if (!observed.length || firstName !== "Ada") throw new Error(`stagehand did not do its steps: observed ${observed.length}, first name ${JSON.stringify(firstName)}`);
+    return { observed: observed.length, data, firstName };
   } finally {
     await sh.close().catch(() => {});
     rmSync(profile, { recursive: true, force: true });
