@@ -51,6 +51,9 @@ func TestRealAgentsThroughTheGateway(t *testing.T) {
 	t.Cleanup(pages.Close)
 	for _, sc := range e2eScenarios {
 		t.Run(sc.scenario, func(t *testing.T) {
+			// Each scenario has its own gateway, model, retriever and browser
+			// profile; -parallel (GOMAXPROCS by default) bounds how many run at once.
+			t.Parallel()
 			var page = agentTools[0].page
 			for _, a := range agentTools {
 				if a.tool == sc.page {
@@ -66,7 +69,8 @@ func TestRealAgentsThroughTheGateway(t *testing.T) {
 			})
 			front := newClientRecorder(t, gw.URL)
 
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			// A generous bound for a busy machine; the agents take seconds each.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, "agent.mjs", sc.scenario, front.URL+"/v1", pages.URL)
 			cmd.Dir = "../../e2e"

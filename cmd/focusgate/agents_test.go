@@ -101,8 +101,11 @@ func replayConversation(t *testing.T, dir string, page *regexp.Regexp) replaySta
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		sent := upstream.next(t)
 		name := filepath.Base(f)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: HTTP %d from the gateway", name, resp.StatusCode)
+		}
+		sent := upstream.next(t)
 		st.requests++
 		status := resp.Header.Get("X-Focusgate-Status")
 		if !page.Match(body) {
