@@ -37,6 +37,7 @@ type Config struct {
 	RetrieverAPIKey   string        `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key, else the client's own Authorization)"`
 	RetrieverModel    string        `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
 	RetrieverTimeout  time.Duration `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
+	MaxAnswerTokens   int           `env:"RETRIEVER_MAX_TOKENS" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
 	RetrieverHistory  bool          `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
 	Mode              string        `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
 	Prompt            string        `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
@@ -138,6 +139,9 @@ func (c Config) Validate() error {
 	}
 	if !slices.Contains(Prompts, c.Prompt) {
 		bad("PROMPT", "unknown prompt variant %q (want one of %s)", c.Prompt, strings.Join(Prompts, ", "))
+	}
+	if c.MaxAnswerTokens <= 0 {
+		bad("RETRIEVER_MAX_TOKENS", "must be positive, got %d", c.MaxAnswerTokens)
 	}
 	if c.MinTokens < 0 {
 		bad("MIN_TOKENS", "must not be negative, got %d", c.MinTokens)

@@ -33,8 +33,16 @@ type Report struct {
 // Row is one strategy's numbers on one benchmark.
 type Row struct {
 	Steps int `json:"steps"`
-	// Recall is the share of steps whose target line survived verbatim.
+	// Recall is the share of steps whose target line survived verbatim, as
+	// the gateway prunes: the focused element's line is always kept, so a
+	// step whose target is the focused element counts as recalled whatever
+	// the strategy chose.
 	Recall float64 `json:"recall"`
+	// RecallWithoutFocus is Recall without that rule: the share of steps
+	// whose target survived because the strategy chose it.
+	RecallWithoutFocus float64 `json:"recall_without_focus"`
+	// TargetFocused counts the steps whose target is the focused element.
+	TargetFocused int `json:"target_focused"`
 	// MeanReduction is 1 - pruned/original tokens, averaged over steps, as
 	// the LineRetriever and FocusAgent papers report it.
 	MeanReduction float64 `json:"mean_reduction"`
@@ -102,7 +110,7 @@ func summarize(rs []StepResult, prices *pricing.Table, actionModel string) Row {
 	row := Row{Steps: len(rs)}
 	sizes := make([]int, len(rs))
 	var reduction float64
-	recalled, removed := 0, 0
+	recalled, chosen, removed := 0, 0, 0
 	for i, res := range rs {
 		sizes[i] = res.TokensAfter
 		if res.TokensBefore > 0 {
@@ -111,9 +119,15 @@ func summarize(rs []StepResult, prices *pricing.Table, actionModel string) Row {
 		if res.Recalled {
 			recalled++
 		}
+		if res.RecalledWithoutFocus {
+			chosen++
+		}
+		if res.TargetFocused {
+			row.TargetFocused++
+		}
 		removed += res.TokensBefore - res.TokensAfter
 	}
-	row.Recall, row.MeanReduction = float64(recalled)/n, reduction/n
+	row.Recall, row.RecallWithoutFocus, row.MeanReduction = float64(recalled)/n, float64(chosen)/n, reduction/n
 	slices.Sort(sizes)
 	row.TokensP50, row.TokensP95 = percentile(sizes, 0.50), percentile(sizes, 0.95)
 	if p, ok := prices.Lookup(actionModel); ok {
@@ -173,7 +187,7 @@ func errText(err error) string {
 // why steps failed open or were skipped.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "strategy\tbenchmark\tsteps\trecall\treduction\tp50 tokens\tp95 tokens\tsaved\tretriever cost\tlatency p50\tlatency p95\tfailed open")
+	fmt.Fprintln(tw, "strategy\tbenchmark\tsteps\trecall\trecall w/o focus\treduction\tp50 tokens\tp95 tokens\tsaved\tretriever cost\tlatency p50\tlatency p95\tfailed open")
 	var notes []string
 	for _, name := range r.order {
 		for _, bench := range r.benchmarks(name) {
@@ -185,12 +199,15 @@ func (r Report) WriteTable(w io.Writer) error {
 					notes = append(notes, failureNote(name, bench, s))
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%%\t%.1f%%\t%d\t%d\t%s\t%s\n", name, bench, row.Steps,
-				100*row.Recall, 100*row.MeanReduction, row.TokensP50, row.TokensP95, usd(row.SavedUSD), retriever)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%%\t%.1f%%\t%.1f%%\t%d\t%d\t%s\t%s\n", name, bench, row.Steps,
+				100*row.Recall, 100*row.RecallWithoutFocus, 100*row.MeanReduction, row.TokensP50, row.TokensP95, usd(row.SavedUSD), retriever)
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if note := r.focusNote(); note != "" {
+		notes = append([]string{note}, notes...)
 	}
 	if len(r.Skipped) > 0 {
 		notes = append(notes, skipNote(r.Skipped))
@@ -217,6 +234,27 @@ func (r Report) benchmarks(strategy string) []string {
 		out = append(out, All)
 	}
 	return out
+}
+
+// focusNote says how many steps the focus rule counts as recalled, when
+// there are any: every strategy saw the same steps, so the first one's
+// count serves.
+func (r Report) focusNote() string {
+	if len(r.order) == 0 {
+		return ""
+	}
+	rows := r.Strategies[r.order[0]]
+	all, ok := rows[All]
+	if !ok {
+		for _, row := range rows {
+			all = row // a single benchmark
+		}
+	}
+	if all.TargetFocused == 0 {
+		return ""
+	}
+	return fmt.Sprintf("recall counts the %d of %d steps whose target is the focused element as recalled, since the gateway always keeps\n"+
+		"the focused line; recall w/o focus counts only targets the strategy kept itself.", all.TargetFocused, all.Steps)
 }
 
 func usd(v *float64) string {

@@ -50,13 +50,21 @@ func handMade() []StepResult {
 	bm25 := func(bench string, before, after int, recalled bool) StepResult {
 		return StepResult{Strategy: "bm25@2000", Benchmark: bench, TokensBefore: before, TokensAfter: after, Recalled: recalled}
 	}
-	return []StepResult{
+	rs := []StepResult{
 		llm("workarena", 1000, 500, true, 100, ""), bm25("workarena", 1000, 900, true),
 		llm("workarena", 2000, 500, true, 300, ""), bm25("workarena", 2000, 1800, false),
 		llm("workarena", 4000, 4000, true, 20000, "timeout"), bm25("workarena", 4000, 2000, false),
 		llm("workarena", 4000, 1000, false, 200, ""), bm25("workarena", 4000, 2000, true),
 		llm("webarena", 8000, 8000, true, 50, "retriever-http-401"), bm25("webarena", 8000, 2000, true),
 	}
+	for i := range rs {
+		rs[i].RecalledWithoutFocus = rs[i].Recalled
+	}
+	// In the first step the target is the focused element: the llm kept it
+	// only because the gateway keeps the focus, bm25 chose it.
+	rs[0].TargetFocused, rs[0].RecalledWithoutFocus = true, false
+	rs[1].TargetFocused = true
+	return rs
 }
 
 func TestSummarize(t *testing.T) {
@@ -65,8 +73,9 @@ func TestSummarize(t *testing.T) {
 
 	workarena := r.Strategies["llm"]["workarena"]
 	// Reductions 0.5, 0.75, 0 (failed open), 0.75; sizes 500, 500, 1000, 4000.
-	want := Row{Steps: 4, Recall: 0.75, MeanReduction: 0.5, TokensP50: 500, TokensP95: 4000}
-	if workarena.Steps != want.Steps || workarena.Recall != want.Recall || workarena.MeanReduction != want.MeanReduction ||
+	want := Row{Steps: 4, Recall: 0.75, RecallWithoutFocus: 0.5, TargetFocused: 1, MeanReduction: 0.5, TokensP50: 500, TokensP95: 4000}
+	if workarena.Steps != want.Steps || workarena.Recall != want.Recall || workarena.RecallWithoutFocus != want.RecallWithoutFocus ||
+		workarena.TargetFocused != want.TargetFocused || workarena.MeanReduction != want.MeanReduction ||
 		workarena.TokensP50 != want.TokensP50 || workarena.TokensP95 != want.TokensP95 {
 		t.Errorf("llm on workarena: %+v, want %+v", workarena, want)
 	}
@@ -86,7 +95,7 @@ func TestSummarize(t *testing.T) {
 	if all.Steps != 5 || all.Recall != 0.8 || !near(all.MeanReduction, 0.4) || all.Retriever.FailedOpen != 2 || len(all.Retriever.Failures) != 2 {
 		t.Errorf("llm on all: %+v", all)
 	}
-	if b := r.Strategies["bm25@2000"][All]; b.Retriever != nil || b.Recall != 0.6 || b.TokensP50 != 2000 {
+	if b := r.Strategies["bm25@2000"][All]; b.Retriever != nil || b.Recall != 0.6 || b.RecallWithoutFocus != 0.6 || b.TokensP50 != 2000 {
 		t.Errorf("bm25 on all: %+v, want no retriever stats", b)
 	}
 

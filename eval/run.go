@@ -46,10 +46,18 @@ type StepResult struct {
 	RetrieverModel string
 	TokensBefore   int
 	TokensAfter    int // TokensBefore when the step went unpruned
-	// Recalled says whether the target's line survived verbatim.
+	// Recalled says whether the target's line survived verbatim, as the
+	// gateway prunes: the focused element's line is always kept.
 	Recalled bool
-	Latency  time.Duration // spent choosing the lines
-	Usage    prune.Usage
+	// TargetFocused says the target is the focused element, which the
+	// gateway keeps whatever the strategy chose.
+	TargetFocused bool
+	// RecalledWithoutFocus is Recalled without that rule: whether the target
+	// survived because the strategy chose it. It differs from Recalled only
+	// when TargetFocused.
+	RecalledWithoutFocus bool
+	Latency              time.Duration // spent choosing the lines
+	Usage                prune.Usage
 	// Failure is why the strategy failed, in which case the step went
 	// unpruned, as the gateway fails open; empty when it did not fail.
 	Failure string
@@ -117,6 +125,9 @@ func evaluate(ctx context.Context, t *Trace, opts Options) ([]StepResult, string
 		return nil, "target-not-in-tree"
 	}
 	targetLine := tree.Text[tree.Lines[target].Start:tree.Lines[target].End]
+	targetFocused := tree.FocusedBID != "" && tree.FocusedBID == t.TargetBID
+	unfocused := tree
+	unfocused.FocusedBID = ""
 	step := &Step{
 		Goal:       t.Goal,
 		History:    historyText(t.History),
@@ -128,12 +139,14 @@ func evaluate(ctx context.Context, t *Trace, opts Options) ([]StepResult, string
 	results := make([]StepResult, 0, len(opts.Strategies))
 	for _, st := range opts.Strategies {
 		r := StepResult{
-			Strategy:     st.Name(),
-			Benchmark:    t.Benchmark,
-			ID:           t.ID,
-			TokensBefore: before,
-			TokensAfter:  before,
-			Recalled:     true,
+			Strategy:             st.Name(),
+			Benchmark:            t.Benchmark,
+			ID:                   t.ID,
+			TokensBefore:         before,
+			TokensAfter:          before,
+			Recalled:             true,
+			TargetFocused:        targetFocused,
+			RecalledWithoutFocus: true,
 		}
 		if l, ok := st.(*LLM); ok {
 			r.RetrieverModel = l.RetrieverModel
@@ -149,6 +162,13 @@ func evaluate(ctx context.Context, t *Trace, opts Options) ([]StepResult, string
 			// Like the gateway, a result no smaller than the original is
 			// not used.
 			r.TokensAfter, r.Recalled = after, survives(out, targetLine)
+			r.RecalledWithoutFocus = r.Recalled
+			if targetFocused {
+				// Would the target be there had the strategy alone
+				// decided?
+				alone, err := prune.Apply(unfocused, sel, opts.Mode)
+				r.RecalledWithoutFocus = err == nil && survives(alone, targetLine)
+			}
 		}
 		results = append(results, r)
 	}

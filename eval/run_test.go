@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
 )
 
@@ -49,7 +51,6 @@ func TestFailureReason(t *testing.T) {
 	}{
 		{fmt.Errorf("prune: retriever: %w", context.DeadlineExceeded), "timeout"},
 		{context.Canceled, "canceled"},
-		{prune.ErrEmptyAnswer, "empty-answer"},
 		{fmt.Errorf("%w: no list", prune.ErrBadAnswer), "bad-answer"},
 		{&prune.StatusError{Code: 401, Err: errors.New("invalid key")}, "retriever-http-401"},
 		{&prune.StatusError{Code: 503, Err: errors.New("overloaded")}, "retriever-http-503"},
@@ -152,6 +153,61 @@ func TestRun(t *testing.T) {
 	}
 	if !strings.Contains(bar.String(), "] 5/5 steps") || !strings.HasSuffix(bar.String(), "\r\x1b[K") {
 		t.Errorf("progress bar %q, want 5/5 steps drawn and then erased", bar.String())
+	}
+}
+
+// rootOnly keeps the root line alone: it chooses no target, so whatever it
+// recalls, the gateway's rules kept.
+type rootOnly struct{}
+
+func (rootOnly) Name() string { return "root-only" }
+
+func (rootOnly) Select(context.Context, *Step) (prune.Selection, error) {
+	return prune.Selection{Ranges: []prune.Range{{From: 1, To: 1}}}, nil
+}
+
+// The focused element's line is always kept, so a step whose target is the
+// focused element counts as recalled whatever the strategy chose; recall
+// without focus counts only what the strategy chose.
+func TestRecallWithAndWithoutTheFocusRule(t *testing.T) {
+	var focused, other []Trace
+	for _, tr := range devTraces(t, 0) {
+		b, ok := detect.Page(tr.AXTree)
+		switch {
+		case !ok:
+		case b.FocusedBID == tr.TargetBID && len(focused) < 3:
+			focused = append(focused, tr)
+		case b.FocusedBID != tr.TargetBID && len(other) < 3:
+			other = append(other, tr)
+		}
+	}
+	if len(focused) < 3 || len(other) < 3 {
+		t.Fatalf("the dev set has %d steps whose target has the focus and %d others, want 3 of each", len(focused), len(other))
+	}
+	results, _, err := Run(context.Background(), append(focused, other...), Options{
+		Strategies: []Strategy{rootOnly{}},
+		Mode:       prune.Remove,
+		Model:      testModel,
+		Counter:    testCounter,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 6 {
+		t.Fatalf("%d results, want 6", len(results))
+	}
+	for i, r := range results {
+		wantFocused := i < 3
+		if r.TargetFocused != wantFocused || r.TokensAfter >= r.TokensBefore {
+			t.Errorf("step %s: target focused %v, tokens %d -> %d; want focused %v and pruned", r.ID, r.TargetFocused, r.TokensBefore, r.TokensAfter, wantFocused)
+		}
+		if r.Recalled != wantFocused || r.RecalledWithoutFocus {
+			t.Errorf("step %s: recalled %v, without focus %v; want %v, false", r.ID, r.Recalled, r.RecalledWithoutFocus, wantFocused)
+		}
+	}
+	row := Summarize(results, nil, pricing.Default(), testModel).Strategies["root-only"][All]
+	if row.Recall != 0.5 || row.RecallWithoutFocus != 0 || row.TargetFocused != 3 {
+		t.Errorf("root-only: recall %v, without focus %v, %d focused targets; want 0.5, 0, 3", row.Recall, row.RecallWithoutFocus, row.TargetFocused)
 	}
 }
 

@@ -28,7 +28,8 @@ type Step struct {
 
 // Truncate keeps lines from the top of the tree while their tokens fit in
 // Budget: bottom truncation, what GenericAgent does with a prompt that is
-// too long.
+// too long. It truncates the tree only; the papers' truncation baseline cuts
+// the whole prompt, so the two are not comparable number for number.
 type Truncate struct{ Budget int }
 
 func (t Truncate) Name() string { return "truncate@" + strconv.Itoa(t.Budget) }
@@ -48,7 +49,9 @@ func (t Truncate) Select(_ context.Context, s *Step) (prune.Selection, error) {
 // line is always kept and counts against the budget. Ranking goes down the
 // whole list: a line too large for what is left of the budget is passed
 // over for smaller ones after it, and lines that share no term with the
-// goal fill what remains from the top, as truncation would.
+// goal fill what remains from the top, as truncation would. It ranks single
+// lines against the goal alone, a simpler baseline than the reference's,
+// which ranks chunks of the page against the goal and the history.
 type BM25 struct{ Budget int }
 
 func (b BM25) Name() string { return "bm25@" + strconv.Itoa(b.Budget) }

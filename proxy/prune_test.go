@@ -245,7 +245,7 @@ func TestRetrieverFailuresFailOpen(t *testing.T) {
 		{"rate limited", reply(http.StatusTooManyRequests, ""), "", "retriever-http-4xx"},
 		{"server error", reply(http.StatusInternalServerError, ""), "", "retriever-http-5xx"},
 		{"garbage answer", reply(http.StatusOK, "I would keep the search box, probably."), "", "bad-answer"},
-		{"empty answer", reply(http.StatusOK, ""), "", "empty-answer"},
+		{"empty answer", reply(http.StatusOK, ""), "", "bad-answer"},
 	}
 	body := readFile(t, laptopRequest)
 	for _, tt := range tests {

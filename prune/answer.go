@@ -3,251 +3,446 @@ package prune
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
-// Errors ParseAnswer returns; Pruner reports them as "empty-answer" and
-// "bad-answer". Either way the observation goes out unpruned.
-var (
-	ErrEmptyAnswer = errors.New("prune: retriever chose no lines")
-	ErrBadAnswer   = errors.New("prune: retriever answer has no usable line ranges")
-)
+// ErrBadAnswer is the error ParseAnswer returns for an answer that names no
+// usable lines: no list where one belongs, an empty list, only element ids,
+// only negative or out-of-range numbers, or nothing at all. Pruner reports it
+// as "bad-answer" and the observation goes out unpruned.
+var ErrBadAnswer = errors.New("prune: retriever answer has no usable line ranges")
 
-// ParseAnswer reads the line ranges out of a retriever answer for a tree of
-// n lines. Models do not follow formats to the letter, so it is tolerant:
-// the ranges may sit in an <answer> tag, a ``` fence or a bare list; a
-// range may be written (a,b), [a,b], "a-b", a-b, "a to b", or as one line
-// number. Reversed ranges are turned round, ranges are clipped to [1,n] and
-// dropped when wholly outside, and overlapping or adjacent ranges are
+// ParseAnswer reads the line ranges out of a retriever answer for a tree of n
+// lines. A wrong reading is worse than none (a page cut to the one line an
+// element id happened to name is worse than a page left whole), so where the
+// numbers may come from is strict, and how they are written is tolerant.
+//
+// Where: line numbers come only from the <answer> tags (several tags: their
+// union); when there is no tag, from the fenced blocks or the bare answer
+// that hold nothing but a list (numbers, ranges, brackets, quotes and
+// separators). Prose around a list without a tag is not an answer. Text
+// inside <think> (or <thinking>) is never the answer, nor is the rest of an
+// answer cut off inside an unclosed <think>, nor anything before a
+// </think> without its opening tag (models whose chat template opens the
+// reasoning for them).
+//
+// How: a range may be written (a,b), [a,b] inside a list, "a-b", a–b, a..b,
+// "a to b", or as one line number. A token with letters (a405, 'a252', ea12,
+// 2nd) is never a line number. A range with a negative number is invalid
+// and dropped. Reversed ranges are turned round, ranges are clipped to [1,n]
+// and dropped when wholly outside, and overlapping or adjacent ranges are
 // merged, so the result is sorted and disjoint.
 //
-// Prose without a list outside any tag is ErrBadAnswer rather than a source of
-// numbers: "error 42" must not become "keep line 42". A blank answer or an
-// empty list is ErrEmptyAnswer. Lines in an <injection> section (the
-// defender prompt's report of attack lines) go to Flagged; an answer that
-// flags lines but keeps none keeps every other line.
+// Cut-off lists: only complete ranges count. A tuple or pair whose closing
+// bracket never came is dropped, and in a section that may have been cut off
+// (an unclosed <answer> tag or fence) so is a number or range the text ends
+// in, since "(20,25" may have been going to be "(20,250)".
+//
+// Lines in <injection> tags (the defender prompt's report of attack lines)
+// go to Flagged; an answer that flags lines and keeps an empty list keeps
+// every other line. Any other answer without a usable range is ErrBadAnswer.
+//
+// Parsing takes time linear in the length of the answer.
 func ParseAnswer(answer string, n int) (Selection, error) {
-	if strings.TrimSpace(answer) == "" {
-		return Selection{}, ErrEmptyAnswer
+	return parseAnswer(answer, n, false)
+}
+
+// parseAnswer is ParseAnswer for an answer that may have been cut off by the
+// output-token cap (cut): then even the bare answer it ends in is read as
+// incomplete.
+func parseAnswer(answer string, n int, cut bool) (Selection, error) {
+	p := splitAnswer(answer)
+	keep, where := p.answers, "<answer> tag"
+	if len(keep) == 0 {
+		keep, where = p.untagged(cut), "list"
+		if len(keep) == 0 {
+			return Selection{}, fmt.Errorf("%w: no <answer> tag, and no fenced block or bare answer holding only a list", ErrBadAnswer)
+		}
 	}
-	text, injection, _ := cutSection(stripThink(answer), "injection")
-	keep, ok := answerSection(text)
-	if !ok {
-		return Selection{}, fmt.Errorf("%w: no <answer> tag, code fence or list", ErrBadAnswer)
-	}
+
 	var sel Selection
-	for _, r := range normalize(parseRanges(injection), n) {
+	var flagged list
+	for _, s := range p.injections {
+		flagged.add(s)
+	}
+	for _, r := range normalize(flagged.ranges, n) {
 		for i := r.From; i <= r.To; i++ {
 			sel.Flagged = append(sel.Flagged, i)
 		}
 	}
-	sel.Ranges = normalize(parseRanges(keep), n)
+	var kept list
+	for _, s := range keep {
+		kept.add(s)
+	}
+	sel.Ranges = normalize(kept.ranges, n)
 	switch {
 	case len(sel.Ranges) > 0:
 		return sel, nil
-	case len(sel.Flagged) > 0 && !strings.ContainsAny(keep, "0123456789"):
+	case len(sel.Flagged) > 0 && kept.numbers == 0:
 		sel.Ranges = []Range{{1, n}}
 		return sel, nil
-	case !strings.ContainsAny(keep, "0123456789"):
-		return Selection{}, ErrEmptyAnswer
+	case kept.numbers == 0:
+		return Selection{}, fmt.Errorf("%w: no line number in the %s", ErrBadAnswer, where)
 	}
-	return Selection{}, fmt.Errorf("%w: no range inside lines 1-%d", ErrBadAnswer, n)
+	return Selection{}, fmt.Errorf("%w: no complete, non-negative range inside lines 1-%d in the %s", ErrBadAnswer, n, where)
 }
 
-// cutSection removes every <tag>...</tag> block from s and returns the rest
-// and the content of the last block. An unclosed tag runs to the end.
-func cutSection(s, tag string) (rest, content string, found bool) {
-	open, closing := "<"+tag+">", "</"+tag+">"
-	var b strings.Builder
-	for {
-		i := indexFold(s, open)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String(), content, found
-		}
-		b.WriteString(s[:i])
-		s = s[i+len(open):]
-		found = true
-		if j := indexFold(s, closing); j >= 0 {
-			content, s = s[:j], s[j+len(closing):]
-		} else {
-			content, s = s, ""
-		}
-	}
+// section is a piece of an answer that may hold a list. complete is false
+// when the piece may have been cut off: an unclosed tag or fence.
+type section struct {
+	text     string
+	complete bool
 }
 
-// stripThink drops closed <think> blocks, whose reasoning is full of line
-// numbers that are not the answer.
-func stripThink(s string) string {
-	for {
-		i := indexFold(s, "<think>")
-		if i < 0 {
-			return s
+// parts is an answer split by its tags.
+type parts struct {
+	answers    []section
+	injections []section
+	outside    string // the text in no tag, reasoning removed
+}
+
+// tagKind names the tags splitAnswer acts on.
+type tagKind int
+
+const (
+	openThink tagKind = iota + 1
+	closeThink
+	openAnswer
+	closeAnswer
+	openInjection
+	closeInjection
+)
+
+var tags = []struct {
+	name string
+	kind tagKind
+}{
+	{"<think>", openThink},
+	{"<thinking>", openThink},
+	{"</think>", closeThink},
+	{"</thinking>", closeThink},
+	{"<answer>", openAnswer},
+	{"</answer>", closeAnswer},
+	{"<injection>", openInjection},
+	{"</injection>", closeInjection},
+}
+
+// tagAt returns the tag s starts with, ignoring ASCII case, and its length.
+func tagAt(s string) (tagKind, int) {
+	for _, t := range tags {
+		if len(s) >= len(t.name) && strings.EqualFold(s[:len(t.name)], t.name) {
+			return t.kind, len(t.name)
 		}
-		j := indexFold(s[i:], "</think>")
+	}
+	return 0, 0
+}
+
+// splitAnswer splits an answer into its <answer> and <injection> sections and
+// the text outside any tag, dropping reasoning, in one pass over the text.
+// Inside a tag, other tags are text (a reasoning that mentions "<answer>"
+// does not open one); a tag left open runs to the end of the answer.
+func splitAnswer(s string) parts {
+	var p parts
+	var outside strings.Builder
+	state, start := tagKind(0), 0 // the open tag, and where its content or the outside text began
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], '<')
 		if j < 0 {
-			return s
+			break
 		}
-		s = s[:i] + s[i+j+len("</think>"):]
+		i += j
+		kind, size := tagAt(s[i:])
+		if kind == 0 {
+			i++
+			continue
+		}
+		end := i + size
+		switch {
+		case state == 0 && (kind == openThink || kind == openAnswer || kind == openInjection):
+			outside.WriteString(s[start:i])
+			state, start = kind, end
+		case state == 0 && kind == closeThink:
+			// Everything so far was reasoning whose opening tag the
+			// model's template wrote for it.
+			outside.Reset()
+			p.answers, p.injections = nil, nil
+			start = end
+		case state == 0 && (kind == closeAnswer || kind == closeInjection):
+			// A stray closing tag is no part of a list.
+			outside.WriteString(s[start:i])
+			start = end
+		case state == openThink && kind == closeThink:
+			state, start = 0, end
+		case state == openAnswer && kind == closeAnswer:
+			p.answers = append(p.answers, section{s[start:i], true})
+			state, start = 0, end
+		case state == openInjection && kind == closeInjection:
+			p.injections = append(p.injections, section{s[start:i], true})
+			state, start = 0, end
+		}
+		i = end
 	}
+	switch state {
+	case 0:
+		outside.WriteString(s[start:])
+	case openAnswer:
+		p.answers = append(p.answers, section{s[start:], false})
+	case openInjection:
+		p.injections = append(p.injections, section{s[start:], false})
+	}
+	p.outside = outside.String()
+	return p
 }
 
-// answerSection finds the text that holds the ranges: the last <answer> tag,
-// else the last fenced block, else a bare answer that is a list.
-func answerSection(s string) (string, bool) {
-	if _, content, ok := cutSection(s, "answer"); ok {
-		return content, true
-	}
-	if parts := strings.Split(s, "```"); len(parts) >= 2 {
-		last := len(parts) - 1 // odd indexes are inside fences; take the last, closed or not
-		if last%2 == 0 {
-			last--
-		}
-		block := parts[last]
-		if nl := strings.IndexByte(block, '\n'); nl >= 0 && !strings.ContainsAny(block[:nl], "0123456789") {
-			block = block[nl+1:] // a language tag such as ```json
-		}
-		return block, true
-	}
-	s = strings.TrimSpace(s)
-	if isBareList(s) {
-		return s, true
-	}
-	if j := strings.LastIndexByte(s, ']'); j >= 0 {
-		// Take the whole list that ends there, so that "keep [(1,3), (5,9)]"
-		// yields both tuples, not only the last.
-		depth := 0
-		for k := j; k >= 0; k-- {
-			switch s[k] {
-			case ']':
-				depth++
-			case '[':
-				depth--
+// untagged returns where an answer without an <answer> tag holds its list:
+// the fenced blocks that hold only a list, else the whole text outside tags
+// if that is a list. cut says the text may have been cut off at its end.
+func (p parts) untagged(cut bool) []section {
+	if strings.Contains(p.outside, "```") {
+		var out []section
+		blocks := strings.Split(p.outside, "```")
+		for i := 1; i < len(blocks); i += 2 { // odd indexes are inside fences
+			block := blocks[i]
+			if nl := strings.IndexByte(block, '\n'); nl >= 0 && !strings.ContainsAny(block[:nl], "0123456789") {
+				block = block[nl+1:] // a language tag such as ```json
 			}
-			if depth == 0 {
-				return s[k : j+1], true
+			if isBareList(block) {
+				out = append(out, section{block, i+1 < len(blocks)}) // unclosed: cut off
 			}
 		}
+		return out
 	}
-	return "", false
+	if isBareList(p.outside) {
+		return []section{{p.outside, !cut}}
+	}
+	return nil
 }
 
-// isBareList reports whether s holds nothing but a list: digits, brackets,
-// quotes, separators and range dashes.
+// isBareList reports whether s holds a list and nothing else: digits,
+// brackets, quotes, separators and range dashes, no letters.
 func isBareList(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789()[]{},;:-–. \t\r\n\"'") == ""
-}
-
-// indexFold is strings.Index ignoring ASCII case, for tags like <Answer>.
-func indexFold(s, substr string) int {
-	for i := 0; i+len(substr) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(substr)], substr) {
-			return i
+	digits := false
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			digits = true
+		case strings.ContainsRune("()[]{},;:-–—−. \t\r\n\"'", r):
+		default:
+			return false
 		}
 	}
-	return -1
-}
-
-// item is one token of a range list: a number, a range operator, or a
-// bracketed group.
-type item struct {
-	num   int
-	op    bool
-	group *group
-}
-
-type group struct {
-	paren bool
-	items []item
+	return digits
 }
 
 // maxNesting bounds bracket depth, so that a hostile answer cannot make
 // walk recurse without limit; deeper brackets are read as separators.
 const maxNesting = 16
 
-// parseRanges reads ranges from a list written in any of the forms
-// ParseAnswer accepts. A group of exactly two numbers is a range when it is
-// a tuple "(a,b)" or sits inside another list "[[a,b]]"; a top-level list
-// "[a, b, c]" is a list of single lines. Between these, a-b is a range and a
-// lone number a one-line range. Anything else is a separator.
-func parseRanges(s string) []Range {
-	root := &group{}
-	stack := []*group{root}
-	top := func() *group { return stack[len(stack)-1] }
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			v := 0
-			for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-				if v < 1<<40 { // far beyond any line count, and far from overflow
-					v = v*10 + int(s[i]-'0')
-				}
-			}
-			top().items = append(top().items, item{num: v})
-			continue
-		case c == '-':
-			top().items = append(top().items, item{op: true})
-		case strings.HasPrefix(s[i:], "–"):
-			top().items = append(top().items, item{op: true})
-			i += len("–")
-			continue
-		case strings.HasPrefix(s[i:], ".."):
-			top().items = append(top().items, item{op: true})
-			i += len("..")
-			continue
-		case c|0x20 == 't' && i+1 < len(s) && s[i+1]|0x20 == 'o' && !isLetter(s, i-1) && !isLetter(s, i+2):
-			top().items = append(top().items, item{op: true})
-			i += 2
-			continue
-		case (c == '(' || c == '[' || c == '{') && len(stack) < maxNesting:
-			g := &group{paren: c == '('}
-			top().items = append(top().items, item{group: g})
-			stack = append(stack, g)
-		case c == ')' || c == ']' || c == '}':
-			if len(stack) > 1 {
-				stack = stack[:len(stack)-1]
-			}
-		}
-		i++
-	}
-	var out []Range
-	root.walk(0, &out)
-	return out
+// itemKind is what one token of a list is.
+type itemKind uint8
+
+const (
+	number itemKind = iota
+	rangeOp
+	subgroup
+)
+
+// item is one token of a list: a number, a range operator ("-", "to", ...)
+// or a bracketed group.
+type item struct {
+	group *group
+	num   int32
+	kind  itemKind
+	neg   bool // the number had a minus sign: no line, and no range with it
 }
 
-// isLetter reports whether s[i] is an ASCII letter, so that "to" counts as
-// a range operator only as a word of its own.
-func isLetter(s string, i int) bool {
-	if i < 0 || i >= len(s) {
-		return false
+type group struct {
+	paren  bool // (...) rather than [...] or {...}
+	closed bool // its closing bracket came
+	items  []item
+}
+
+// list accumulates the ranges of the sections of one kind.
+type list struct {
+	ranges  []Range
+	numbers int // number tokens seen, valid or not
+}
+
+// add reads the ranges of one section. A group of exactly two numbers is a
+// range when it is a tuple "(a,b)" or sits inside another list "[[a,b]]"; a
+// top-level list "[a, b, c]" is a list of single lines. Between these, a-b is
+// a range and a lone number a one-line range. Words are skipped, except "to"
+// between two numbers; everything else separates.
+func (l *list) add(sec section) {
+	s := sec.text
+	root := &group{closed: true}
+	stack := []*group{root}
+	top := func() *group { return stack[len(stack)-1] }
+	afterNumber, minus := false, false // for telling a range dash from a minus sign
+	lastIsNumber := false              // the last token other than spaces was a number
+	for i := 0; i < len(s); {
+		c := s[i]
+		r, size := rune(c), 1
+		if c >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		switch {
+		case isWordRune(r):
+			j := i + size
+			for j < len(s) {
+				r, size := rune(s[j]), 1
+				if s[j] >= utf8.RuneSelf {
+					r, size = utf8.DecodeRuneInString(s[j:])
+				}
+				if !isWordRune(r) {
+					break
+				}
+				j += size
+			}
+			word := s[i:j]
+			switch {
+			case allDigits(word):
+				top().items = append(top().items, item{kind: number, num: atoi(word), neg: minus})
+				l.numbers++
+				afterNumber, minus, lastIsNumber = true, false, true
+				i = j
+				continue
+			case afterNumber && strings.EqualFold(word, "to"):
+				top().items = append(top().items, item{kind: rangeOp})
+			}
+			// Other words, element ids among them, are no numbers; they
+			// neither join nor separate what is around them.
+			minus = false
+			afterNumber = afterNumber && !strings.EqualFold(word, "to")
+			i = j
+			lastIsNumber = false
+			continue
+		case r == '-' || r == '–' || r == '—' || r == '−':
+			if afterNumber {
+				top().items = append(top().items, item{kind: rangeOp})
+			} else {
+				minus = i+size < len(s) && s[i+size] >= '0' && s[i+size] <= '9'
+			}
+			afterNumber = false
+		case r == '.' && strings.HasPrefix(s[i:], ".."):
+			if afterNumber {
+				top().items = append(top().items, item{kind: rangeOp})
+			}
+			afterNumber = false
+			size = 2
+		case r == ' ' || r == '\t' || r == '\r':
+			// Spaces keep "3 - 5" and "3 to 5" ranges; a newline does not.
+			i += size
+			continue
+		case (r == '(' || r == '[' || r == '{') && len(stack) < maxNesting:
+			g := &group{paren: r == '('}
+			top().items = append(top().items, item{kind: subgroup, group: g})
+			stack = append(stack, g)
+			afterNumber, minus = false, false
+		case r == ')' || r == ']' || r == '}':
+			if len(stack) > 1 {
+				top().closed = true
+				stack = stack[:len(stack)-1]
+			}
+			afterNumber, minus = false, false
+		default:
+			afterNumber, minus = false, false
+		}
+		lastIsNumber = false
+		i += size
 	}
-	c := s[i] | 0x20
-	return c >= 'a' && c <= 'z'
+	if !sec.complete {
+		dropCutTail(top(), lastIsNumber)
+	}
+	root.walk(0, &l.ranges)
+}
+
+// dropCutTail removes from g, the innermost group open when a possibly
+// cut-off section ended, the range it may have been in the middle of: a
+// number the text ended in (it may have been going on), with the range
+// operator and number before it. A range left waiting for its second number
+// ("7-") is dropped by walk anyway.
+func dropCutTail(g *group, lastIsNumber bool) {
+	items := g.items
+	if k := len(items) - 1; lastIsNumber && k >= 0 && items[k].kind == number {
+		items = items[:k]
+		if k--; k >= 0 && items[k].kind == rangeOp {
+			items = items[:k] // "12-4" may have been "12-45"
+			if k--; k >= 0 && items[k].kind == number {
+				items = items[:k]
+			}
+		}
+	}
+	g.items = items
 }
 
 func (g *group) walk(depth int, out *[]Range) {
-	if (g.paren || depth >= 2) && len(g.items) == 2 && g.items[0].isNum() && g.items[1].isNum() {
-		*out = append(*out, Range{g.items[0].num, g.items[1].num})
+	pairShaped := depth > 0 && (g.paren || depth >= 2)
+	if pairShaped && len(g.items) == 2 && g.items[0].kind == number && g.items[1].kind == number {
+		if g.closed {
+			emit(out, g.items[0], g.items[1])
+		}
 		return
+	}
+	if pairShaped && !g.closed && !slices.ContainsFunc(g.items, func(it item) bool { return it.kind == subgroup }) {
+		return // a tuple cut short, such as "(20,"
 	}
 	for i := 0; i < len(g.items); i++ {
 		it := g.items[i]
 		switch {
-		case it.group != nil:
+		case it.kind == subgroup:
 			it.group.walk(depth+1, out)
-		case it.op: // a dash with no number before it
-		case i+2 < len(g.items) && g.items[i+1].op && g.items[i+2].isNum():
-			*out = append(*out, Range{it.num, g.items[i+2].num})
+		case it.kind == rangeOp: // with no number before it
+		case i+1 < len(g.items) && g.items[i+1].kind == rangeOp:
+			if i+2 < len(g.items) && g.items[i+2].kind == number {
+				emit(out, it, g.items[i+2])
+			}
+			// else a range with no end, such as "7-": incomplete
 			i += 2
 		default:
-			*out = append(*out, Range{it.num, it.num})
+			emit(out, it, it)
 		}
 	}
 }
 
-func (it item) isNum() bool { return it.group == nil && !it.op }
+// emit appends the range from a to b, unless either is negative.
+func emit(out *[]Range, a, b item) {
+	if !a.neg && !b.neg {
+		*out = append(*out, Range{int(a.num), int(b.num)})
+	}
+}
+
+// isWordRune reports the runes of words: letters, digits and '_', so that
+// "a405" and "ea12" are words, not numbers after letters.
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= '0' && r <= '9' || r|0x20 >= 'a' && r|0x20 <= 'z' || r == '_'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// atoi reads a run of ASCII digits, saturating at MaxInt32, far beyond any
+// line count: a list of a million numbers then takes 16 MB, not 32.
+func atoi(s string) int32 {
+	v := int64(0)
+	for i := 0; i < len(s) && v < math.MaxInt32; i++ {
+		v = v*10 + int64(s[i]-'0')
+	}
+	return int32(min(v, math.MaxInt32))
+}
 
 // normalize turns reversed ranges round, clips them to [1,n], drops those
 // wholly outside, and merges overlapping or adjacent ones. It returns a new

@@ -23,7 +23,7 @@ import (
 
 // keyVersion starts every cache key; bump it whenever the meaning of a
 // cached Selection changes (numbering, answer parsing, prompts).
-const keyVersion = "prune-selection-v1"
+const keyVersion = "prune-selection-v2"
 
 // defaultMemoBytes bounds the token-count memo when Config.Counter is nil.
 const defaultMemoBytes = 32 << 20
@@ -59,7 +59,7 @@ type Result struct {
 	// of low cardinality, for use as a metric label: mode-off,
 	// below-min-tokens, no-gain, bad-input, timeout, canceled,
 	// retriever-error, retriever-http-4xx, retriever-http-5xx, bad-answer,
-	// empty-answer, cache-error, postprocess-error, internal-error.
+	// cache-error, postprocess-error, internal-error.
 	Reason        string
 	TokensBefore  int
 	TokensAfter   int
@@ -245,8 +245,6 @@ func Reason(err error) string {
 		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
-	case errors.Is(err, ErrEmptyAnswer):
-		return "empty-answer"
 	case errors.Is(err, ErrBadAnswer):
 		return "bad-answer"
 	case errors.As(err, &status) && status.Code >= 500:

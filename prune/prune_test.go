@@ -118,8 +118,8 @@ func TestPruneFailsOpen(t *testing.T) {
 		{name: "server error", replies: []reply{{status: http.StatusInternalServerError}}, reason: "retriever-http-5xx"},
 		{name: "garbage answer", replies: []reply{{content: "I am sorry, I cannot see the page."}}, reason: "bad-answer"},
 		{name: "out-of-range answer", replies: []reply{{content: "<answer>[(5000,6000)]</answer>"}}, reason: "bad-answer"},
-		{name: "empty answer", replies: []reply{{content: ""}}, reason: "empty-answer"},
-		{name: "empty list", replies: []reply{{content: "<answer>[]</answer>"}}, reason: "empty-answer"},
+		{name: "empty answer", replies: []reply{{content: ""}}, reason: "bad-answer"},
+		{name: "empty list", replies: []reply{{content: "<answer>[]</answer>"}}, reason: "bad-answer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,7 +33,11 @@ type RetrieverConfig struct {
 	Model   string
 	// Timeout bounds one Select, a re-ask included; zero means no bound
 	// beyond the caller's context.
-	Timeout    time.Duration
+	Timeout time.Duration
+	// MaxTokens caps the output tokens of each call, so that a model that
+	// rambles costs a bounded amount and time; zero sends no cap. Reasoning
+	// models count their hidden reasoning in it.
+	MaxTokens  int
 	HTTPClient *http.Client // nil: a client of its own
 }
 
@@ -91,10 +95,11 @@ func (e *StatusError) Error() string {
 func (e *StatusError) Unwrap() error { return e.Err }
 
 // Select asks the retriever for the lines that matter to q. When the answer
-// cannot be read it asks once more, with a short correction, within the same
-// deadline: models that drift from the format usually comply when told.
-// Usage covers both calls. Errors are context errors, *StatusError,
-// ErrEmptyAnswer, ErrBadAnswer, or transport errors.
+// names no usable lines (ErrBadAnswer, an empty answer included) it asks
+// once more, with a short correction, within the same deadline: models that
+// drift from the format usually comply when told. Usage covers both calls.
+// Errors are context errors, *StatusError, ErrBadAnswer, or transport
+// errors.
 func (r *OpenAIRetriever) Select(ctx context.Context, q Query) (Selection, error) {
 	if r.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -114,31 +119,56 @@ func (r *OpenAIRetriever) Select(ctx context.Context, q Query) (Selection, error
 		{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(q.Variant)},
 		{Role: openai.ChatMessageRoleUser, Content: userPrompt(q)},
 	}
-	answer, usage, err := r.complete(ctx, client, msgs)
+	ans, usage, err := r.complete(ctx, client, msgs)
 	if err != nil {
 		return Selection{Usage: usage}, err
 	}
-	sel, err := ParseAnswer(answer, q.Lines)
+	sel, err := ans.parse(q.Lines)
 	if errors.Is(err, ErrBadAnswer) {
-		msgs = append(msgs,
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: answer},
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: correction(q)},
-		)
+		if ans.content != "" {
+			// An assistant message without content is refused; after an
+			// empty answer the correction follows the question directly.
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: ans.content})
+		}
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: correction(q)})
 		var u Usage
-		answer, u, err = r.complete(ctx, client, msgs)
+		ans, u, err = r.complete(ctx, client, msgs)
 		usage.add(u)
 		if err != nil {
 			return Selection{Usage: usage}, err
 		}
-		sel, err = ParseAnswer(answer, q.Lines)
+		sel, err = ans.parse(q.Lines)
 	}
 	sel.Usage = usage
 	return sel, err
 }
 
-func (r *OpenAIRetriever) complete(ctx context.Context, client *openai.Client, msgs []openai.ChatCompletionMessage) (string, Usage, error) {
+// answer is the retriever's reply to one call.
+type answer struct {
+	content string
+	// cut says the reply stopped at the output-token cap, so that its last
+	// range may be incomplete.
+	cut bool
+}
+
+func (a answer) parse(lines int) (Selection, error) {
+	sel, err := parseAnswer(a.content, lines, a.cut)
+	if err != nil && a.cut {
+		err = fmt.Errorf("%w (the answer stopped at the output-token cap)", err)
+	}
+	return sel, err
+}
+
+func (r *OpenAIRetriever) complete(ctx context.Context, client *openai.Client, msgs []openai.ChatCompletionMessage) (answer, Usage, error) {
 	req := openai.ChatCompletionRequest{Model: r.cfg.Model, Messages: msgs}
-	if !isReasoningModel(r.cfg.Model) {
+	if isReasoningModel(r.cfg.Model) {
+		// Reasoning models refuse max_tokens (and go-openai refuses to send
+		// it to them); their cap, reasoning included, is
+		// max_completion_tokens.
+		req.MaxCompletionTokens = r.cfg.MaxTokens
+	} else {
+		// max_tokens is the cap every OpenAI-compatible server knows.
+		req.MaxTokens = r.cfg.MaxTokens
 		// go-openai omits a zero temperature from the JSON, which leaves the
 		// server's default of 1; the smallest positive value is greedy too.
 		req.Temperature = math.SmallestNonzeroFloat32
@@ -149,17 +179,18 @@ func (r *OpenAIRetriever) complete(ctx context.Context, client *openai.Client, m
 		var reqErr *openai.RequestError
 		switch {
 		case errors.As(err, &apiErr) && apiErr.HTTPStatusCode > 0:
-			return "", Usage{}, &StatusError{Code: apiErr.HTTPStatusCode, Err: err}
+			return answer{}, Usage{}, &StatusError{Code: apiErr.HTTPStatusCode, Err: err}
 		case errors.As(err, &reqErr) && reqErr.HTTPStatusCode > 0:
-			return "", Usage{}, &StatusError{Code: reqErr.HTTPStatusCode, Err: err}
+			return answer{}, Usage{}, &StatusError{Code: reqErr.HTTPStatusCode, Err: err}
 		}
-		return "", Usage{}, fmt.Errorf("prune: retriever: %w", err)
+		return answer{}, Usage{}, fmt.Errorf("prune: retriever: %w", err)
 	}
 	u := Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 {
-		return "", u, nil
+		return answer{}, u, nil
 	}
-	return resp.Choices[0].Message.Content, u, nil
+	c := resp.Choices[0]
+	return answer{content: c.Message.Content, cut: c.FinishReason == openai.FinishReasonLength}, u, nil
 }
 
 // isReasoningModel reports models that reject a temperature other than the
@@ -224,5 +255,6 @@ func correction(q Query) string {
 	if q.Variant == Defender {
 		format += " followed by <injection>[(first, last), ...]</injection>"
 	}
-	return "I could not read line ranges in your answer. Reply with only " + format + ", using line numbers from 1 to " + strconv.Itoa(q.Lines) + "."
+	return "I could not read line ranges in your answer. Reply with only " + format + ", using line numbers from 1 to " +
+		strconv.Itoa(q.Lines) + " (the numbers at the start of the lines, not element ids such as [a12])."
 }

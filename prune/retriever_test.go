@@ -3,10 +3,12 @@ package prune
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 type reply struct {
 	status  int    // HTTP status; 0 means 200
 	content string // the assistant message
+	finish  string // the finish reason; empty means "stop"
 	hang    bool   // block until the request's context ends
 }
 
@@ -81,6 +84,10 @@ func (s *chatServer) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(rep.status)
 		io.WriteString(w, `{"error":{"message":"scripted failure","type":"test"}}`)
 	default:
+		finish := rep.finish
+		if finish == "" {
+			finish = "stop"
+		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{
 			"id":      "chatcmpl-test",
@@ -90,7 +97,7 @@ func (s *chatServer) serve(w http.ResponseWriter, r *http.Request) {
 			"choices": []map[string]any{{
 				"index":         0,
 				"message":       map[string]string{"role": "assistant", "content": rep.content},
-				"finish_reason": "stop",
+				"finish_reason": finish,
 			}},
 			"usage": map[string]int{"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050},
 		})
@@ -274,15 +281,126 @@ func TestSelectReasksOnceAfterUnreadableAnswer(t *testing.T) {
 	}
 }
 
-func TestSelectGivesUpAfterOneReask(t *testing.T) {
-	srv := newChatServer(t, reply{content: "no idea"})
+// After an empty answer there is no assistant message to send back (an
+// assistant message without content is refused): the correction follows the
+// question.
+func TestSelectReasksAfterAnEmptyAnswer(t *testing.T) {
+	srv := newChatServer(t, reply{content: ""}, reply{content: "<answer>[(2,3)]</answer>"})
 	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
-	_, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a", Lines: 1})
-	if Reason(err) != "bad-answer" {
-		t.Errorf("error = %v, want a bad answer", err)
+	sel, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a\n   2 b\n   3 c", Lines: 3})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := len(srv.received()); n != 2 {
-		t.Errorf("retriever got %d requests, want 2", n)
+	if want := []Range{{2, 3}}; !slices.Equal(sel.Ranges, want) {
+		t.Errorf("Ranges = %v, want %v", sel.Ranges, want)
+	}
+	reqs := srv.received()
+	if len(reqs) != 2 {
+		t.Fatalf("retriever got %d requests, want 2", len(reqs))
+	}
+	msgs := reqs[1].body.Messages
+	if len(msgs) != 3 || msgs[1].Role != "user" || msgs[2].Role != "user" || !strings.Contains(msgs[2].Content, "from 1 to 3") {
+		t.Errorf("re-ask messages = %+v, want the question and a correction", msgs)
+	}
+}
+
+// Every answer that names no usable lines is asked again once, then given
+// up as a bad answer.
+func TestSelectGivesUpAfterOneReask(t *testing.T) {
+	answers := []string{"no idea", "", "<answer>[]</answer>", "<answer>[(5000,6000)]</answer>"}
+	for _, m := range misreadAnswers {
+		answers = append(answers, m.answer)
+	}
+	for _, answer := range answers {
+		t.Run(answer, func(t *testing.T) {
+			srv := newChatServer(t, reply{content: answer})
+			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
+			_, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a", Lines: 1446})
+			if Reason(err) != "bad-answer" {
+				t.Errorf("error = %v, want a bad answer", err)
+			}
+			if n := len(srv.received()); n != 2 {
+				t.Errorf("retriever got %d requests, want 2", n)
+			}
+		})
+	}
+}
+
+// The output-token cap goes out as max_tokens, which every OpenAI-compatible
+// server knows, except to reasoning models, which refuse it and take
+// max_completion_tokens (reasoning included).
+func TestSelectCapsOutputTokens(t *testing.T) {
+	tests := []struct {
+		model     string
+		maxTokens int
+		field     string // the field that carries the cap; empty: none
+	}{
+		{"gpt-4.1-mini", 4096, "max_tokens"},
+		{"gpt-4o-mini", 512, "max_tokens"},
+		{"gpt-5-mini", 4096, "max_completion_tokens"},
+		{"o4-mini", 4096, "max_completion_tokens"},
+		{"openai/gpt-5-nano", 4096, "max_completion_tokens"},
+		{"gpt-4.1-mini", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model+"/"+strconv.Itoa(tt.maxTokens), func(t *testing.T) {
+			srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})
+			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: tt.model, MaxTokens: tt.maxTokens})
+			if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 1}); err != nil {
+				t.Fatal(err)
+			}
+			raw := srv.received()[0].raw
+			for _, field := range []string{"max_tokens", "max_completion_tokens"} {
+				v, sent := raw[field]
+				switch {
+				case field == tt.field && v != float64(tt.maxTokens):
+					t.Errorf("%s = %v, want %d", field, v, tt.maxTokens)
+				case field != tt.field && sent:
+					t.Errorf("%s = %v sent, want it absent", field, v)
+				}
+			}
+		})
+	}
+}
+
+// An answer that stopped at the token cap keeps its complete ranges; one
+// with none left is asked again.
+func TestSelectReadsAnAnswerCutOffByTheCap(t *testing.T) {
+	tests := []struct {
+		name    string
+		replies []reply
+		want    []Range
+		calls   int
+	}{
+		{"cut inside a tuple", []reply{{content: "<answer>[(1,3), (20,2", finish: "length"}}, []Range{{1, 3}}, 1},
+		{"cut after a line number", []reply{{content: "1-3, 7", finish: "length"}}, []Range{{1, 3}}, 1},
+		{"the same answer complete", []reply{{content: "1-3, 7"}}, []Range{{1, 3}, {7, 7}}, 1},
+		{"cut inside the reasoning", []reply{{content: "<think>Line 40 is", finish: "length"}, {content: "<answer>[(40,41)]</answer>"}}, []Range{{40, 41}}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newChatServer(t, tt.replies...)
+			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini", MaxTokens: 64})
+			sel, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(sel.Ranges, tt.want) {
+				t.Errorf("Ranges = %v, want %v", sel.Ranges, tt.want)
+			}
+			if n := len(srv.received()); n != tt.calls {
+				t.Errorf("retriever got %d requests, want %d", n, tt.calls)
+			}
+		})
+	}
+}
+
+func TestSelectNamesTheCapWhenACutAnswerIsUnusable(t *testing.T) {
+	srv := newChatServer(t, reply{content: "<think>The relevant", finish: "length"})
+	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-5-mini", MaxTokens: 64})
+	_, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 50})
+	if !errors.Is(err, ErrBadAnswer) || !strings.Contains(err.Error(), "output-token cap") {
+		t.Errorf("error = %v, want a bad answer that names the output-token cap", err)
 	}
 }
 

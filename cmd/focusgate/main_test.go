@@ -358,11 +358,14 @@ func TestRunPrunesWithTheConfiguredRetriever(t *testing.T) {
 	var retrieverCalls atomic.Int32
 	var mu sync.Mutex
 	var gotKey string
+	var gotCap struct {
+		MaxTokens int `json:"max_tokens"`
+	}
 	retriever := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		gotKey = r.Header.Get("Authorization")
+		json.NewDecoder(r.Body).Decode(&gotCap)
 		mu.Unlock()
-		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"<answer>[(1,3)]</answer>"}}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
 		retrieverCalls.Add(1)
@@ -377,9 +380,10 @@ func TestRunPrunesWithTheConfiguredRetriever(t *testing.T) {
 	t.Cleanup(upstream.Close)
 
 	gw := startGateway(t, map[string]string{
-		"FOCUSGATE_UPSTREAM_URL":      upstream.URL + "/v1",
-		"FOCUSGATE_RETRIEVER_URL":     retriever.URL + "/v1",
-		"FOCUSGATE_RETRIEVER_API_KEY": "sk-retriever",
+		"FOCUSGATE_UPSTREAM_URL":         upstream.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_URL":        retriever.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_API_KEY":    "sk-retriever",
+		"FOCUSGATE_RETRIEVER_MAX_TOKENS": "777",
 	})
 	body, err := os.ReadFile("../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json")
 	if err != nil {
@@ -406,6 +410,9 @@ func TestRunPrunesWithTheConfiguredRetriever(t *testing.T) {
 	defer mu.Unlock()
 	if gotKey != "Bearer sk-retriever" {
 		t.Errorf("retriever Authorization %q, want the configured retriever key", gotKey)
+	}
+	if gotCap.MaxTokens != 777 {
+		t.Errorf("retriever max_tokens %d, want the configured 777", gotCap.MaxTokens)
 	}
 }
 

@@ -135,6 +135,7 @@ func newRetriever(cfg config.Config, key string) *prune.OpenAIRetriever {
 		APIKey:     key,
 		Model:      cfg.RetrieverModel,
 		Timeout:    cfg.RetrieverTimeout,
+		MaxTokens:  cfg.MaxAnswerTokens,
 		HTTPClient: &http.Client{Transport: retrieverTransport()},
 	})
 }
