@@ -79,6 +79,9 @@ type Retriever interface {
 // from.
 type Cache interface {
 	Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, cache.Outcome, error)
+	// Lookup returns the value stored under key without computing it, or
+	// an error (cache.ErrNotFound when there is none).
+	Lookup(ctx context.Context, key string) ([]byte, error)
 }
 
 // Config configures a Pruner.
@@ -116,42 +119,14 @@ func New(cfg Config, r Retriever, c Cache) *Pruner {
 // an agent must not be the reason a step fails.
 func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	res = Result{Text: in.Tree.Text}
-	defer func() {
-		if v := recover(); v != nil {
-			p.log.LogAttrs(ctx, slog.LevelError, "prune: panic, observation sent unpruned",
-				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-			res = Result{Text: in.Tree.Text, Status: FailedOpen, Reason: "internal-error",
-				TokensBefore: res.TokensBefore, TokensAfter: res.TokensBefore}
-		}
-	}()
-
-	mode, err := ParseMode(string(in.Mode))
-	if err != nil {
-		return p.failOpen(ctx, res, "bad-input", err)
-	}
-	if mode == Off {
-		return skip(res, "mode-off")
-	}
-	variant, err := ParseVariant(string(in.Variant))
-	if err != nil {
-		return p.failOpen(ctx, res, "bad-input", err)
-	}
-	res.TokensBefore = p.cfg.Counter.Count(in.Model, in.Tree.Text)
-	res.TokensAfter = res.TokensBefore
-	if res.TokensBefore < p.cfg.MinTokens {
-		return skip(res, "below-min-tokens")
-	}
-	if err := validate(in.Tree); err != nil {
-		return p.failOpen(ctx, res, "postprocess-error", err)
+	defer p.recoverPanic(ctx, in, &res)
+	j, ok := p.prepare(ctx, in, &res)
+	if !ok {
+		return res
 	}
 
-	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), APIKey: in.APIKey}
-	if p.cfg.UseHistory {
-		q.History = in.History
-	}
-	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), q.Goal, q.History, in.Tree.Text)
 	compute := func(ctx context.Context) ([]byte, error) {
-		q := q
+		q := j.q
 		q.Numbered = Number(in.Tree)
 		sel, err := p.retriever.Select(ctx, q)
 		if err != nil {
@@ -161,11 +136,12 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	}
 	start := time.Now()
 	var raw []byte
+	var err error
 	if p.cache == nil {
 		raw, err = compute(ctx)
 		res.Cache = cache.Miss
 	} else {
-		raw, res.Cache, err = p.cache.Fetch(ctx, key, compute)
+		raw, res.Cache, err = p.cache.Fetch(ctx, j.key, compute)
 	}
 	if res.Cache != cache.Hit {
 		res.RetrieverTime = time.Since(start)
@@ -173,6 +149,54 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	if err != nil {
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
+	return p.finish(ctx, in, j, raw, res)
+}
+
+// job is what Prune and Reapply work out before they need a selection.
+type job struct {
+	mode Mode
+	q    Query // without Numbered, which only the retriever needs
+	key  string
+}
+
+// prepare checks the input, counts its tokens and builds the cache key. It
+// returns false, with res filled in, when there is nothing more to do.
+func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool) {
+	mode, err := ParseMode(string(in.Mode))
+	if err != nil {
+		*res = p.failOpen(ctx, *res, "bad-input", err)
+		return job{}, false
+	}
+	if mode == Off {
+		*res = skip(*res, "mode-off")
+		return job{}, false
+	}
+	variant, err := ParseVariant(string(in.Variant))
+	if err != nil {
+		*res = p.failOpen(ctx, *res, "bad-input", err)
+		return job{}, false
+	}
+	res.TokensBefore = p.cfg.Counter.Count(in.Model, in.Tree.Text)
+	res.TokensAfter = res.TokensBefore
+	if res.TokensBefore < p.cfg.MinTokens {
+		*res = skip(*res, "below-min-tokens")
+		return job{}, false
+	}
+	if err := validate(in.Tree); err != nil {
+		*res = p.failOpen(ctx, *res, "postprocess-error", err)
+		return job{}, false
+	}
+	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), APIKey: in.APIKey}
+	if p.cfg.UseHistory {
+		q.History = in.History
+	}
+	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), q.Goal, q.History, in.Tree.Text)
+	return job{mode: mode, q: q, key: key}, true
+}
+
+// finish applies a selection, as the cache holds it, in the job's mode, and
+// keeps the result only if it has fewer tokens than the original.
+func (p *Pruner) finish(ctx context.Context, in Input, j job, raw []byte, res Result) Result {
 	var sel Selection
 	if err := json.Unmarshal(raw, &sel); err != nil {
 		return p.failOpen(ctx, res, "cache-error", fmt.Errorf("prune: decoding cached selection: %w", err))
@@ -180,8 +204,7 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	if res.Cache == cache.Miss {
 		res.Usage = sel.Usage
 	}
-
-	out, flagged, err := apply(in.Tree, sel, mode)
+	out, flagged, err := apply(in.Tree, sel, j.mode)
 	if err != nil {
 		return p.failOpen(ctx, res, "postprocess-error", err)
 	}
@@ -191,6 +214,17 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	}
 	res.Text, res.Status, res.TokensAfter, res.Flagged = out, Pruned, after, flagged
 	return res
+}
+
+// recoverPanic turns a panic into a fail-open result: the observation goes
+// on unpruned.
+func (p *Pruner) recoverPanic(ctx context.Context, in Input, res *Result) {
+	if v := recover(); v != nil {
+		p.log.LogAttrs(ctx, slog.LevelError, "prune: panic, observation sent unpruned",
+			slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+		*res = Result{Text: in.Tree.Text, Status: FailedOpen, Reason: "internal-error",
+			TokensBefore: res.TokensBefore, TokensAfter: res.TokensBefore}
+	}
 }
 
 func skip(res Result, reason string) Result {
