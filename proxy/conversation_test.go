@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,6 +162,7 @@ type conversation struct {
 	tail     string            // the body after the last item
 	requests []int             // requests[k]: how many items request k carries
 	pages    []string          // the YAML snapshot of each step
+	calls    []string          // each step's tool call as the history shows it: name(arguments)
 }
 
 // body is request k (0-based) as the agent sends it.
@@ -225,6 +228,7 @@ func newConversation(t *testing.T, api detect.API, steps []loopStep) *conversati
 		})
 		title, yaml := playwrightYAML(t, string(readFile(t, "../testdata/axtrees/"+s.page)), 1)
 		c.pages = append(c.pages, yaml)
+		c.calls = append(c.calls, s.tool+"("+args+")")
 		prevPage = yaml
 		result := "### Ran Playwright code\n```js\n" + s.code + "\n```\n\n### Page\n- Page URL: https://dev282647.service-now.com/\n- Page Title: " + title +
 			"\n\n### Snapshot\n```yaml\n" + yaml + "\n```\n"
@@ -379,7 +383,7 @@ func TestToolLoopForwardsEveryEarlierTurnUnchanged(t *testing.T) {
 	for _, api := range []detect.API{detect.Chat, detect.Responses} {
 		c := newConversation(t, api, orderLaptop)
 		for _, store := range []string{"memory", "redis"} {
-			t.Run(fmt.Sprintf("%s/%s", c.path, store), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s", strings.TrimPrefix(c.path, "/v1/"), store), func(t *testing.T) {
 				rt := newRetriever(t, keep(loopNeedles...))
 				model := "gpt-4.1-mini"
 				var st cache.Store = cache.NewMemory(16<<20, time.Hour)
@@ -445,8 +449,8 @@ func checkRetrieverPrompts(t *testing.T, rt *retriever, c *conversation) {
 			t.Errorf("call %d: the goal is not the task:\n%.300s", k, prompt)
 		}
 		for i, s := range orderLaptop[:k+1] {
-			if !strings.Contains(prompt, s.tool+"(") {
-				t.Errorf("call %d: the history lacks step %d's %s call", k, i, s.tool)
+			if !strings.Contains(prompt, c.calls[i]) {
+				t.Errorf("call %d: the history lacks step %d's call %s", k, i, c.calls[i])
 			}
 			if s.say != "" && !strings.Contains(prompt, s.say) {
 				t.Errorf("call %d: the history lacks what the agent said at step %d", k, i)
@@ -465,7 +469,7 @@ func checkRetrieverPrompts(t *testing.T, rt *retriever, c *conversation) {
 func TestToolLoopAfterACacheFlushLeavesOlderPages(t *testing.T) {
 	for _, api := range []detect.API{detect.Chat, detect.Responses} {
 		c := newConversation(t, api, orderLaptop)
-		t.Run(c.path, func(t *testing.T) {
+		t.Run(strings.TrimPrefix(c.path, "/v1/"), func(t *testing.T) {
 			rt := newRetriever(t, keep(loopNeedles...))
 			run(t, loopGateway(t, rt, loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour))), rt, c)
 
@@ -617,4 +621,40 @@ func slowRedis(t *testing.T, url string) *cache.Redis {
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// When the retriever fails on the newest page, that page goes out as it came
+// and the request reports the failure; the older pages are still re-applied,
+// so the prefix the provider cached is unchanged.
+func TestToolLoopNewestFailsOlderStillReapplied(t *testing.T) {
+	c := newConversation(t, detect.Chat, orderLaptop)
+	last := len(c.requests) - 1
+	var calls atomic.Int32
+	rt := newRetriever(t, func(lines []string) (int, string) {
+		if calls.Add(1) > int32(last) {
+			return http.StatusInternalServerError, ""
+		}
+		return keep(loopNeedles...)(lines)
+	})
+	gw := loopGateway(t, rt, loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)))
+	for k := range last {
+		post(t, gw.URL+c.path, c.body(k), nil)
+	}
+	prev := gw.upstream.last(t).Body
+	_, prevEnd := sentItems(t, c.api, prev)
+
+	body := c.body(last)
+	resp := post(t, gw.URL+c.path, body, nil)
+	if got, want := resp.Header.Get(proxy.HeaderStatus), "failed-open; reason=retriever-http-5xx"; got != want {
+		t.Errorf("%s = %q, want %q", proxy.HeaderStatus, got, want)
+	}
+	fwd := gw.upstream.last(t).Body
+	if !bytes.Equal(fwd[:prevEnd], prev[:prevEnd]) {
+		t.Error("the earlier turns were not forwarded as in the previous request")
+	}
+	orig, _ := sentItems(t, c.api, body)
+	got, _ := sentItems(t, c.api, fwd)
+	if orig[len(orig)-1] != got[len(got)-1] {
+		t.Error("the newest page, whose pruning failed, did not go out as it came")
+	}
 }
