@@ -41,7 +41,7 @@ type Config struct {
 	Mode              string        `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
 	Prompt            string        `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
 	MinTokens         int           `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
-	PruneAll          bool          `env:"PRUNE_ALL" envDefault:"false" help:"prune every observation of a conversation, not only the newest"`
+	PruneAll          bool          `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
 	RedisURL          string        `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
 	CacheTTL          time.Duration `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
 	CacheMaxBytes     int64         `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
