@@ -42,7 +42,7 @@ type Config struct {
 	Mode              string        `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
 	Prompt            string        `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
 	MinTokens         int           `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
-	PruneAll          bool          `env:"PRUNE_ALL" envDefault:"false" help:"prune every observation of a conversation, not only the newest"`
+	PruneAll          bool          `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
 	RedisURL          string        `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
 	RedisTimeout      time.Duration `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
 	CacheTTL          time.Duration `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`

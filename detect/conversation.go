@@ -81,6 +81,9 @@ type conversation struct {
 	segs  []segment
 	goals []memo // goals[i]: the goal stated in the user turns up to unit i
 	users []memo // users[i]: the user's words up to unit i
+	// firsts holds, by role, the words of the first unit of that role
+	// that has any.
+	firsts map[role]memo
 }
 
 func parseConversation(body []byte, api API) (*conversation, error) {

@@ -80,8 +80,11 @@ type Options struct {
 // observation gives (nil, nil); a body that is not a JSON object gives an error
 // wrapping ErrNotJSON.
 //
-// By default only the newest observation is returned: older ones stay byte-identical,
-// which keeps the provider's prefix cache warm. Trees are looked for in system, user
+// By default only the newest observation is returned, the one a retriever is asked
+// about; with Options.All every one is, for a caller that re-applies earlier
+// selections to the older ones. An observation's goal and history come only from the
+// conversation up to it, so they are the same in every request that carries it.
+// Trees are looked for in system, user
 // and tool messages (Chat) and in instructions, input messages and function call
 // outputs (Responses); assistant turns are only read as history.
 func Find(body []byte, api API, opts Options) ([]Observation, error) {

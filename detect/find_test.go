@@ -400,7 +400,7 @@ func TestFind(t *testing.T) {
 			name: "Responses: instructions and an input string", api: Responses, opts: Options{All: true},
 			body:  string(mustJSON(t, map[string]any{"input": "Now this page:\n" + tree2, "instructions": "Example page:\n" + bgTree})),
 			paths: []string{"instructions", "input"}, texts: []string{bgTree, tree2},
-			goals: []string{"", "Now this page:"},
+			goals: []string{"Example page:", "Now this page:"},
 		},
 		{
 			name: "Responses: assistant output_text is history, not an observation", api: Responses,

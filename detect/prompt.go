@@ -241,6 +241,7 @@ func (c *conversation) structure(ui int) *unitContext {
 type memo struct {
 	text      string
 	ok, known bool
+	at        int // the unit the text is from
 }
 
 // nearest returns own(i) for the last unit i <= ui where it is ok, remembering the
@@ -296,20 +297,60 @@ func (c *conversation) mentions(ui int, words [][]byte) bool {
 	return false
 }
 
-// userText is the goal of last resort: the user's own words around the tree, or,
-// when the tree came back from a tool, the last thing the user wrote before it.
+// userText is the goal of last resort, taken from unit ui and the units
+// before it only, so that an observation's goal is the same in every later
+// request of its conversation (and so is its cache key). In a tool-calling
+// loop (Playwright MCP, chrome-devtools-mcp, the Agents SDK) the task is the
+// first thing the user wrote and every page comes back from a tool: the goal
+// is that first user message, followed by the user's latest words when they
+// have written again since. A user message that holds the tree contributes
+// its own words around it as the latest. With no user text at all, the
+// agent's instructions (system or developer message, Responses instructions)
+// stand in for the task.
 func (c *conversation) userText(ui int) string {
 	if c.users == nil {
 		c.users = make([]memo, len(c.units))
 	}
-	text, _ := nearest(c.users, ui, func(i int) (string, bool) {
-		if c.units[i].role != roleUser {
-			return "", false
+	latest, ok := nearest(c.users, ui, func(i int) (string, bool) { return c.words(i, roleUser) })
+	if !ok {
+		return c.first(roleSystem, ui)
+	}
+	if first := c.first(roleUser, ui); first != latest {
+		return joinText(first, latest)
+	}
+	return latest
+}
+
+// words returns the text of unit i outside its trees when the unit is
+// written by r.
+func (c *conversation) words(i int, r role) (string, bool) {
+	if c.units[i].role != r {
+		return "", false
+	}
+	around := c.structure(i).around
+	return around, around != ""
+}
+
+// first returns the words of the first unit written by r, if it is unit ui
+// or comes before it.
+func (c *conversation) first(r role, ui int) string {
+	if c.firsts == nil {
+		c.firsts = map[role]memo{}
+	}
+	m, known := c.firsts[r]
+	if !known {
+		for i := range c.units {
+			if text, ok := c.words(i, r); ok {
+				m = memo{text: text, ok: true, at: i}
+				break
+			}
 		}
-		around := c.structure(i).around
-		return around, around != ""
-	})
-	return text
+		c.firsts[r] = m
+	}
+	if !m.ok || m.at > ui {
+		return ""
+	}
+	return m.text
 }
 
 // assistantTurns is the history of last resort: what the assistant said and the

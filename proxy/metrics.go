@@ -29,6 +29,7 @@ type metrics struct {
 	savedUSD         prometheus.Counter
 	spentUSD         prometheus.Counter
 	netUSD           prometheus.Gauge
+	older            *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -93,6 +94,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "focusgate_saved_usd",
 			Help: "Estimated net savings since start: action-model input saved minus retriever cost, in US dollars.",
 		}),
+		older: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "focusgate_older_observations_total",
+			Help: "Observations before the newest of a request, by result: reapplied (pruned again with the selection stored when each was the newest), left (forwarded as they came: no selection known, or none that paid), pruned (a new selection, with FOCUSGATE_PRUNE_ALL).",
+		}, []string{"result"}),
 	}
 }
 
@@ -169,6 +174,9 @@ func (m *metrics) observeOutcome(o outcome) {
 			m.retrieverTokens.WithLabelValues("completion").Add(float64(r.Usage.CompletionTokens))
 		}
 	}
+	m.older.WithLabelValues("reapplied").Add(float64(o.Older.Reapplied))
+	m.older.WithLabelValues("left").Add(float64(o.Older.Left))
+	m.older.WithLabelValues("pruned").Add(float64(o.Older.Pruned))
 	if o.Priced {
 		m.savedUSD.Add(o.SavedUSD)
 		m.spentUSD.Add(o.RetrieverUSD)

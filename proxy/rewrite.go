@@ -19,6 +19,10 @@ import (
 // never fails: a Result that is not Pruned carries the original text.
 type Pruner interface {
 	Prune(ctx context.Context, in prune.Input) prune.Result
+	// Reapply prunes an older observation with the selection stored for it
+	// when it was the newest, without asking the retriever, so that it is
+	// forwarded byte-identical to that earlier request.
+	Reapply(ctx context.Context, in prune.Input) prune.Result
 }
 
 // outcome is what focusgate did to one request, summed over the
@@ -38,6 +42,7 @@ type outcome struct {
 	Flagged      int
 	Usage        prune.Usage    // retriever tokens spent for this request
 	Results      []prune.Result // one per observation considered
+	Older        olderCounts    // what happened to the observations before the newest
 
 	// Priced is set when both models have a price: SavedUSD is the
 	// action-model input the pruning avoided, RetrieverUSD what this
@@ -45,6 +50,14 @@ type outcome struct {
 	Priced       bool
 	SavedUSD     float64
 	RetrieverUSD float64
+}
+
+// olderCounts counts the observations of a request that are not its newest,
+// by what happened to them.
+type olderCounts struct {
+	Reapplied int // pruned again with the selection stored when each was the newest
+	Pruned    int // pruned with a new selection (FOCUSGATE_PRUNE_ALL)
+	Left      int // forwarded as they came: no selection known, or none that paid
 }
 
 func skipped(reason string) outcome {
@@ -83,7 +96,11 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 		}
 	}
 
-	obs, err := detect.Find(body, kind, detect.Options{All: s.opts.PruneAll})
+	// Every observation is found: the newest is pruned, and each older one
+	// is forwarded as it was when it was the newest, so that the provider's
+	// prefix cache keeps hitting from one request of a conversation to the
+	// next.
+	obs, err := detect.Find(body, kind, detect.Options{All: true})
 	if errors.Is(err, detect.ErrNotJSON) {
 		return body, skipped("not-json")
 	}
@@ -94,25 +111,36 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	apiKey, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
 	results := make([]prune.Result, len(obs))
 	var wg sync.WaitGroup
+	newest := len(obs) - 1
 	for i, o := range obs {
+		in := prune.Input{
+			Tree:    prune.NewTree(o.Text, string(o.Format), o.Lines, o.FocusedBID),
+			Goal:    o.Goal,
+			History: o.History,
+			Mode:    mode,
+			Variant: variant,
+			Model:   model,
+			APIKey:  apiKey,
+		}
 		wg.Go(func() {
-			results[i] = s.opts.Pruner.Prune(ctx, prune.Input{
-				Tree:    prune.NewTree(o.Text, string(o.Format), o.Lines, o.FocusedBID),
-				Goal:    o.Goal,
-				History: o.History,
-				Mode:    mode,
-				Variant: variant,
-				Model:   model,
-				APIKey:  apiKey,
-			})
+			if i == newest || s.opts.PruneAll {
+				results[i] = s.opts.Pruner.Prune(ctx, in)
+			} else {
+				results[i] = s.opts.Pruner.Reapply(ctx, in)
+			}
 		})
 	}
 	wg.Wait()
 
 	out := outcome{Model: model, Mode: mode, Variant: variant, Observations: len(obs), Results: results}
+	// The newest observation is folded in first, so that a request with
+	// nothing pruned reports the newest's reason.
+	out.add(results[newest])
+	for _, r := range results[:newest] {
+		out.addOlder(r)
+	}
 	var edits []edit
 	for i, r := range results {
-		out.add(r)
 		if r.Status == prune.Pruned {
 			edits = append(edits, edit{start: obs[i].RawStart, end: obs[i].RawEnd, text: r.Text})
 		}
@@ -147,6 +175,30 @@ func (o *outcome) add(r prune.Result) {
 	o.Usage.CompletionTokens += r.Usage.CompletionTokens
 }
 
+// addOlder folds in an observation that is not the newest and counts what
+// happened to it. One re-applied from a stored selection does not hide the
+// newest's failure: it turns a skipped request into a pruned one, but a
+// failed-open request stays failed-open, since the newest page went out as
+// it came.
+func (o *outcome) addOlder(r prune.Result) {
+	reapplied := r.Status == prune.Pruned && r.Cache == cache.Hit
+	switch {
+	case reapplied && o.Status == prune.FailedOpen:
+		r.Status, r.Reason = prune.Skipped, ""
+	case reapplied && o.Status != prune.Pruned:
+		r.Reason = ""
+	}
+	o.add(r)
+	switch {
+	case reapplied:
+		o.Older.Reapplied++
+	case r.Status == prune.Pruned:
+		o.Older.Pruned++
+	case r.Reason != "below-min-tokens":
+		o.Older.Left++
+	}
+}
+
 var (
 	statusRank = map[prune.Status]int{prune.Skipped: 1, prune.FailedOpen: 2, prune.Pruned: 3}
 	cacheRank  = map[cache.Outcome]int{cache.Hit: 1, cache.Shared: 2, cache.Miss: 3}
@@ -173,6 +225,12 @@ func (o outcome) logAttrs() []slog.Attr {
 	}
 	if o.Flagged > 0 {
 		attrs = append(attrs, slog.Int("flagged_lines", o.Flagged))
+	}
+	if o.Older != (olderCounts{}) {
+		attrs = append(attrs, slog.Int("older_reapplied", o.Older.Reapplied), slog.Int("older_left", o.Older.Left))
+		if o.Older.Pruned > 0 {
+			attrs = append(attrs, slog.Int("older_pruned", o.Older.Pruned))
+		}
 	}
 	if o.Priced {
 		attrs = append(attrs, slog.Float64("saved_usd", o.SavedUSD-o.RetrieverUSD))

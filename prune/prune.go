@@ -79,6 +79,9 @@ type Retriever interface {
 // from.
 type Cache interface {
 	Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, cache.Outcome, error)
+	// Lookup returns the value stored under key without computing it, or
+	// an error (cache.ErrNotFound when there is none).
+	Lookup(ctx context.Context, key string) ([]byte, error)
 }
 
 // deleter is implemented by caches that can forget a value, such as
@@ -123,45 +126,14 @@ func New(cfg Config, r Retriever, c Cache) *Pruner {
 // an agent must not be the reason a step fails.
 func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	res = Result{Text: in.Tree.Text}
-	defer func() {
-		if v := recover(); v != nil {
-			p.log.LogAttrs(ctx, slog.LevelError, "prune: panic, observation sent unpruned",
-				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-			res = Result{Text: in.Tree.Text, Status: FailedOpen, Reason: "internal-error",
-				TokensBefore: res.TokensBefore, TokensAfter: res.TokensBefore}
-		}
-	}()
-
-	mode, err := ParseMode(string(in.Mode))
-	if err != nil {
-		return p.failOpen(ctx, res, "bad-input", err)
-	}
-	if mode == Off {
-		return skip(res, "mode-off")
-	}
-	variant, err := ParseVariant(string(in.Variant))
-	if err != nil {
-		return p.failOpen(ctx, res, "bad-input", err)
-	}
-	res.TokensBefore, err = p.cfg.Counter.CountContext(ctx, in.Model, in.Tree.Text)
-	if err != nil {
-		return p.failOpen(ctx, res, Reason(err), err)
-	}
-	res.TokensAfter = res.TokensBefore
-	if res.TokensBefore < p.cfg.MinTokens {
-		return skip(res, "below-min-tokens")
-	}
-	if err := validate(in.Tree); err != nil {
-		return p.failOpen(ctx, res, "postprocess-error", err)
+	defer p.recoverPanic(ctx, in, &res)
+	j, ok := p.prepare(ctx, in, &res)
+	if !ok {
+		return res
 	}
 
-	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), APIKey: in.APIKey}
-	if p.cfg.UseHistory {
-		q.History = in.History
-	}
-	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), q.Goal, q.History, in.Tree.Text)
 	compute := func(ctx context.Context) ([]byte, error) {
-		q := q
+		q := j.q
 		q.Numbered = Number(in.Tree)
 		sel, err := p.retriever.Select(ctx, q)
 		if err != nil {
@@ -171,11 +143,12 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	}
 	start := time.Now()
 	var raw []byte
+	var err error
 	if p.cache == nil {
 		raw, err = compute(ctx)
 		res.Cache = cache.Miss
 	} else {
-		raw, res.Cache, err = p.cache.Fetch(ctx, key, compute)
+		raw, res.Cache, err = p.cache.Fetch(ctx, j.key, compute)
 	}
 	if res.Cache != cache.Hit {
 		res.RetrieverTime = time.Since(start)
@@ -183,32 +156,91 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	if err != nil {
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
-	var sel Selection
-	if err := json.Unmarshal(raw, &sel); err != nil {
+	sel, err := decodeSelection(raw)
+	if err != nil {
 		// A stored value that does not decode (written by another version,
 		// or damaged) would fail every request for this page until it
 		// expires: forget it and ask once more.
 		d, ok := p.cache.(deleter)
 		if res.Cache == cache.Miss || !ok {
-			return p.failOpen(ctx, res, "cache-error", fmt.Errorf("prune: decoding cached selection: %w", err))
+			return p.failOpen(ctx, res, "cache-error", err)
 		}
 		p.log.LogAttrs(ctx, slog.LevelWarn, "prune: cached selection does not decode; deleted and computed again", slog.Any("error", err))
-		d.Delete(ctx, key)
+		d.Delete(ctx, j.key)
 		start = time.Now()
-		raw, res.Cache, err = p.cache.Fetch(ctx, key, compute)
+		raw, res.Cache, err = p.cache.Fetch(ctx, j.key, compute)
 		res.RetrieverTime = time.Since(start)
 		if err != nil {
 			return p.failOpen(ctx, res, Reason(err), err)
 		}
-		if err := json.Unmarshal(raw, &sel); err != nil {
-			return p.failOpen(ctx, res, "cache-error", fmt.Errorf("prune: decoding cached selection: %w", err))
+		if sel, err = decodeSelection(raw); err != nil {
+			return p.failOpen(ctx, res, "cache-error", err)
 		}
 	}
+	return p.finish(ctx, in, j, sel, res)
+}
+
+func decodeSelection(raw []byte) (Selection, error) {
+	var sel Selection
+	if err := json.Unmarshal(raw, &sel); err != nil {
+		return Selection{}, fmt.Errorf("prune: decoding cached selection: %w", err)
+	}
+	return sel, nil
+}
+
+// job is what Prune and Reapply work out before they need a selection.
+type job struct {
+	mode Mode
+	q    Query // without Numbered, which only the retriever needs
+	key  string
+}
+
+// prepare checks the input, counts its tokens and builds the cache key. It
+// returns false, with res filled in, when there is nothing more to do.
+func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool) {
+	mode, err := ParseMode(string(in.Mode))
+	if err != nil {
+		*res = p.failOpen(ctx, *res, "bad-input", err)
+		return job{}, false
+	}
+	if mode == Off {
+		*res = skip(*res, "mode-off")
+		return job{}, false
+	}
+	variant, err := ParseVariant(string(in.Variant))
+	if err != nil {
+		*res = p.failOpen(ctx, *res, "bad-input", err)
+		return job{}, false
+	}
+	res.TokensBefore, err = p.cfg.Counter.CountContext(ctx, in.Model, in.Tree.Text)
+	if err != nil {
+		*res = p.failOpen(ctx, *res, Reason(err), err)
+		return job{}, false
+	}
+	res.TokensAfter = res.TokensBefore
+	if res.TokensBefore < p.cfg.MinTokens {
+		*res = skip(*res, "below-min-tokens")
+		return job{}, false
+	}
+	if err := validate(in.Tree); err != nil {
+		*res = p.failOpen(ctx, *res, "postprocess-error", err)
+		return job{}, false
+	}
+	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), APIKey: in.APIKey}
+	if p.cfg.UseHistory {
+		q.History = in.History
+	}
+	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), q.Goal, q.History, in.Tree.Text)
+	return job{mode: mode, q: q, key: key}, true
+}
+
+// finish applies a selection, as the cache holds it, in the job's mode, and
+// keeps the result only if it has fewer tokens than the original.
+func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, res Result) Result {
 	if res.Cache == cache.Miss {
 		res.Usage = sel.Usage
 	}
-
-	out, flagged, err := apply(in.Tree, sel, mode)
+	out, flagged, err := apply(in.Tree, sel, j.mode)
 	if err != nil {
 		return p.failOpen(ctx, res, "postprocess-error", err)
 	}
@@ -221,6 +253,17 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	}
 	res.Text, res.Status, res.TokensAfter, res.Flagged = out, Pruned, after, flagged
 	return res
+}
+
+// recoverPanic turns a panic into a fail-open result: the observation goes
+// on unpruned.
+func (p *Pruner) recoverPanic(ctx context.Context, in Input, res *Result) {
+	if v := recover(); v != nil {
+		p.log.LogAttrs(ctx, slog.LevelError, "prune: panic, observation sent unpruned",
+			slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+		*res = Result{Text: in.Tree.Text, Status: FailedOpen, Reason: "internal-error",
+			TokensBefore: res.TokensBefore, TokensAfter: res.TokensBefore}
+	}
 }
 
 func skip(res Result, reason string) Result {

@@ -47,6 +47,15 @@ func (c *mapCache) Fetch(ctx context.Context, key string, compute func(context.C
 	return v, cache.Miss, nil
 }
 
+func (c *mapCache) Lookup(_ context.Context, key string) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.m[key]; ok {
+		return v, nil
+	}
+	return nil, cache.ErrNotFound
+}
+
 // laptopInput is a real observation with a goal, pruned by default.
 func laptopInput(t *testing.T) Input {
 	tree := readTree(t, "bgym-pr301_workarena_standard_laptop_form.txt")

@@ -1,0 +1,248 @@
+package detect
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// pwResult is a Playwright MCP tool result: the code it ran and a snapshot
+// of a page whose refs start at base, so that every page differs.
+func pwResult(code, title string, base int) string {
+	ref := func(i int) string { return "[ref=e" + strconv.Itoa(base+i) + "]" }
+	return "### Ran Playwright code\n```js\n" + code + "\n```\n\n### Page\n- Page URL: http://127.0.0.1:8123/\n- Page Title: " + title +
+		"\n### Snapshot\n```yaml\n" +
+		"- generic " + ref(0) + ":\n" +
+		"  - banner " + ref(1) + ":\n" +
+		"    - link \"Home\" " + ref(2) + " [cursor=pointer]:\n" +
+		"      - /url: /\n" +
+		"    - searchbox \"Search products\" " + ref(3) + "\n" +
+		"  - main " + ref(4) + ":\n" +
+		"    - heading \"" + title + "\" [level=1] " + ref(5) + "\n" +
+		"    - list " + ref(6) + ":\n" +
+		"      - listitem " + ref(7) + ":\n" +
+		"        - link \"Laptop 14\" " + ref(8) + " [cursor=pointer]:\n" +
+		"          - /url: /p/1\n" +
+		"      - listitem " + ref(9) + ":\n" +
+		"        - link \"Laptop 16\" " + ref(10) + " [cursor=pointer]:\n" +
+		"          - /url: /p/2\n" +
+		"    - button \"Add to cart\" " + ref(11) + " [cursor=pointer]\n" +
+		"  - contentinfo " + ref(12) + ":\n" +
+		"    - paragraph " + ref(13) + ": © 2025 Example Shop\n```\n"
+}
+
+// toolCall is a chat assistant turn that calls one tool.
+func toolCall(id, name, args string, text any) map[string]any {
+	return map[string]any{"role": "assistant", "content": text, "tool_calls": []any{
+		map[string]any{"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}},
+	}}
+}
+
+func toolResult(id string, content any) map[string]any {
+	return map[string]any{"role": "tool", "tool_call_id": id, "content": content}
+}
+
+func functionCall(id, name, args string) map[string]any {
+	return map[string]any{"type": "function_call", "call_id": id, "name": name, "arguments": args}
+}
+
+func functionOutput(id string, output any) map[string]any {
+	return map[string]any{"type": "function_call_output", "call_id": id, "output": output}
+}
+
+const (
+	loopSystem = "You are a browsing assistant. Operate the browser with the Playwright tools and refer to elements by their ref."
+	loopTask   = "Find the cheapest 14-inch laptop on the shop and add it to the cart."
+	navigate   = `browser_navigate({"url":"http://127.0.0.1:8123/"})`
+	clickLink  = `browser_click({"element":"Laptop 14 link","ref":"e108"})`
+	typeSearch = `browser_type({"element":"Search products","ref":"e203","text":"14 inch"})`
+)
+
+// toolLoops are tool-calling conversations as Playwright MCP agents send
+// them, with the goal and history each observation must get.
+func toolLoops(t testing.TB) []struct {
+	name         string
+	api          API
+	body         []byte
+	goals, hists []string
+} {
+	t.Helper()
+	snap := func(i int) string {
+		return pwResult("await page.goto('http://127.0.0.1:8123/');", "Page "+strconv.Itoa(i), 100*i)
+	}
+	chat := func(msgs ...any) []byte {
+		return mustJSON(t, map[string]any{"model": "gpt-4.1", "messages": msgs, "tools": []any{}})
+	}
+	return []struct {
+		name         string
+		api          API
+		body         []byte
+		goals, hists []string
+	}{
+		{
+			name: "chat: task in the first user message, pages from tools", api: Chat,
+			body: chat(
+				map[string]any{"role": "system", "content": loopSystem},
+				map[string]any{"role": "user", "content": loopTask},
+				toolCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`, nil),
+				toolResult("c1", snap(1)),
+				toolCall("c2", "browser_click", `{"element":"Laptop 14 link","ref":"e108"}`, "The shop is open; I open the 14-inch laptop."),
+				toolResult("c2", []part{{"text", snap(2)}}),
+				toolCall("c3", "browser_type", `{"element":"Search products","ref":"e203","text":"14 inch"}`, nil),
+				toolResult("c3", snap(3)),
+			),
+			goals: []string{loopTask, loopTask, loopTask},
+			hists: []string{
+				navigate,
+				navigate + "\n\nThe shop is open; I open the 14-inch laptop.\n\n" + clickLink,
+				navigate + "\n\nThe shop is open; I open the 14-inch laptop.\n\n" + clickLink + "\n\n" + typeSearch,
+			},
+		},
+		{
+			name: "chat: a follow-up from the user joins the task", api: Chat,
+			body: chat(
+				map[string]any{"role": "system", "content": loopSystem},
+				map[string]any{"role": "user", "content": loopTask},
+				toolCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`, nil),
+				toolResult("c1", snap(1)),
+				map[string]any{"role": "user", "content": "Only look at laptops in stock."},
+				toolCall("c2", "browser_click", `{"element":"Laptop 14 link","ref":"e108"}`, nil),
+				toolResult("c2", snap(2)),
+			),
+			goals: []string{loopTask, loopTask + "\n\nOnly look at laptops in stock."},
+			hists: []string{navigate, navigate + "\n\n" + clickLink},
+		},
+		{
+			name: "chat: no user text, the system prompt is the task", api: Chat,
+			body: chat(
+				map[string]any{"role": "system", "content": loopSystem},
+				toolCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`, nil),
+				toolResult("c1", snap(1)),
+			),
+			goals: []string{loopSystem},
+			hists: []string{navigate},
+		},
+		{
+			name: "responses: task in the first input message", api: Responses,
+			body: mustJSON(t, map[string]any{"model": "gpt-4.1", "instructions": loopSystem, "input": []any{
+				map[string]any{"role": "user", "content": []part{{"input_text", loopTask}}},
+				functionCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`),
+				functionOutput("c1", snap(1)),
+				map[string]any{"type": "message", "role": "assistant", "content": []part{{"output_text", "The shop is open; I open the 14-inch laptop."}}},
+				functionCall("c2", "browser_click", `{"element":"Laptop 14 link","ref":"e108"}`),
+				functionOutput("c2", []part{{"input_text", snap(2)}}),
+			}}),
+			goals: []string{loopTask, loopTask},
+			hists: []string{navigate, navigate + "\n\nThe shop is open; I open the 14-inch laptop.\n\n" + clickLink},
+		},
+		{
+			name: "responses: no user text, the instructions are the task", api: Responses,
+			body: mustJSON(t, map[string]any{"model": "gpt-4.1", "instructions": loopSystem, "input": []any{
+				functionCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`),
+				functionOutput("c1", snap(1)),
+			}}),
+			goals: []string{loopSystem},
+			hists: []string{navigate},
+		},
+	}
+}
+
+func TestToolLoopGoalAndHistory(t *testing.T) {
+	for _, tt := range toolLoops(t) {
+		t.Run(tt.name, func(t *testing.T) {
+			obs, err := Find(tt.body, tt.api, Options{All: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(obs) != len(tt.goals) {
+				t.Fatalf("found %d observations, want %d", len(obs), len(tt.goals))
+			}
+			for i, o := range obs {
+				if o.Goal != tt.goals[i] {
+					t.Errorf("observation %d: Goal = %q, want %q", i, o.Goal, tt.goals[i])
+				}
+				if o.History != tt.hists[i] {
+					t.Errorf("observation %d: History = %q, want %q", i, o.History, tt.hists[i])
+				}
+			}
+		})
+	}
+}
+
+// An observation's goal and history, and so its cache key, come only from
+// the conversation up to it: a later request that carries it again gives it
+// the same goal and history, which is what lets the gateway find its earlier
+// selection. Checked on every request fixture, cut after each message.
+func TestObservationDependsOnlyOnItsPrefix(t *testing.T) {
+	bodies := map[string][]byte{}
+	for _, tt := range toolLoops(t) {
+		bodies[tt.name] = tt.body
+	}
+	for _, dir := range []string{"testdata/requests", sharedRequests} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			bodies[filepath.Base(f)] = []byte(readFile(t, f))
+		}
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			api, member := Chat, "messages"
+			if !gjson.GetBytes(body, member).IsArray() {
+				api, member = Responses, "input"
+			}
+			full, err := Find(body, api, Options{All: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			items := gjson.GetBytes(body, member)
+			if !items.IsArray() {
+				t.Skipf("no %s array to cut", member)
+			}
+			n := len(items.Array())
+			for keep := 1; keep <= n; keep++ {
+				cut := cutAfter(t, body, member, keep)
+				obs, err := Find(cut, api, Options{All: true})
+				if err != nil {
+					t.Fatalf("cut after %d items: %v", keep, err)
+				}
+				if len(obs) > len(full) {
+					t.Fatalf("cut after %d items: %d observations, more than the full request's %d", keep, len(obs), len(full))
+				}
+				for i, o := range obs {
+					if got, want := describeObs(o), describeObs(full[i]); got != want {
+						t.Errorf("cut after %d items, observation %d differs from the full request's:\n got %s\nwant %s", keep, i, got, want)
+					}
+				}
+				if latest, _ := Find(cut, api, Options{}); len(obs) > 0 && (len(latest) != 1 || describeObs(latest[0]) != describeObs(obs[len(obs)-1])) {
+					t.Errorf("cut after %d items: the newest observation alone differs from the last of all", keep)
+				}
+			}
+		})
+	}
+}
+
+// cutAfter returns body with only the first keep elements of its member
+// array, every other byte as it was.
+func cutAfter(t *testing.T, body []byte, member string, keep int) []byte {
+	t.Helper()
+	arr := gjson.GetBytes(body, member)
+	elems := arr.Array()
+	end := elems[keep-1].Index + len(elems[keep-1].Raw)
+	closing := arr.Index + len(arr.Raw) - 1
+	var b []byte
+	b = append(b, body[:end]...)
+	b = append(b, body[closing:]...)
+	return b
+}
+
+func describeObs(o Observation) string {
+	return fmt.Sprintf("%s %s lines=%d focus=%q goal=%q history=%q text=%q",
+		o.Path, o.Format, len(o.Lines), o.FocusedBID, o.Goal, o.History, strings.Clone(o.Text))
+}

@@ -1,0 +1,145 @@
+package prune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/focusgate/focusgate/cache"
+)
+
+// failingLookup is a cache whose store is down for look-ups.
+type failingLookup struct{ mapCache }
+
+func (*failingLookup) Lookup(context.Context, string) ([]byte, error) {
+	return nil, errors.New("redis: connection refused")
+}
+
+// An observation that was pruned as the newest comes out byte-identical when
+// it is re-applied in a later request, without a retriever call; anything
+// that would make the earlier output differ is either rendered the new way
+// (mode) or leaves the observation as it came.
+func TestReapplyRepeatsThePrunedText(t *testing.T) {
+	calls := 0
+	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) {
+		calls++
+		return ParseAnswer(laptopAnswer, q.Lines)
+	})
+	newest := laptopInput(t)
+	newest.History = "browser_navigate({\"url\": \"https://dev.service-now.com/\"})"
+
+	tests := []struct {
+		name   string
+		cache  func() Cache // nil: the cache the newest was pruned with
+		edit   func(*Input)
+		status Status
+		reason string
+		cached cache.Outcome
+		// want is the expected text given the newest's pruned text; nil
+		// means the original tree.
+		want func(t *testing.T, pruned string) string
+	}{
+		{
+			name: "same input", status: Pruned, cached: cache.Hit,
+			want: func(_ *testing.T, pruned string) string { return pruned },
+		},
+		{
+			name: "another client key", edit: func(in *Input) { in.APIKey = "sk-other" }, status: Pruned, cached: cache.Hit,
+			want: func(_ *testing.T, pruned string) string { return pruned },
+		},
+		{
+			name: "another mode", edit: func(in *Input) { in.Mode = Ancestors }, status: Pruned, cached: cache.Hit,
+			want: func(t *testing.T, _ string) string {
+				text, err := Apply(newest.Tree, mustParse(t, laptopAnswer, len(newest.Tree.Lines)), Ancestors)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return text
+			},
+		},
+		{name: "mode off", edit: func(in *Input) { in.Mode = Off }, status: Skipped, reason: "mode-off"},
+		{name: "another goal", edit: func(in *Input) { in.Goal = "Order an iPad" }, status: Skipped, reason: NotCached},
+		{name: "another history", edit: func(in *Input) { in.History += "\nbrowser_click()" }, status: Skipped, reason: NotCached},
+		{name: "another prompt variant", edit: func(in *Input) { in.Variant = Restrictive }, status: Skipped, reason: NotCached},
+		{name: "cache emptied", cache: func() Cache { return &mapCache{} }, status: Skipped, reason: NotCached},
+		{name: "no cache", cache: func() Cache { return nil }, status: Skipped, reason: NotCached},
+		{name: "store down", cache: func() Cache { return &failingLookup{} }, status: Skipped, reason: NotCached},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls = 0
+			c := &mapCache{}
+			cfg := Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000, UseHistory: true}
+			first := New(cfg, r, c).Prune(context.Background(), newest)
+			if first.Status != Pruned {
+				t.Fatalf("newest: %s %q, want pruned", first.Status, first.Reason)
+			}
+
+			var later Cache = c
+			if tt.cache != nil {
+				later = tt.cache()
+			}
+			in := newest
+			if tt.edit != nil {
+				tt.edit(&in)
+			}
+			res := New(cfg, r, later).Reapply(context.Background(), in)
+			if res.Status != tt.status || res.Reason != tt.reason || res.Cache != tt.cached {
+				t.Errorf("Reapply: %s %q cache=%q; want %s %q cache=%q", res.Status, res.Reason, res.Cache, tt.status, tt.reason, tt.cached)
+			}
+			want := in.Tree.Text
+			if tt.want != nil {
+				want = tt.want(t, first.Text)
+			}
+			if res.Text != want {
+				t.Errorf("Reapply gave other text than expected (%d bytes, want %d)", len(res.Text), len(want))
+			}
+			if res.Status == Pruned && tt.edit == nil && (res.TokensBefore != first.TokensBefore || res.TokensAfter != first.TokensAfter) {
+				t.Errorf("tokens %d -> %d, want the newest's %d -> %d", res.TokensBefore, res.TokensAfter, first.TokensBefore, first.TokensAfter)
+			}
+			if res.RetrieverTime != 0 || res.Usage != (Usage{}) {
+				t.Errorf("RetrieverTime = %v, Usage = %+v; a re-applied observation costs no retriever time", res.RetrieverTime, res.Usage)
+			}
+			if calls != 1 {
+				t.Errorf("retriever called %d times, want 1 (for the newest only)", calls)
+			}
+		})
+	}
+}
+
+// A selection that did not pay when the page was the newest does not pay
+// later either: the page is forwarded as it came both times.
+func TestReapplyKeepsTheGainCheck(t *testing.T) {
+	in := laptopInput(t)
+	all := fmt.Sprintf("<answer>[(1,%d)]</answer>", len(in.Tree.Lines))
+	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) { return ParseAnswer(all, q.Lines) })
+	p := New(Config{MinTokens: 1000}, r, &mapCache{})
+	if res := p.Prune(context.Background(), in); res.Status != Skipped || res.Reason != "no-gain" {
+		t.Fatalf("newest: %s %q, want skipped no-gain", res.Status, res.Reason)
+	}
+	res := p.Reapply(context.Background(), in)
+	if res.Status != Skipped || res.Reason != "no-gain" || res.Text != in.Tree.Text || res.Cache != cache.Hit {
+		t.Errorf("Reapply: %s %q cache=%q; want skipped no-gain from a hit, original text", res.Status, res.Reason, res.Cache)
+	}
+}
+
+// Small pages are never looked up, as they were never pruned.
+func TestReapplySkipsSmallPages(t *testing.T) {
+	c := &countingLookups{}
+	in := laptopInput(t)
+	res := New(Config{MinTokens: 1 << 20}, nil, c).Reapply(context.Background(), in)
+	if res.Status != Skipped || res.Reason != "below-min-tokens" || c.lookups != 0 {
+		t.Errorf("Reapply: %s %q after %d look-ups; want below-min-tokens without a look-up", res.Status, res.Reason, c.lookups)
+	}
+}
+
+type countingLookups struct {
+	mapCache
+	lookups int
+}
+
+func (c *countingLookups) Lookup(ctx context.Context, key string) ([]byte, error) {
+	c.lookups++
+	return c.mapCache.Lookup(ctx, key)
+}
