@@ -5,19 +5,9 @@ import (
 	"strings"
 )
 
-// grammar is a way of reading consecutive lines as one tree.
-type grammar struct {
-	format Format // BrowserGym stands for both BrowserGym and WebArena: one grammar reads both
-	parse  parseFunc
-	run    func(s string, p int, parse parseFunc, buf []element) ([]element, int)
-}
-
-var grammars = [...]grammar{
-	{BrowserGym, parseBracket, lineRun},
-	{AgentOccam, parseOccam, lineRun},
-	{Playwright, parsePlaywright, lineRun},
-	{BrowserUse, browserUseElement, browserUseRun},
-}
+// runFunc collects the elements of one tree from p, and returns them with the
+// start of the line after the last one.
+type runFunc func(s string, p int, parse parseFunc, buf []element) ([]element, int)
 
 // lineRun collects the elements that follow each other from p, and returns them with
 // the start of the line after the last one.
@@ -33,36 +23,11 @@ func lineRun(s string, p int, parse parseFunc, buf []element) ([]element, int) {
 	return buf, p
 }
 
-// browserUseRun collects browser-use elements and the page text printed between them.
-// The run starts and ends with an element: text after the last one is outside the
-// tree, as is everything after a blank line or the list's end marker.
-func browserUseRun(s string, p int, parse parseFunc, buf []element) ([]element, int) {
-	last, next, text := -1, p, 0
-	for p < len(s) {
-		if el, ok := parse(s, p); ok {
-			buf = append(buf, el)
-			last, next, text = len(buf)-1, el.next, 0
-			p = el.next
-			continue
-		}
-		e := lineEnd(s, p)
-		line := s[p:content(s, p, e)]
-		if last < 0 || isBlank(line) || browserUseStop(line) || text == maxTextRun {
-			break
-		}
-		text++
-		el := element{next: e + 1}
-		el.Start, el.End = p, e
-		el.Depth = tabs(s, p, e)
-		buf = append(buf, el)
-		p = e + 1
-	}
-	return buf[:last+1], next
-}
-
-// accepted applies the thresholds of a block. Both counts only grow with the run,
-// so a run that fails fails from every later start inside it too.
-func accepted(run []element) bool {
+// accepted applies the thresholds of a block, and the format's own condition.
+// Both counts only grow with the run and a format's condition holds for a run
+// when it holds for any of its suffixes, so a run that fails fails from every
+// later start inside it too.
+func (f *spec) accepted(run []element) bool {
 	lines, ids := 0, 0
 	for _, el := range run {
 		if el.counted {
@@ -72,7 +37,15 @@ func accepted(run []element) bool {
 			ids++
 		}
 	}
-	return lines >= MinLines && ids >= MinIDLines
+	return lines >= MinLines && ids >= MinIDLines && (f.accept == nil || f.accept(run))
+}
+
+// collect runs the format's grammar from p.
+func (f *spec) collect(s string, p int, buf []element) ([]element, int) {
+	if f.run != nil {
+		return f.run(s, p, f.parse, buf)
+	}
+	return lineRun(s, p, f.parse, buf)
 }
 
 // Blocks finds every tree in one plain string (used for files given to `focusgate
@@ -80,10 +53,10 @@ func accepted(run []element) bool {
 func Blocks(s string) []Block {
 	var (
 		blocks []Block
-		bufs   [len(grammars)][]element
+		bufs   = make([][]element, len(grammars))
 		// failed[g] is where the last rejected run of grammar g ended: a run
 		// starting before it is a suffix of the rejected one, and is rejected too.
-		failed [len(grammars)]int
+		failed = make([]int, len(grammars))
 	)
 	for p := 0; p < len(s); {
 		best, bestEnd := -1, 0
@@ -91,9 +64,9 @@ func Blocks(s string) []Block {
 			if p < failed[g] {
 				continue
 			}
-			run, end := grammars[g].run(s, p, grammars[g].parse, bufs[g][:0])
+			run, end := grammars[g].collect(s, p, bufs[g][:0])
 			bufs[g] = run
-			if !accepted(run) {
+			if !grammars[g].accepted(run) {
 				failed[g] = end
 				continue
 			}
@@ -105,7 +78,7 @@ func Blocks(s string) []Block {
 			p = lineEnd(s, p) + 1
 			continue
 		}
-		blocks = append(blocks, newBlock(grammars[best].format, bufs[best]))
+		blocks = append(blocks, newBlock(grammars[best].name, bufs[best]))
 		p = bestEnd
 	}
 	for i := range blocks {

@@ -14,17 +14,6 @@ const (
 	Responses            // POST /v1/responses
 )
 
-// Format names a tree grammar.
-type Format string
-
-const (
-	BrowserGym Format = "browsergym" // BrowserGym/AgentLab, GenericAgent, OpenHands
-	WebArena   Format = "webarena"
-	AgentOccam Format = "agentoccam"
-	Playwright Format = "playwright"
-	BrowserUse Format = "browser-use"
-)
-
 // Detection thresholds and the bounds of the context handed to the retriever.
 const (
 	// MinLines is the number of consecutive tree lines a block needs. Real pages have

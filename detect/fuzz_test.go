@@ -37,17 +37,17 @@ func FuzzGrammars(f *testing.F) {
 				if el, ok := g.parse(s, p); ok {
 					checkElement(t, s, p, el)
 				}
-				run, next := g.run(s, p, g.parse, nil)
+				run, next := g.collect(s, p, nil)
 				at := p
 				for _, el := range run {
 					if el.Start != at {
-						t.Fatalf("%s run from %d: element at %d, want %d", g.format, p, el.Start, at)
+						t.Fatalf("%s run from %d: element at %d, want %d", g.name, p, el.Start, at)
 					}
 					checkElement(t, s, at, el)
 					at = el.next
 				}
 				if next < p || len(run) > 0 && next != at {
-					t.Fatalf("%s run from %d ends at %d after elements up to %d", g.format, p, next, at)
+					t.Fatalf("%s run from %d ends at %d after elements up to %d", g.name, p, next, at)
 				}
 			}
 		}

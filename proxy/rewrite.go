@@ -97,7 +97,7 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	for i, o := range obs {
 		wg.Go(func() {
 			results[i] = s.opts.Pruner.Prune(ctx, prune.Input{
-				Tree:    prune.NewTree(o.Text, string(o.Format), o.Lines, o.FocusedBID),
+				Tree:    prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID),
 				Goal:    o.Goal,
 				History: o.History,
 				Mode:    mode,
