@@ -9,18 +9,75 @@ import (
 // start of the line after the last one.
 type runFunc func(s string, p int, parse parseFunc, buf []element) ([]element, int)
 
-// lineRun collects the elements that follow each other from p, and returns them with
-// the start of the line after the last one.
+// maxForeign bounds the consecutive lines that no grammar rule reads which a tree
+// may hold: a property, role or text line the grammar does not know yet must not
+// split a page in two and leave half of it unpruned. Such lines are taken in only
+// when they are indented deeper than the tree's first line and an element of the
+// tree, also deeper than the first line, follows them: a tree's indentation
+// continues through them, while a heading, a blank line or a line at the tree's
+// own margin still ends it. They count towards neither MinLines nor MinIDLines.
+const maxForeign = 2
+
+// lineRun collects the elements that follow each other from p, and returns them
+// with the start of the line after the last one.
 func lineRun(s string, p int, parse parseFunc, buf []element) ([]element, int) {
 	for p < len(s) {
 		el, ok := parse(s, p)
 		if !ok {
-			break
+			if len(buf) == 0 {
+				break
+			}
+			var next int
+			if buf, next, ok = foreign(s, p, parse, buf); !ok {
+				break
+			}
+			el, _ = parse(s, next)
 		}
 		buf = append(buf, el)
 		p = el.next
 	}
 	return buf, p
+}
+
+// foreign takes in the short run of unreadable lines at p when the tree goes on
+// after it (see maxForeign): it appends them to run as elements without id or
+// role and returns the start of the element that follows.
+func foreign(s string, p int, parse parseFunc, run []element) ([]element, int, bool) {
+	margin := indentWidth(s, run[0].Start)
+	n := len(run)
+	for k := 0; k < maxForeign && p < len(s); k++ {
+		e := lineEnd(s, p)
+		if isBlank(s[p:content(s, p, e)]) || indentWidth(s, p) <= margin {
+			break
+		}
+		el := element{next: e + 1}
+		el.Start, el.End = p, e
+		el.Depth = indentDepth(s, p)
+		run = append(run, el)
+		p = e + 1
+		if next, ok := parse(s, p); ok && indentWidth(s, p) > margin && next.Start == p {
+			return run, p, true
+		}
+	}
+	return run[:n], 0, false
+}
+
+// indentWidth is the number of spaces and tabs that start the line at p.
+func indentWidth(s string, p int) int {
+	i := p
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i - p
+}
+
+// indentDepth reads the nesting level of a line no grammar parsed: its tabs, or
+// two spaces per level.
+func indentDepth(s string, p int) int {
+	if t := tabs(s, p, len(s)); t > 0 {
+		return t
+	}
+	return indentWidth(s, p) / 2
 }
 
 // accepted applies the thresholds of a block, and the format's own condition.

@@ -345,3 +345,60 @@ func TestPage(t *testing.T) {
 		t.Error("Page found a tree in a markdown list")
 	}
 }
+
+// TestBlocksForeignLines pins how far a tree reaches over lines its grammar
+// cannot read (see maxForeign).
+func TestBlocksForeignLines(t *testing.T) {
+	bg := strings.Split(bgTree, "\n")
+	pw := strings.Split(playwrightTree, "\n")
+	insert := func(lines []string, at int, extra ...string) string {
+		return strings.Join(slices.Concat(lines[:at], extra, lines[at:]), "\n")
+	}
+	tests := []struct {
+		name  string
+		text  string
+		trees []string
+	}{
+		{
+			name:  "an unknown property keeps a BrowserGym tree whole",
+			text:  insert(bg, 4, "\t\t[99] link 'Deals' (new)"),
+			trees: []string{insert(bg, 4, "\t\t[99] link 'Deals' (new)")},
+		},
+		{
+			name:  "two stray text lines keep a BrowserGym tree whole",
+			text:  insert(bg, 3, "\t\tSale ends Sunday!", "\t\t  (while stocks last)"),
+			trees: []string{insert(bg, 3, "\t\tSale ends Sunday!", "\t\t  (while stocks last)")},
+		},
+		{
+			name:  "an unknown line keeps a Playwright snapshot whole",
+			text:  "```yaml\n" + insert(pw, 5, "    - %%unknown-node%%") + "\n```",
+			trees: []string{insert(pw, 5, "    - %%unknown-node%%")},
+		},
+		{
+			name:  "three stray lines end the tree",
+			text:  bgTree + "\n\tone\n\ttwo\n\tthree\n\t[90] link 'More'",
+			trees: []string{bgTree},
+		},
+		{
+			name:  "a stray line at the tree's margin ends it",
+			text:  "Page:\n" + bgTree + "\nNote: the page was truncated\n\t[90] link 'More'",
+			trees: []string{bgTree},
+		},
+		{
+			name:  "a blank line ends the tree",
+			text:  bgTree + "\n\n\t[90] link 'More'",
+			trees: []string{bgTree},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var trees []string
+			for _, b := range Blocks(tt.text) {
+				trees = append(trees, tt.text[b.Start:b.End])
+			}
+			if !slices.Equal(trees, tt.trees) {
+				t.Errorf("trees:\n%q\nwant\n%q", trees, tt.trees)
+			}
+		})
+	}
+}

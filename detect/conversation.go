@@ -425,7 +425,7 @@ func (c *conversation) blocks(ui, si int) []Block {
 	s := &c.segs[si]
 	if !s.scanned {
 		s.scanned = true
-		if c.units[ui].role.mayHoldTree() && s.lit.newlines >= MinLines-1 && s.lit.ids >= MinIDLines {
+		if c.units[ui].role.mayHoldTree() && s.lit.newlines >= MinLines-1 && (s.lit.ids >= MinIDLines || hasIDCues(c.body[s.lit.start:s.lit.end])) {
 			s.blocks = Blocks(c.segText(si))
 		}
 	}

@@ -1,6 +1,10 @@
 package detect
 
-import "strings"
+import (
+	"bytes"
+	"slices"
+	"strings"
+)
 
 // Format names a page format: one way agents write a web page into a prompt.
 type Format string
@@ -51,10 +55,11 @@ type spec struct {
 	// not end with ']' (which the JSON scanner counts for the others); strings
 	// with fewer than MinIDLines of either are never decoded.
 	idCue string
-	// goalLabels are the prompt labels ("instruction") that state the goal next
-	// to this format's trees, matched case-insensitively before a ':' at the
-	// start of a line.
-	goalLabels []string
+	// labels are the prompt labels the format's agent writes around its trees
+	// ("instruction", "accessibility tree"), in lower case; a line that starts
+	// with one and a ':' opens a prompt section. goalLabels are those that
+	// state the goal.
+	labels, goalLabels []string
 	// stub writes the stand-in of an element from its line (indentation
 	// included), id and role; marker writes note ("... 3 lines pruned ...")
 	// placed like line.
@@ -158,6 +163,57 @@ func spaceIndent(s string, p, e int) (depth, width int, ok bool) {
 func nested(run []element) bool {
 	for _, el := range run[1:] {
 		if el.Depth != run[0].Depth {
+			return true
+		}
+	}
+	return false
+}
+
+// promptLabel returns the registered label a line starts with (compared
+// without case, followed by ':'), in lower case, and the length of the label.
+func promptLabel(line string) (string, int) {
+	for _, f := range registry {
+		for _, l := range f.labels {
+			if len(line) > len(l) && line[len(l)] == ':' && strings.EqualFold(line[:len(l)], l) {
+				return l, len(l)
+			}
+		}
+	}
+	return "", 0
+}
+
+func hasPromptLabel(line string) bool {
+	_, n := promptLabel(line)
+	return n > 0
+}
+
+// isGoalLabel reports whether a registered format states its goal after label.
+func isGoalLabel(label string) bool {
+	for _, f := range registry {
+		if slices.Contains(f.goalLabels, label) {
+			return true
+		}
+	}
+	return false
+}
+
+// goalLabelWords are the registered goal labels as they may be written, for
+// the cheap test of whether a turn can hold a goal.
+func goalLabelWords() [][]byte {
+	var words [][]byte
+	for _, f := range registry {
+		for _, l := range f.goalLabels {
+			words = append(words, []byte(l+":"), []byte(strings.ToUpper(l[:1])+l[1:]+":"), []byte(strings.ToUpper(l)+":"))
+		}
+	}
+	return words
+}
+
+// hasIDCues reports whether raw holds the id cue of some format at least
+// MinIDLines times.
+func hasIDCues(raw []byte) bool {
+	for _, f := range grammars {
+		if f.idCue != "" && bytes.Count(raw, []byte(f.idCue)) >= MinIDLines {
 			return true
 		}
 	}

@@ -14,6 +14,7 @@ var stagehandFormat = spec{
 	name:       Stagehand,
 	parse:      parseStagehand,
 	accept:     nested,
+	labels:     []string{"instruction", "accessibility tree"},
 	goalLabels: []string{"instruction"},
 	stub: func(line, bid, role string) string {
 		// Keep what precedes the id: the indentation, or the label of a root.

@@ -54,6 +54,9 @@ func scanMarks(text string, trees []span) []mark {
 		case strings.HasPrefix(line, "```") && !strings.Contains(line[3:], "`"):
 			fenced = !fenced
 		case fenced || line == "":
+		case hasPromptLabel(line):
+			name, n := promptLabel(line)
+			marks = append(marks, mark{kind: label, name: name, at: p, body: p + n + 1})
 		case line[0] == '#':
 			level := len(line) - len(strings.TrimLeft(line, "#"))
 			if level <= 6 && level < len(line) && line[level] == ' ' {
@@ -135,7 +138,7 @@ func isGoal(m mark) bool {
 	case heading:
 		return m.name == "goal"
 	case label:
-		return m.name == "OBJECTIVE"
+		return m.name == "OBJECTIVE" || isGoalLabel(m.name)
 	case tagOpen:
 		return m.name == "user_request"
 	case ultimate:
@@ -267,7 +270,7 @@ func nearest(memos []memo, ui int, own func(i int) (string, bool)) (string, bool
 
 // goalWords are the words every goal mark contains; user turns without any of them
 // are not decoded when looking for a goal.
-var goalWords = [][]byte{[]byte("Goal"), []byte("OBJECTIVE"), []byte("<user_request>"), []byte("ultimate task")}
+var goalWords = append([][]byte{[]byte("Goal"), []byte("OBJECTIVE"), []byte("<user_request>"), []byte("ultimate task")}, goalLabelWords()...)
 
 // earlierGoal looks for a goal section in the user turns before unit ui, newest
 // first: browser-use, for one, states the task once at the start of the conversation.
