@@ -54,7 +54,9 @@ func foreign(s string, p int, parse parseFunc, run []element) ([]element, int, b
 		el.Start, el.End = p, e
 		el.Depth = indentDepth(s, p)
 		run = append(run, el)
-		p = e + 1
+		if p = e + 1; p >= len(s) {
+			break
+		}
 		if next, ok := parse(s, p); ok && indentWidth(s, p) > margin && next.Start == p {
 			return run, p, true
 		}

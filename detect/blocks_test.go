@@ -16,6 +16,10 @@ const (
 		"\ttablist [3699]\n\t\ttabpanel\n\t\t\tmenu \"[3394] 'Beauty & Personal Care'; [3459] 'Sports & Outdoors'\"\n\tmain\n\t\theading 'My Account'\n\t\tlink [3863] 'Change Password'"
 	playwrightTree = "- generic [ref=e1]:\n  - banner [ref=e2]:\n    - link \"Home\" [ref=e3] [cursor=pointer]:\n      - /url: /\n    - searchbox \"Search\" [active] [ref=e4]\n" +
 		"  - main [ref=e5]:\n    - heading \"Laptops\" [level=1] [ref=e6]\n    - text: Sort by\n    - 'option \"Price: low to high\"'\n    - paragraph [ref=e7]: $749.99"
+	stagehandTree = "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html\n    [0-35] body\n      [0-40] link: Home\n      [0-41] combobox: Sort\n        [0-42] option: Price [selected]\n" +
+		"      [0-50] iframe\n        [1-4] RootWebArea: Pay\n          [1-4000] status\n      [0-60] checkbox: Gift [checked]"
+	chromeTree = "uid=1_0 RootWebArea \"Shop\" url=\"https://shop.example/\"\n  uid=1_1 link \"Home\" url=\"https://shop.example/\"\n  uid=1_2 textbox \"Search\" focusable focused value=\"ear \"cups\"\"\n" +
+		"  uid=1_3 ignored\n    uid=1_4 StaticText \"Total:\"\n    uid=1_5 \"$42\"\n    uid=1_6 LineBreak \"\n\"\n    uid=1_7 button \"Buy\" disableable disabled [selected in the DevTools Elements panel]\n  uid=1_8 contentinfo"
 	browserUseTree = "[1]<a />\n\tHacker News\n[2]<a />\n\tnew\n1.\n*[3]<a title=upvote />\n[4]<a >Show HN: a tiny\nSQLite queue />\n312 points\n|SCROLL+5]<div />\n\t[6]<input type=text name=q />\n|SCROLL|<div />\n\t[7]<button type=submit />"
 )
 

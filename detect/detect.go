@@ -58,6 +58,12 @@ type Observation struct {
 	RawStart, RawEnd int    // byte offsets in the request body of the escaped tree text inside that JSON string literal (quotes excluded), so that body[:RawStart] + jsonEscape(newText) + body[RawEnd:] is valid JSON
 	Goal             string
 	History          string
+	// Nested counts the JSON encodings between the body's string and the tree:
+	// 0 when the string holds the tree, 1 when it holds a JSON text (such as an
+	// MCP tool result passed through JSON.stringify) whose string holds it. The
+	// raw span then covers the tree escaped Nested+1 times, and a replacement
+	// must be escaped as often.
+	Nested int
 }
 
 // Options tune Find.

@@ -17,6 +17,10 @@ var treeSeeds = []string{
 	occamTree,
 	playwrightTree,
 	browserUseTree,
+	stagehandTree,
+	chromeTree,
+	"Instruction: buy it\nDOM: [0-2] RootWebArea: x\n  [0-3] a\n [0-4] b\n  [1-2]\n  [0-5] link: \n\t[0-6] c",
+	"uid=1_0 x \"\n\"\n  uid=1_1 \"a\" k=\"v\" b\n  uid=1_2 r \"\n  uid=1_3\n   uid=1_4 r\nuid=x_1",
 	agentLabNotes + bgTree + "\n\n## Focused element:\nbid='14'\n",
 	"\t[1] link 'open\nstill open\n\t[2] link 'x'\n",
 	"[1] link 'a\n\n[2] link 'b'",
@@ -136,6 +140,10 @@ func FuzzFind(f *testing.F) {
 	}
 	f.Add(`{"input":[{"type":"function_call_output","output":"`+strings.ReplaceAll(strings.ReplaceAll(bgTree, "\n", `\u000A`), "\t", `\t`)+`"}],"instructions":"x"}`, true)
 	f.Add(`{"messages":[{"role":"user","content":"\ud800\n\udc00\u0000\"\/\\"}]}`, false)
+	for _, s := range []string{playwrightTree, chromeTree, stagehandTree} {
+		parts := string(mustJSON(f, []part{{"text", "### Snapshot\n```yaml\n" + s + "\n```"}}))
+		f.Add(string(chatBody(f, message{Role: "tool", Content: parts})), false)
+	}
 	f.Fuzz(func(t *testing.T, body string, all bool) {
 		b := []byte(body)
 		wantOK := json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))

@@ -223,9 +223,9 @@ func (c *conversation) structure(ui int) *unitContext {
 	text, bases := c.unitText(ui)
 	var trees []span
 	for si := u.first; si < u.end; si++ {
-		for _, b := range c.blocks(ui, si) {
+		for _, f := range c.trees(ui, si) {
 			base := bases[si-u.first]
-			trees = append(trees, span{base + b.Start, base + b.End})
+			trees = append(trees, span{base + f.block.Start, base + f.block.End})
 		}
 	}
 	marks := scanMarks(text, trees)

@@ -114,7 +114,7 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	for i, r := range results {
 		out.add(r)
 		if r.Status == prune.Pruned {
-			edits = append(edits, edit{start: obs[i].RawStart, end: obs[i].RawEnd, text: r.Text})
+			edits = append(edits, edit{start: obs[i].RawStart, end: obs[i].RawEnd, text: r.Text, nested: obs[i].Nested})
 		}
 	}
 	if priced {
