@@ -57,8 +57,8 @@ type spec struct {
 	idCue string
 	// labels are the prompt labels the format's agent writes around its trees
 	// ("instruction", "accessibility tree"), in lower case; a line that starts
-	// with one and a ':' opens a prompt section. goalLabels are those that
-	// state the goal.
+	// with one and a ':' (compared without case) holds a prompt field in the
+	// rest of the line. goalLabels are those that state the goal.
 	labels, goalLabels []string
 	// stub writes the stand-in of an element from its line (indentation
 	// included), id and role; marker writes note ("... 3 lines pruned ...")

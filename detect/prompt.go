@@ -16,6 +16,7 @@ const (
 	tagOpen                      // "<user_request>"
 	tagClose                     // "</user_request>"
 	ultimate                     // browser-use's `Your ultimate task is: """..."""`
+	lineLabel                    // a label a page format registers, whose section is the rest of its line
 )
 
 // mark is a line that structures a prompt, and the section it opens.
@@ -56,7 +57,7 @@ func scanMarks(text string, trees []span) []mark {
 		case fenced || line == "":
 		case hasPromptLabel(line):
 			name, n := promptLabel(line)
-			marks = append(marks, mark{kind: label, name: name, at: p, body: p + n + 1})
+			marks = append(marks, mark{kind: lineLabel, name: name, at: p, body: p + n + 1, end: e})
 		case line[0] == '#':
 			level := len(line) - len(strings.TrimLeft(line, "#"))
 			if level <= 6 && level < len(line) && line[level] == ' ' {
@@ -121,6 +122,8 @@ func endSections(marks []mark, trees []span, textLen int) {
 		case label:
 			m.end = labelOrHeading
 			labelOrHeading = m.at
+		case lineLabel:
+			labelOrHeading = m.at
 		case tagOpen:
 			m.end = textLen
 			if at, ok := closing[m.name]; ok {
@@ -138,7 +141,9 @@ func isGoal(m mark) bool {
 	case heading:
 		return m.name == "goal"
 	case label:
-		return m.name == "OBJECTIVE" || isGoalLabel(m.name)
+		return m.name == "OBJECTIVE"
+	case lineLabel:
+		return isGoalLabel(m.name)
 	case tagOpen:
 		return m.name == "user_request"
 	case ultimate:
