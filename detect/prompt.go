@@ -16,7 +16,7 @@ const (
 	tagOpen                      // "<user_request>"
 	tagClose                     // "</user_request>"
 	ultimate                     // browser-use's `Your ultimate task is: """..."""`
-	lineLabel                    // a label a page format registers, whose section is the rest of its line
+	field                        // a label a page format registers, whose section is the rest of its line
 )
 
 // mark is a line that structures a prompt, and the section it opens.
@@ -57,7 +57,7 @@ func scanMarks(text string, trees []span) []mark {
 		case fenced || line == "":
 		case hasPromptLabel(line):
 			name, n := promptLabel(line)
-			marks = append(marks, mark{kind: lineLabel, name: name, at: p, body: p + n + 1, end: e})
+			marks = append(marks, mark{kind: field, name: name, at: p, body: p + n + 1, end: e})
 		case line[0] == '#':
 			level := len(line) - len(strings.TrimLeft(line, "#"))
 			if level <= 6 && level < len(line) && line[level] == ' ' {
@@ -122,7 +122,7 @@ func endSections(marks []mark, trees []span, textLen int) {
 		case label:
 			m.end = labelOrHeading
 			labelOrHeading = m.at
-		case lineLabel:
+		case field:
 			labelOrHeading = m.at
 		case tagOpen:
 			m.end = textLen
@@ -142,7 +142,7 @@ func isGoal(m mark) bool {
 		return m.name == "goal"
 	case label:
 		return m.name == "OBJECTIVE"
-	case lineLabel:
+	case field:
 		return isGoalLabel(m.name)
 	case tagOpen:
 		return m.name == "user_request"
