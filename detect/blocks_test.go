@@ -406,3 +406,61 @@ func TestBlocksForeignLines(t *testing.T) {
 		})
 	}
 }
+
+func TestNewGrammars(t *testing.T) {
+	tests := []struct {
+		parse   parseFunc
+		line    string
+		ok      bool
+		bid     string
+		role    string
+		depth   int
+		focused bool
+	}{
+		{parseStagehand, "[0-2] RootWebArea: Summit Parka – Shop", true, "0-2", "RootWebArea", 0, false},
+		{parseStagehand, "DOM: [0-2] RootWebArea: Shop", true, "0-2", "RootWebArea", 0, false},
+		{parseStagehand, "  [0-31] scrollable, html", true, "0-31", "scrollable, html", 1, false},
+		{parseStagehand, "      [1-4000] status", true, "1-4000", "status", 3, false},
+		{parseStagehand, "    [0-1305] StaticText: ", true, "0-1305", "StaticText", 2, false},
+		{parseStagehand, "    [0-1305] StaticText:", true, "0-1305", "StaticText", 2, false},
+		{parseStagehand, "    [0-61] option: United Kingdom [selected]", true, "0-61", "option", 2, false},
+		{parseStagehand, "    [0-64] checkbox [checked]", true, "0-64", "checkbox", 2, false},
+		{parseStagehand, "   [0-4] link: odd indent", false, "", "", 0, false},
+		{parseStagehand, "  DOM: [0-2] RootWebArea: a label only at the margin", false, "", "", 0, false},
+		{parseStagehand, "[a-1] link: x", false, "", "", 0, false},
+		{parseStagehand, "[2024-01-01] deploy: done", false, "", "", 0, false}, // ids are frame-node, one dash
+		{parseStagehand, "[12] Note - see below", false, "", "", 0, false},
+		{parseStagehand, "[1] A. Vaswani, \"Attention is all you need\"", false, "", "", 0, false},
+
+		{parseChromeDevTools, "uid=1_0 RootWebArea \"Shop\" url=\"https://x.example/?a=\"b\"\"", true, "1_0", "RootWebArea", 0, false},
+		{parseChromeDevTools, "  uid=1_11 textbox \"Full name\" focusable focused value=\"Ada\"", true, "1_11", "textbox", 1, true},
+		{parseChromeDevTools, "    uid=1_26 \"Total: $\"", true, "1_26", "", 2, false},
+		{parseChromeDevTools, "    uid=1_2 textbox value=\"Input\"", true, "1_2", "textbox", 2, false},
+		{parseChromeDevTools, "    uid=1_3 ignored", true, "1_3", "ignored", 2, false},
+		{parseChromeDevTools, "  uid=1_7 button \"Buy\" [selected in the DevTools Elements panel]", true, "1_7", "button", 1, false},
+		{parseChromeDevTools, "  uid=1_5 StaticText \"He said \"hi\" twice\" focusable", true, "1_5", "StaticText", 1, false},
+		{parseChromeDevTools, "uid=1000(user) gid=1000(user) groups=1000(user)", false, "", "", 0, false},
+		{parseChromeDevTools, "uid=abc root", false, "", "", 0, false},
+		{parseChromeDevTools, "  uid=1_5 StaticText \"unterminated", false, "", "", 0, false},
+		{parseChromeDevTools, " uid=1_5 link", false, "", "", 0, false},
+	}
+	for _, tt := range tests {
+		el, ok := tt.parse(tt.line, 0)
+		if ok != tt.ok {
+			t.Errorf("%q: ok = %v, want %v", tt.line, ok, tt.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if el.BID != tt.bid || el.Role != tt.role || el.Depth != tt.depth || el.focused != tt.focused || el.Start != 0 || el.End != len(tt.line) {
+			t.Errorf("%q: bid %q role %q depth %d focused %v span %d..%d; want %q %q %d %v 0..%d",
+				tt.line, el.BID, el.Role, el.Depth, el.focused, el.Start, el.End, tt.bid, tt.role, tt.depth, tt.focused, len(tt.line))
+		}
+	}
+	// A name printed with a raw newline runs on to the line that closes it.
+	s := "  uid=1_127 LineBreak \"\n\"\n  uid=1_128 \"1 Ridge Road\""
+	if el, ok := parseChromeDevTools(s, 0); !ok || el.End != strings.Index(s, "\"\n  uid")+1 || el.Role != "LineBreak" {
+		t.Errorf("LineBreak with a raw newline: %+v, %v", el.Line, ok)
+	}
+}

@@ -83,7 +83,7 @@ func parseStagehand(s string, p int) (element, bool) {
 	}
 	el.Role = s[role:i]
 	switch rest := s[i:ce]; {
-	case rest == "", strings.HasPrefix(rest, ": "):
+	case rest == "", rest == ":", strings.HasPrefix(rest, ": "):
 	default:
 		for rest != "" {
 			flag, ok := strings.CutPrefix(rest, " [")
