@@ -165,3 +165,38 @@ func FuzzFind(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRawOffsets checks the map from decoded offsets to raw ones that places a
+// tree found inside a JSON text held by a string: at every line start of the
+// decoded text, the raw prefix decodes to the decoded prefix.
+func FuzzRawOffsets(f *testing.F) {
+	f.Add(`a\nb\u000ac\n`)
+	f.Add(`[{\"text\":\"- a\\n- b\"}]\n\ud83d\ude00\n\u00e9\n`)
+	f.Add("\xff\n\\ud800\\n\xe2\x82\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		lit, err := json.Marshal(s)
+		if err != nil {
+			t.Skip()
+		}
+		raw := lit[1 : len(lit)-1]
+		if strings.Contains(s, `\`) {
+			// Also try the string as raw content when it is valid as such.
+			if _, next, err := scanString([]byte(`"`+s+`"`), 0); err == nil && next == len(s)+2 {
+				raw = []byte(s)
+			}
+		}
+		text := unquote(raw)
+		var offsets []int
+		for i := 0; i < len(text); i++ {
+			if text[i] == '\n' {
+				offsets = append(offsets, i+1)
+			}
+		}
+		offsets = append(offsets, len(text))
+		for k, at := range rawOffsets(raw, offsets) {
+			if got := unquote(raw[:at]); got != text[:offsets[k]] {
+				t.Fatalf("offset %d maps to raw %d, which decodes to %q, want %q", offsets[k], at, got, text[:offsets[k]])
+			}
+		}
+	})
+}
