@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/proxy"
 )
 
@@ -79,5 +80,62 @@ func TestStringifiedToolResultIsPruned(t *testing.T) {
 	}
 	if strings.Contains(tree, "Laptop model 30 ") || len(tree) > len(page)/4 {
 		t.Errorf("the tree was not pruned to the selection (%d of %d bytes)", len(tree), len(page))
+	}
+}
+
+// TestRealToolRequestsArePruned replays requests captured from the real tools
+// (Stagehand 3.7.3, chrome-devtools-mcp 1.11.0, @playwright/mcp 0.0.83 in a
+// loop that stringifies tool results) through the gateway, with a retriever
+// that keeps the "Add to cart" button: each is pruned, the button survives,
+// and nothing outside the newest tree changes.
+func TestRealToolRequestsArePruned(t *testing.T) {
+	tests := []struct {
+		file string
+		api  detect.API
+		keep string // the line the retriever keeps
+	}{
+		{"chat_stagehand_observe.json", detect.Chat, "button: Add to cart"},
+		{"responses_stagehand_extract.json", detect.Responses, "button: Add to cart"},
+		{"chat_chrome_devtools_mcp.json", detect.Chat, `button "Add to cart"`},
+		{"chat_playwright_mcp_json_content.json", detect.Chat, `button "Add to cart"`},
+		{"responses_playwright_mcp_json_content.json", detect.Responses, `button "Add to cart"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			rt := newRetriever(t, keep(tt.keep))
+			gw := pruningGateway(t, rt)
+			body := readFile(t, "../detect/testdata/requests/"+tt.file)
+			obs, err := detect.Find(body, tt.api, detect.Options{})
+			if err != nil || len(obs) != 1 {
+				t.Fatalf("want one observation, got %d (%v)", len(obs), err)
+			}
+			o := obs[0]
+			path := "/v1/chat/completions"
+			if tt.api == detect.Responses {
+				path = "/v1/responses"
+			}
+			resp := post(t, gw.URL+path, body, nil)
+			if got := resp.Header.Get(proxy.HeaderStatus); got != "pruned" {
+				t.Fatalf("%s = %q, want pruned", proxy.HeaderStatus, got)
+			}
+			sent := gw.upstream.last(t).Body
+			suffix := len(body) - o.RawEnd
+			if !json.Valid(sent) || !bytes.Equal(sent[:o.RawStart], body[:o.RawStart]) || !bytes.Equal(sent[len(sent)-suffix:], body[o.RawEnd:]) {
+				t.Fatal("the body is not valid JSON, or bytes outside the tree changed")
+			}
+			// Decode the tree's string as often as it is nested.
+			holder := gjson.GetBytes(sent, o.Path).String()
+			if o.Nested > 0 {
+				if !json.Valid([]byte(holder)) {
+					t.Fatalf("%s no longer holds JSON", o.Path)
+				}
+				holder = gjson.Get(holder, "0.text").String()
+			}
+			if !strings.Contains(holder, tt.keep) || !strings.Contains(holder, "lines pruned") {
+				t.Errorf("the pruned page lacks %q or a marker", tt.keep)
+			}
+			before, after := resp.Header.Get(proxy.HeaderTokensBefore), resp.Header.Get(proxy.HeaderTokensAfter)
+			t.Logf("%s: %d lines, observation tokens %s -> %s, body %d -> %d bytes", o.Format, len(o.Lines), before, after, len(body), len(sent))
+		})
 	}
 }
