@@ -281,6 +281,22 @@ func TestApplyFormats(t *testing.T) {
 			ancestors: "[1]<body />\n\t[12]<nav />\n\t\t*[13]<a href=/cart />\n\t... 1 line pruned ...",
 			stub:      "[1]<body />\n\t[12]<nav /> (pruned)\n\t\t*[13]<a href=/cart />\n\t... 1 line pruned ...",
 		},
+		{
+			format: detect.Stagehand,
+			text:   "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html\n    [0-40] link: Cart\n  [0-50] StaticText: Footer",
+			lines: []Line{{Start: 0, End: 28, BID: "0-2", Role: "RootWebArea"}, {Start: 29, End: 54, Depth: 1, BID: "0-31", Role: "scrollable, html"},
+				{Start: 55, End: 76, Depth: 2, BID: "0-40", Role: "link"}, {Start: 77, End: 104, Depth: 1, BID: "0-50", Role: "StaticText"}},
+			ancestors: "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html\n    [0-40] link: Cart\n  ... 1 line pruned ...",
+			stub:      "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html (pruned)\n    [0-40] link: Cart\n  [0-50] StaticText (pruned)",
+		},
+		{
+			format: detect.ChromeDevTools,
+			text:   "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation \"Main\"\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  uid=1_3 \"Footer\"",
+			lines: []Line{{Start: 0, End: 43, BID: "1_0", Role: "RootWebArea"}, {Start: 44, End: 71, Depth: 1, BID: "1_1", Role: "navigation"},
+				{Start: 72, End: 116, Depth: 2, BID: "1_2", Role: "link"}, {Start: 117, End: 135, Depth: 1, BID: "1_3"}},
+			ancestors: "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  ... 1 line pruned ...",
+			stub:      "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation (pruned)\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  uid=1_3 (pruned)",
+		},
 	}
 	sel := Selection{Ranges: []Range{{3, 3}}}
 	for _, tt := range tests {
