@@ -5,27 +5,33 @@ import (
 	"strings"
 )
 
-// grammar is a way of reading consecutive lines as one tree.
-type grammar struct {
-	format Format // BrowserGym stands for both BrowserGym and WebArena: one grammar reads both
-	parse  parseFunc
-	run    func(s string, p int, parse parseFunc, buf []element) ([]element, int)
-}
+// runFunc collects the elements of one tree from p, and returns them with the
+// start of the line after the last one.
+type runFunc func(s string, p int, parse parseFunc, buf []element) ([]element, int)
 
-var grammars = [...]grammar{
-	{BrowserGym, parseBracket, lineRun},
-	{AgentOccam, parseOccam, lineRun},
-	{Playwright, parsePlaywright, lineRun},
-	{BrowserUse, browserUseElement, browserUseRun},
-}
+// maxForeign bounds the consecutive lines that no grammar rule reads which a tree
+// may hold: a property, role or text line the grammar does not know yet must not
+// split a page in two and leave half of it unpruned. Such lines are taken in only
+// when they are indented deeper than the tree's first line and an element of the
+// tree, also deeper than the first line, follows them: a tree's indentation
+// continues through them, while a heading, a blank line or a line at the tree's
+// own margin still ends it. They count towards neither MinLines nor MinIDLines.
+const maxForeign = 2
 
-// lineRun collects the elements that follow each other from p, and returns them with
-// the start of the line after the last one.
+// lineRun collects the elements that follow each other from p, and returns them
+// with the start of the line after the last one.
 func lineRun(s string, p int, parse parseFunc, buf []element) ([]element, int) {
 	for p < len(s) {
 		el, ok := parse(s, p)
 		if !ok {
-			break
+			if len(buf) == 0 {
+				break
+			}
+			var next int
+			if buf, next, ok = foreign(s, p, parse, buf); !ok {
+				break
+			}
+			el, _ = parse(s, next)
 		}
 		buf = append(buf, el)
 		p = el.next
@@ -33,36 +39,54 @@ func lineRun(s string, p int, parse parseFunc, buf []element) ([]element, int) {
 	return buf, p
 }
 
-// browserUseRun collects browser-use elements and the page text printed between them.
-// The run starts and ends with an element: text after the last one is outside the
-// tree, as is everything after a blank line or the list's end marker.
-func browserUseRun(s string, p int, parse parseFunc, buf []element) ([]element, int) {
-	last, next, text := -1, p, 0
-	for p < len(s) {
-		if el, ok := parse(s, p); ok {
-			buf = append(buf, el)
-			last, next, text = len(buf)-1, el.next, 0
-			p = el.next
-			continue
-		}
+// foreign takes in the short run of unreadable lines at p when the tree goes on
+// after it (see maxForeign): it appends them to run as elements without id or
+// role and returns the start of the element that follows.
+func foreign(s string, p int, parse parseFunc, run []element) ([]element, int, bool) {
+	margin := indentWidth(s, run[0].Start)
+	n := len(run)
+	for k := 0; k < maxForeign && p < len(s); k++ {
 		e := lineEnd(s, p)
-		line := s[p:content(s, p, e)]
-		if last < 0 || isBlank(line) || browserUseStop(line) || text == maxTextRun {
+		if isBlank(s[p:content(s, p, e)]) || indentWidth(s, p) <= margin {
 			break
 		}
-		text++
 		el := element{next: e + 1}
 		el.Start, el.End = p, e
-		el.Depth = tabs(s, p, e)
-		buf = append(buf, el)
-		p = e + 1
+		el.Depth = indentDepth(s, p)
+		run = append(run, el)
+		if p = e + 1; p >= len(s) {
+			break
+		}
+		if next, ok := parse(s, p); ok && indentWidth(s, p) > margin && next.Start == p {
+			return run, p, true
+		}
 	}
-	return buf[:last+1], next
+	return run[:n], 0, false
 }
 
-// accepted applies the thresholds of a block. Both counts only grow with the run,
-// so a run that fails fails from every later start inside it too.
-func accepted(run []element) bool {
+// indentWidth is the number of spaces and tabs that start the line at p.
+func indentWidth(s string, p int) int {
+	i := p
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i - p
+}
+
+// indentDepth reads the nesting level of a line no grammar parsed: its tabs, or
+// two spaces per level.
+func indentDepth(s string, p int) int {
+	if t := tabs(s, p, len(s)); t > 0 {
+		return t
+	}
+	return indentWidth(s, p) / 2
+}
+
+// accepted applies the thresholds of a block, and the format's own condition.
+// Both counts only grow with the run and a format's condition holds for a run
+// when it holds for any of its suffixes, so a run that fails fails from every
+// later start inside it too.
+func (f *spec) accepted(run []element) bool {
 	lines, ids := 0, 0
 	for _, el := range run {
 		if el.counted {
@@ -72,7 +96,15 @@ func accepted(run []element) bool {
 			ids++
 		}
 	}
-	return lines >= MinLines && ids >= MinIDLines
+	return lines >= MinLines && ids >= MinIDLines && (f.accept == nil || f.accept(run))
+}
+
+// collect runs the format's grammar from p.
+func (f *spec) collect(s string, p int, buf []element) ([]element, int) {
+	if f.run != nil {
+		return f.run(s, p, f.parse, buf)
+	}
+	return lineRun(s, p, f.parse, buf)
 }
 
 // Blocks finds every tree in one plain string (used for files given to `focusgate
@@ -80,10 +112,10 @@ func accepted(run []element) bool {
 func Blocks(s string) []Block {
 	var (
 		blocks []Block
-		bufs   [len(grammars)][]element
+		bufs   = make([][]element, len(grammars))
 		// failed[g] is where the last rejected run of grammar g ended: a run
 		// starting before it is a suffix of the rejected one, and is rejected too.
-		failed [len(grammars)]int
+		failed = make([]int, len(grammars))
 	)
 	for p := 0; p < len(s); {
 		best, bestEnd := -1, 0
@@ -91,9 +123,9 @@ func Blocks(s string) []Block {
 			if p < failed[g] {
 				continue
 			}
-			run, end := grammars[g].run(s, p, grammars[g].parse, bufs[g][:0])
+			run, end := grammars[g].collect(s, p, bufs[g][:0])
 			bufs[g] = run
-			if !accepted(run) {
+			if !grammars[g].accepted(run) {
 				failed[g] = end
 				continue
 			}
@@ -105,7 +137,7 @@ func Blocks(s string) []Block {
 			p = lineEnd(s, p) + 1
 			continue
 		}
-		blocks = append(blocks, newBlock(grammars[best].format, bufs[best]))
+		blocks = append(blocks, newBlock(grammars[best].name, bufs[best]))
 		p = bestEnd
 	}
 	for i := range blocks {

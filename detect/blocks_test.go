@@ -16,6 +16,10 @@ const (
 		"\ttablist [3699]\n\t\ttabpanel\n\t\t\tmenu \"[3394] 'Beauty & Personal Care'; [3459] 'Sports & Outdoors'\"\n\tmain\n\t\theading 'My Account'\n\t\tlink [3863] 'Change Password'"
 	playwrightTree = "- generic [ref=e1]:\n  - banner [ref=e2]:\n    - link \"Home\" [ref=e3] [cursor=pointer]:\n      - /url: /\n    - searchbox \"Search\" [active] [ref=e4]\n" +
 		"  - main [ref=e5]:\n    - heading \"Laptops\" [level=1] [ref=e6]\n    - text: Sort by\n    - 'option \"Price: low to high\"'\n    - paragraph [ref=e7]: $749.99"
+	stagehandTree = "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html\n    [0-35] body\n      [0-40] link: Home\n      [0-41] combobox: Sort\n        [0-42] option: Price [selected]\n" +
+		"      [0-50] iframe\n        [1-4] RootWebArea: Pay\n          [1-4000] status\n      [0-60] checkbox: Gift [checked]"
+	chromeTree = "uid=1_0 RootWebArea \"Shop\" url=\"https://shop.example/\"\n  uid=1_1 link \"Home\" url=\"https://shop.example/\"\n  uid=1_2 textbox \"Search\" focusable focused value=\"ear \"cups\"\"\n" +
+		"  uid=1_3 ignored\n    uid=1_4 StaticText \"Total:\"\n    uid=1_5 \"$42\"\n    uid=1_6 LineBreak \"\n\"\n    uid=1_7 button \"Buy\" disableable disabled [selected in the DevTools Elements panel]\n  uid=1_8 contentinfo"
 	browserUseTree = "[1]<a />\n\tHacker News\n[2]<a />\n\tnew\n1.\n*[3]<a title=upvote />\n[4]<a >Show HN: a tiny\nSQLite queue />\n312 points\n|SCROLL+5]<div />\n\t[6]<input type=text name=q />\n|SCROLL|<div />\n\t[7]<button type=submit />"
 )
 
@@ -343,5 +347,120 @@ func TestPage(t *testing.T) {
 	}
 	if _, ok := Page("# Notes\n- one\n- two\n"); ok {
 		t.Error("Page found a tree in a markdown list")
+	}
+}
+
+// TestBlocksForeignLines pins how far a tree reaches over lines its grammar
+// cannot read (see maxForeign).
+func TestBlocksForeignLines(t *testing.T) {
+	bg := strings.Split(bgTree, "\n")
+	pw := strings.Split(playwrightTree, "\n")
+	insert := func(lines []string, at int, extra ...string) string {
+		return strings.Join(slices.Concat(lines[:at], extra, lines[at:]), "\n")
+	}
+	tests := []struct {
+		name  string
+		text  string
+		trees []string
+	}{
+		{
+			name:  "an unknown property keeps a BrowserGym tree whole",
+			text:  insert(bg, 4, "\t\t[99] link 'Deals' (new)"),
+			trees: []string{insert(bg, 4, "\t\t[99] link 'Deals' (new)")},
+		},
+		{
+			name:  "two stray text lines keep a BrowserGym tree whole",
+			text:  insert(bg, 3, "\t\tSale ends Sunday!", "\t\t  (while stocks last)"),
+			trees: []string{insert(bg, 3, "\t\tSale ends Sunday!", "\t\t  (while stocks last)")},
+		},
+		{
+			name:  "an unknown line keeps a Playwright snapshot whole",
+			text:  "```yaml\n" + insert(pw, 5, "    - %%unknown-node%%") + "\n```",
+			trees: []string{insert(pw, 5, "    - %%unknown-node%%")},
+		},
+		{
+			name:  "three stray lines end the tree",
+			text:  bgTree + "\n\tone\n\ttwo\n\tthree\n\t[90] link 'More'",
+			trees: []string{bgTree},
+		},
+		{
+			name:  "a stray line at the tree's margin ends it",
+			text:  "Page:\n" + bgTree + "\nNote: the page was truncated\n\t[90] link 'More'",
+			trees: []string{bgTree},
+		},
+		{
+			name:  "a blank line ends the tree",
+			text:  bgTree + "\n\n\t[90] link 'More'",
+			trees: []string{bgTree},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var trees []string
+			for _, b := range Blocks(tt.text) {
+				trees = append(trees, tt.text[b.Start:b.End])
+			}
+			if !slices.Equal(trees, tt.trees) {
+				t.Errorf("trees:\n%q\nwant\n%q", trees, tt.trees)
+			}
+		})
+	}
+}
+
+func TestNewGrammars(t *testing.T) {
+	tests := []struct {
+		parse   parseFunc
+		line    string
+		ok      bool
+		bid     string
+		role    string
+		depth   int
+		focused bool
+	}{
+		{parseStagehand, "[0-2] RootWebArea: Summit Parka – Shop", true, "0-2", "RootWebArea", 0, false},
+		{parseStagehand, "DOM: [0-2] RootWebArea: Shop", true, "0-2", "RootWebArea", 0, false},
+		{parseStagehand, "  [0-31] scrollable, html", true, "0-31", "scrollable, html", 1, false},
+		{parseStagehand, "      [1-4000] status", true, "1-4000", "status", 3, false},
+		{parseStagehand, "    [0-1305] StaticText: ", true, "0-1305", "StaticText", 2, false},
+		{parseStagehand, "    [0-1305] StaticText:", true, "0-1305", "StaticText", 2, false},
+		{parseStagehand, "    [0-61] option: United Kingdom [selected]", true, "0-61", "option", 2, false},
+		{parseStagehand, "    [0-64] checkbox [checked]", true, "0-64", "checkbox", 2, false},
+		{parseStagehand, "   [0-4] link: odd indent", false, "", "", 0, false},
+		{parseStagehand, "  DOM: [0-2] RootWebArea: a label only at the margin", false, "", "", 0, false},
+		{parseStagehand, "[a-1] link: x", false, "", "", 0, false},
+		{parseStagehand, "[2024-01-01] deploy: done", false, "", "", 0, false}, // ids are frame-node, one dash
+		{parseStagehand, "[12] Note - see below", false, "", "", 0, false},
+		{parseStagehand, "[1] A. Vaswani, \"Attention is all you need\"", false, "", "", 0, false},
+
+		{parseChromeDevTools, "uid=1_0 RootWebArea \"Shop\" url=\"https://x.example/?a=\"b\"\"", true, "1_0", "RootWebArea", 0, false},
+		{parseChromeDevTools, "  uid=1_11 textbox \"Full name\" focusable focused value=\"Ada\"", true, "1_11", "textbox", 1, true},
+		{parseChromeDevTools, "    uid=1_26 \"Total: $\"", true, "1_26", "", 2, false},
+		{parseChromeDevTools, "    uid=1_2 textbox value=\"Input\"", true, "1_2", "textbox", 2, false},
+		{parseChromeDevTools, "    uid=1_3 ignored", true, "1_3", "ignored", 2, false},
+		{parseChromeDevTools, "  uid=1_7 button \"Buy\" [selected in the DevTools Elements panel]", true, "1_7", "button", 1, false},
+		{parseChromeDevTools, "  uid=1_5 StaticText \"He said \"hi\" twice\" focusable", true, "1_5", "StaticText", 1, false},
+		{parseChromeDevTools, "uid=1000(user) gid=1000(user) groups=1000(user)", false, "", "", 0, false},
+		{parseChromeDevTools, "uid=abc root", false, "", "", 0, false},
+		{parseChromeDevTools, "  uid=1_5 StaticText \"unterminated", false, "", "", 0, false},
+		{parseChromeDevTools, " uid=1_5 link", false, "", "", 0, false},
+	}
+	for _, tt := range tests {
+		el, ok := tt.parse(tt.line, 0)
+		if ok != tt.ok {
+			t.Errorf("%q: ok = %v, want %v", tt.line, ok, tt.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if el.BID != tt.bid || el.Role != tt.role || el.Depth != tt.depth || el.focused != tt.focused || el.Start != 0 || el.End != len(tt.line) {
+			t.Errorf("%q: bid %q role %q depth %d focused %v span %d..%d; want %q %q %d %v 0..%d",
+				tt.line, el.BID, el.Role, el.Depth, el.focused, el.Start, el.End, tt.bid, tt.role, tt.depth, tt.focused, len(tt.line))
+		}
+	}
+	// A name printed with a raw newline runs on to the line that closes it.
+	s := "  uid=1_127 LineBreak \"\n\"\n  uid=1_128 \"1 Ridge Road\""
+	if el, ok := parseChromeDevTools(s, 0); !ok || el.End != strings.Index(s, "\"\n  uid")+1 || el.Role != "LineBreak" {
+		t.Errorf("LineBreak with a raw newline: %+v, %v", el.Line, ok)
 	}
 }

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -45,6 +46,7 @@ type segment struct {
 	text    string // decoded lazily
 	decoded bool
 	blocks  []Block // found lazily
+	inner   []inner // trees inside a JSON text held by the string, found lazily
 	scanned bool
 }
 
@@ -362,10 +364,27 @@ func (c *conversation) unitText(ui int) (string, []int) {
 	return ctx.text, ctx.bases
 }
 
-// located is a block found in one segment of one unit.
+// located is a block found in one segment of one unit. For a tree inside a
+// JSON text held by the segment, in is set and block spans that inner string in
+// the segment's text.
 type located struct {
 	unit, seg int
 	block     Block
+	in        *inner
+}
+
+// trees lists the trees of segment si of unit ui in text order.
+func (c *conversation) trees(ui, si int) []located {
+	var found []located
+	for _, b := range c.blocks(ui, si) {
+		found = append(found, located{unit: ui, seg: si, block: b})
+	}
+	for k := range c.segs[si].inner {
+		in := &c.segs[si].inner[k]
+		found = append(found, located{unit: ui, seg: si, block: Block{Start: in.lit.start, End: in.lit.end}, in: in})
+	}
+	slices.SortStableFunc(found, func(a, b located) int { return a.block.Start - b.block.Start })
+	return found
 }
 
 func (c *conversation) observations(opts Options) []Observation {
@@ -373,17 +392,15 @@ func (c *conversation) observations(opts Options) []Observation {
 	if opts.All {
 		for ui, u := range c.units {
 			for si := u.first; si < u.end; si++ {
-				for _, b := range c.blocks(ui, si) {
-					found = append(found, located{ui, si, b})
-				}
+				found = append(found, c.trees(ui, si)...)
 			}
 		}
 	} else {
 	newest:
 		for ui := len(c.units) - 1; ui >= 0; ui-- {
 			for si := c.units[ui].end - 1; si >= c.units[ui].first; si-- {
-				if bs := c.blocks(ui, si); len(bs) > 0 {
-					found = append(found, located{ui, si, bs[len(bs)-1]})
+				if fs := c.trees(ui, si); len(fs) > 0 {
+					found = append(found, fs[len(fs)-1])
 					break newest
 				}
 			}
@@ -394,9 +411,14 @@ func (c *conversation) observations(opts Options) []Observation {
 	}
 	obs := make([]Observation, len(found))
 	for i := 0; i < len(found); {
+		if found[i].in != nil {
+			obs[i] = c.innerObservation(found[i])
+			i++
+			continue
+		}
 		// Map the spans of all observations of one segment in one pass.
 		n := 1
-		for i+n < len(found) && found[i+n].seg == found[i].seg {
+		for i+n < len(found) && found[i+n].seg == found[i].seg && found[i+n].in == nil {
 			n++
 		}
 		spans := make([]span, n)
@@ -422,14 +444,38 @@ func (c *conversation) observations(opts Options) []Observation {
 	return obs
 }
 
-// blocks returns the trees of segment si of unit ui. Strings with fewer lines or
-// element ids than a tree needs are never decoded.
+// innerObservation describes a tree found inside a JSON text held by a segment.
+func (c *conversation) innerObservation(f located) Observation {
+	s := &c.segs[f.seg]
+	at := rawOffsets(c.body[s.lit.start:s.lit.end], []int{f.in.raw.start, f.in.raw.end})
+	o := Observation{
+		Block:    f.in.block,
+		Text:     f.in.text[f.in.block.Start:f.in.block.End],
+		Path:     c.units[f.unit].segPath(s),
+		RawStart: s.lit.start + at[0],
+		RawEnd:   s.lit.start + at[1],
+		Nested:   1,
+	}
+	c.describe(f, &o)
+	return o
+}
+
+// blocks returns the trees of segment si of unit ui, and finds those inside a
+// JSON text it holds. Strings with fewer lines or element ids than a tree needs
+// are never decoded.
 func (c *conversation) blocks(ui, si int) []Block {
 	s := &c.segs[si]
 	if !s.scanned {
 		s.scanned = true
-		if c.units[ui].role.mayHoldTree() && s.lit.newlines >= MinLines-1 && s.lit.ids >= MinIDLines {
+		if !c.units[ui].role.mayHoldTree() {
+			return nil
+		}
+		ids := s.lit.ids >= MinIDLines || hasIDCues(c.body[s.lit.start:s.lit.end])
+		if s.lit.newlines >= MinLines-1 && ids {
 			s.blocks = Blocks(c.segText(si))
+		}
+		if s.lit.nested >= MinLines-1 && ids {
+			s.inner = innerTrees(c.segText(si))
 		}
 	}
 	return s.blocks

@@ -14,17 +14,6 @@ const (
 	Responses            // POST /v1/responses
 )
 
-// Format names a tree grammar.
-type Format string
-
-const (
-	BrowserGym Format = "browsergym" // BrowserGym/AgentLab, GenericAgent, OpenHands
-	WebArena   Format = "webarena"
-	AgentOccam Format = "agentoccam"
-	Playwright Format = "playwright"
-	BrowserUse Format = "browser-use"
-)
-
 // Detection thresholds and the bounds of the context handed to the retriever.
 const (
 	// MinLines is the number of consecutive tree lines a block needs. Real pages have
@@ -69,6 +58,12 @@ type Observation struct {
 	RawStart, RawEnd int    // byte offsets in the request body of the escaped tree text inside that JSON string literal (quotes excluded), so that body[:RawStart] + jsonEscape(newText) + body[RawEnd:] is valid JSON
 	Goal             string
 	History          string
+	// Nested counts the JSON encodings between the body's string and the tree:
+	// 0 when the string holds the tree, 1 when it holds a JSON text (such as an
+	// MCP tool result passed through JSON.stringify) whose string holds it. The
+	// raw span then covers the tree escaped Nested+1 times, and a replacement
+	// must be escaped as often.
+	Nested int
 }
 
 // Options tune Find.

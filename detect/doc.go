@@ -1,8 +1,10 @@
 // Package detect finds the web-page observations inside the prompts that web agents
 // send to OpenAI-compatible APIs: accessibility trees and similar page snapshots
-// written by BrowserGym/AgentLab, WebArena, AgentOccam, OpenHands, Playwright MCP and
-// browser-use, together with the goal and the interaction history that belong to
-// each of them.
+// written by BrowserGym/AgentLab, WebArena, AgentOccam, OpenHands, Playwright MCP,
+// browser-use, Stagehand and chrome-devtools-mcp, together with the goal and the
+// interaction history that belong to each of them. Each page format is one unit (see
+// registry in format.go): its grammar, id cue, prompt labels, stub and marker syntax
+// and fixture.
 //
 // Everything that focusgate may prune is decided here, so the package leans towards
 // precision: a block counts only when at least MinLines consecutive lines parse under

@@ -162,12 +162,13 @@ type golden struct {
 	FocusedBID string
 	Goal       string
 	History    string
+	Nested     int `json:",omitempty"`
 }
 
 func goldenOf(obs []Observation) []golden {
 	g := make([]golden, len(obs))
 	for i, o := range obs {
-		g[i] = golden{o.Path, o.Format, [2]int{o.Start, o.End}, [2]int{o.RawStart, o.RawEnd}, len(o.Lines), firstLine(o.Text), lastLine(o.Text), o.FocusedBID, o.Goal, o.History}
+		g[i] = golden{o.Path, o.Format, [2]int{o.Start, o.End}, [2]int{o.RawStart, o.RawEnd}, len(o.Lines), firstLine(o.Text), lastLine(o.Text), o.FocusedBID, o.Goal, o.History, o.Nested}
 	}
 	return g
 }

@@ -17,6 +17,10 @@ var treeSeeds = []string{
 	occamTree,
 	playwrightTree,
 	browserUseTree,
+	stagehandTree,
+	chromeTree,
+	"Instruction: buy it\nDOM: [0-2] RootWebArea: x\n  [0-3] a\n [0-4] b\n  [1-2]\n  [0-5] link: \n\t[0-6] c",
+	"uid=1_0 x \"\n\"\n  uid=1_1 \"a\" k=\"v\" b\n  uid=1_2 r \"\n  uid=1_3\n   uid=1_4 r\nuid=x_1",
 	agentLabNotes + bgTree + "\n\n## Focused element:\nbid='14'\n",
 	"\t[1] link 'open\nstill open\n\t[2] link 'x'\n",
 	"[1] link 'a\n\n[2] link 'b'",
@@ -37,17 +41,17 @@ func FuzzGrammars(f *testing.F) {
 				if el, ok := g.parse(s, p); ok {
 					checkElement(t, s, p, el)
 				}
-				run, next := g.run(s, p, g.parse, nil)
+				run, next := g.collect(s, p, nil)
 				at := p
 				for _, el := range run {
 					if el.Start != at {
-						t.Fatalf("%s run from %d: element at %d, want %d", g.format, p, el.Start, at)
+						t.Fatalf("%s run from %d: element at %d, want %d", g.name, p, el.Start, at)
 					}
 					checkElement(t, s, at, el)
 					at = el.next
 				}
 				if next < p || len(run) > 0 && next != at {
-					t.Fatalf("%s run from %d ends at %d after elements up to %d", g.format, p, next, at)
+					t.Fatalf("%s run from %d ends at %d after elements up to %d", g.name, p, next, at)
 				}
 			}
 		}
@@ -136,6 +140,10 @@ func FuzzFind(f *testing.F) {
 	}
 	f.Add(`{"input":[{"type":"function_call_output","output":"`+strings.ReplaceAll(strings.ReplaceAll(bgTree, "\n", `\u000A`), "\t", `\t`)+`"}],"instructions":"x"}`, true)
 	f.Add(`{"messages":[{"role":"user","content":"\ud800\n\udc00\u0000\"\/\\"}]}`, false)
+	for _, s := range []string{playwrightTree, chromeTree, stagehandTree} {
+		parts := string(mustJSON(f, []part{{"text", "### Snapshot\n```yaml\n" + s + "\n```"}}))
+		f.Add(string(chatBody(f, message{Role: "tool", Content: parts})), false)
+	}
 	f.Fuzz(func(t *testing.T, body string, all bool) {
 		b := []byte(body)
 		wantOK := json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))
@@ -153,6 +161,41 @@ func FuzzFind(f *testing.F) {
 			for _, o := range obs {
 				checkRaw(t, b, o)
 				checkLines(t, o.Block, o.Text)
+			}
+		}
+	})
+}
+
+// FuzzRawOffsets checks the map from decoded offsets to raw ones that places a
+// tree found inside a JSON text held by a string: at every line start of the
+// decoded text, the raw prefix decodes to the decoded prefix.
+func FuzzRawOffsets(f *testing.F) {
+	f.Add(`a\nb\u000ac\n`)
+	f.Add(`[{\"text\":\"- a\\n- b\"}]\n\ud83d\ude00\n\u00e9\n`)
+	f.Add("\xff\n\\ud800\\n\xe2\x82\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		lit, err := json.Marshal(s)
+		if err != nil {
+			t.Skip()
+		}
+		raw := lit[1 : len(lit)-1]
+		if strings.Contains(s, `\`) {
+			// Also try the string as raw content when it is valid as such.
+			if _, next, err := scanString([]byte(`"`+s+`"`), 0); err == nil && next == len(s)+2 {
+				raw = []byte(s)
+			}
+		}
+		text := unquote(raw)
+		var offsets []int
+		for i := 0; i < len(text); i++ {
+			if text[i] == '\n' {
+				offsets = append(offsets, i+1)
+			}
+		}
+		offsets = append(offsets, len(text))
+		for k, at := range rawOffsets(raw, offsets) {
+			if got := unquote(raw[:at]); got != text[:offsets[k]] {
+				t.Fatalf("offset %d maps to raw %d, which decodes to %q, want %q", offsets[k], at, got, text[:offsets[k]])
 			}
 		}
 	})

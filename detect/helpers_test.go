@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -220,38 +222,59 @@ func apiOf(path string) API {
 	return Chat
 }
 
-// splice replaces body[start:end] with the JSON escape of text, as the gateway does.
-func splice(t testing.TB, body []byte, start, end int, text string) []byte {
+// splice replaces body[start:end] with text JSON-escaped nested+1 times, as the
+// gateway does.
+func splice(t testing.TB, body []byte, start, end int, text string, nested int) []byte {
 	t.Helper()
-	lit, err := json.Marshal(text)
-	if err != nil {
-		t.Fatal(err)
+	for range nested + 1 {
+		lit, err := json.Marshal(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text = string(lit[1 : len(lit)-1])
 	}
 	out := append([]byte(nil), body[:start]...)
-	out = append(out, lit[1:len(lit)-1]...)
+	out = append(out, text...)
 	return append(out, body[end:]...)
 }
 
-// checkRaw verifies an observation's raw span against the body: decoding it gives
-// Text, and splicing other text into it keeps the body valid JSON.
+// checkRaw verifies an observation's raw span against the body: decoding it
+// Nested+1 times gives Text, and splicing other text into it keeps the body
+// valid JSON, and a nested string's JSON text valid JSON too.
 func checkRaw(t testing.TB, body []byte, o Observation) {
 	t.Helper()
 	if o.RawStart < 0 || o.RawStart > o.RawEnd || o.RawEnd > len(body) {
 		t.Fatalf("raw span %d..%d outside a body of %d bytes", o.RawStart, o.RawEnd, len(body))
 	}
-	var text string
-	if err := json.Unmarshal([]byte(`"`+string(body[o.RawStart:o.RawEnd])+`"`), &text); err != nil {
-		t.Fatalf("raw span %d..%d does not decode: %v", o.RawStart, o.RawEnd, err)
+	text := string(body[o.RawStart:o.RawEnd])
+	for range o.Nested + 1 {
+		var dec string
+		if err := json.Unmarshal([]byte(`"`+text+`"`), &dec); err != nil {
+			t.Fatalf("raw span %d..%d does not decode: %v", o.RawStart, o.RawEnd, err)
+		}
+		text = dec
 	}
 	// encoding/json replaces invalid UTF-8 and lone surrogates, which Text
 	// keeps; on valid text the two must agree.
 	if utf8.ValidString(o.Text) && text != o.Text {
 		t.Fatalf("raw span decodes to %.80q..., Text is %.80q...", text, o.Text)
 	}
-	if got := unquote(body[o.RawStart:o.RawEnd]); got != o.Text {
-		t.Fatalf("raw span unquotes to %.80q..., Text is %.80q...", got, o.Text)
+	if o.Nested == 0 {
+		if got := unquote(body[o.RawStart:o.RawEnd]); got != o.Text {
+			t.Fatalf("raw span unquotes to %.80q..., Text is %.80q...", got, o.Text)
+		}
 	}
-	if json.Valid(body) && !json.Valid(splice(t, body, o.RawStart, o.RawEnd, "[1] link 'x\"y'\n\t\\ \u2028 \x01")) {
+	if !json.Valid(body) {
+		return
+	}
+	out := splice(t, body, o.RawStart, o.RawEnd, "[1] link 'x\"y'\n\t\\ \u2028 \x01", o.Nested)
+	if !json.Valid(out) {
 		t.Fatalf("splicing into %d..%d breaks the JSON", o.RawStart, o.RawEnd)
+	}
+	if o.Nested > 0 {
+		holder := gjson.GetBytes(out, o.Path).String()
+		if !json.Valid([]byte(holder)) {
+			t.Fatalf("splicing into %d..%d breaks the JSON text inside %s", o.RawStart, o.RawEnd, o.Path)
+		}
 	}
 }

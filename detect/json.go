@@ -23,6 +23,7 @@ const maxNesting = 10000
 type literal struct {
 	start, end int
 	newlines   int // "\n" and "\u000a" escapes
+	nested     int // "\\n": a "\n" escape of a JSON text held in this string
 	ids        int // ']' right after a letter or digit, as in every element id: "[12]", "[ref=e3]"
 }
 
@@ -93,7 +94,12 @@ func scanString(b []byte, i int) (literal, int, error) {
 				return lit, i, syntaxError(i, "unterminated escape")
 			}
 			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'r', 't':
+			case '\\':
+				if i+2 < len(b) && b[i+2] == 'n' {
+					lit.nested++
+				}
+				i += 2
+			case '"', '/', 'b', 'f', 'r', 't':
 				i += 2
 			case 'n':
 				lit.newlines++

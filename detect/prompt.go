@@ -16,6 +16,7 @@ const (
 	tagOpen                      // "<user_request>"
 	tagClose                     // "</user_request>"
 	ultimate                     // browser-use's `Your ultimate task is: """..."""`
+	field                        // a label a page format registers, whose section is the rest of its line
 )
 
 // mark is a line that structures a prompt, and the section it opens.
@@ -54,6 +55,9 @@ func scanMarks(text string, trees []span) []mark {
 		case strings.HasPrefix(line, "```") && !strings.Contains(line[3:], "`"):
 			fenced = !fenced
 		case fenced || line == "":
+		case hasPromptLabel(line):
+			name, n := promptLabel(line)
+			marks = append(marks, mark{kind: field, name: name, at: p, body: p + n + 1, end: e})
 		case line[0] == '#':
 			level := len(line) - len(strings.TrimLeft(line, "#"))
 			if level <= 6 && level < len(line) && line[level] == ' ' {
@@ -118,6 +122,8 @@ func endSections(marks []mark, trees []span, textLen int) {
 		case label:
 			m.end = labelOrHeading
 			labelOrHeading = m.at
+		case field:
+			labelOrHeading = m.at
 		case tagOpen:
 			m.end = textLen
 			if at, ok := closing[m.name]; ok {
@@ -136,6 +142,8 @@ func isGoal(m mark) bool {
 		return m.name == "goal"
 	case label:
 		return m.name == "OBJECTIVE"
+	case field:
+		return isGoalLabel(m.name)
 	case tagOpen:
 		return m.name == "user_request"
 	case ultimate:
@@ -220,9 +228,9 @@ func (c *conversation) structure(ui int) *unitContext {
 	text, bases := c.unitText(ui)
 	var trees []span
 	for si := u.first; si < u.end; si++ {
-		for _, b := range c.blocks(ui, si) {
+		for _, f := range c.trees(ui, si) {
 			base := bases[si-u.first]
-			trees = append(trees, span{base + b.Start, base + b.End})
+			trees = append(trees, span{base + f.block.Start, base + f.block.End})
 		}
 	}
 	marks := scanMarks(text, trees)
@@ -268,7 +276,7 @@ func nearest(memos []memo, ui int, own func(i int) (string, bool)) (string, bool
 
 // goalWords are the words every goal mark contains; user turns without any of them
 // are not decoded when looking for a goal.
-var goalWords = [][]byte{[]byte("Goal"), []byte("OBJECTIVE"), []byte("<user_request>"), []byte("ultimate task")}
+var goalWords = append([][]byte{[]byte("Goal"), []byte("OBJECTIVE"), []byte("<user_request>"), []byte("ultimate task")}, goalLabelWords()...)
 
 // earlierGoal looks for a goal section in the user turns before unit ui, newest
 // first: browser-use, for one, states the task once at the start of the conversation.

@@ -119,7 +119,7 @@ func evaluate(ctx context.Context, t *Trace, opts Options) ([]StepResult, string
 	if !ok {
 		return nil, "no-tree"
 	}
-	tree := prune.NewTree(t.AXTree[b.Start:b.End], string(b.Format), b.Lines, b.FocusedBID)
+	tree := prune.NewTree(t.AXTree[b.Start:b.End], b.Format, b.Lines, b.FocusedBID)
 	target := slices.IndexFunc(tree.Lines, func(l prune.Line) bool { return l.BID == t.TargetBID })
 	if target < 0 {
 		return nil, "target-not-in-tree"

@@ -25,7 +25,7 @@ func newStep(t testing.TB, text, goal string) *Step {
 		t.Fatalf("no tree in %.100q", text)
 	}
 	b := slices.MaxFunc(blocks, func(x, y detect.Block) int { return (x.End - x.Start) - (y.End - y.Start) })
-	tree := prune.Tree{Text: text[b.Start:b.End], Format: string(b.Format), FocusedBID: b.FocusedBID}
+	tree := prune.Tree{Text: text[b.Start:b.End], Format: b.Format, FocusedBID: b.FocusedBID}
 	for _, l := range b.Lines {
 		tree.Lines = append(tree.Lines, prune.Line(l))
 	}

@@ -114,7 +114,7 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	newest := len(obs) - 1
 	for i, o := range obs {
 		in := prune.Input{
-			Tree:    prune.NewTree(o.Text, string(o.Format), o.Lines, o.FocusedBID),
+			Tree:    prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID),
 			Goal:    o.Goal,
 			History: o.History,
 			Mode:    mode,
@@ -142,7 +142,7 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	var edits []edit
 	for i, r := range results {
 		if r.Status == prune.Pruned {
-			edits = append(edits, edit{start: obs[i].RawStart, end: obs[i].RawEnd, text: r.Text})
+			edits = append(edits, edit{start: obs[i].RawStart, end: obs[i].RawEnd, text: r.Text, nested: obs[i].Nested})
 		}
 	}
 	if priced {

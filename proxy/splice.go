@@ -11,6 +11,9 @@ import (
 type edit struct {
 	start, end int
 	text       string
+	// nested is detect.Observation.Nested: how many JSON encodings lie between
+	// the body's string and the text, each of which the text must get too.
+	nested int
 }
 
 // splice applies non-overlapping edits to body and returns the new body. Bytes
@@ -26,10 +29,22 @@ func splice(body []byte, edits []edit) []byte {
 	prev := 0
 	for _, e := range edits {
 		out = append(out, body[prev:e.start]...)
-		out = appendJSONStringContent(out, e.text)
+		out = appendNestedJSONStringContent(out, e.text, e.nested)
 		prev = e.end
 	}
 	return append(out, body[prev:]...)
+}
+
+// appendNestedJSONStringContent appends s escaped for a JSON string nested
+// levels deeper than the body's own: once for the JSON text that holds it
+// (a tool result passed through JSON.stringify), then once more for each
+// string around that. The JSON text is escaped the way the body is, so the
+// body's string still decodes to valid JSON whose string decodes to s.
+func appendNestedJSONStringContent(dst []byte, s string, nested int) []byte {
+	for range nested {
+		s = string(appendJSONStringContent(nil, s))
+	}
+	return appendJSONStringContent(dst, s)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -54,3 +54,45 @@ func FuzzAppendJSONStringContent(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSpliceNested checks the splice of a tree that sits in a JSON text inside
+// a JSON string (a tool result passed through JSON.stringify): whatever the
+// replacement, the body stays JSON, its string decodes to JSON, and that
+// JSON's string decodes to the text around the tree with the replacement in
+// the tree's place.
+func FuzzSpliceNested(f *testing.F) {
+	f.Add("### Snapshot\n```yaml\n", "- generic [ref=e1]:\n  - link \"a\" [ref=e2]", "\n```\n", "- generic [ref=e1]:\n  - ... 1 line pruned ...")
+	f.Add("<b>&\"q\"</b>\\", "x", "\u2028\t", "\"\\\n\u2028\x01\xff é")
+	f.Add("", "", "", "\ud7ff\U0001F600")
+	f.Fuzz(func(t *testing.T, pre, old, post, replacement string) {
+		esc := func(s string) string { return string(appendJSONStringContent(nil, s)) }
+		twice := func(s string) string { return esc(esc(s)) }
+		head := `{"model":"m","messages":[{"role":"tool","content":"` + esc(`[{"type":"text","text":"`) + twice(pre)
+		body := head + twice(old) + twice(post) + esc(`"}]`) + `"}]}`
+		start := len(head)
+		out := splice([]byte(body), []edit{{start: start, end: start + len(twice(old)), text: replacement, nested: 1}})
+
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		if err := json.Unmarshal(out, &req); err != nil || len(req.Messages) != 1 {
+			t.Fatalf("spliced body is not JSON (%v): %s", err, out)
+		}
+		var parts []struct{ Type, Text string }
+		if err := json.Unmarshal([]byte(req.Messages[0].Content), &parts); err != nil || len(parts) != 1 {
+			t.Fatalf("the string no longer holds JSON (%v): %q", err, req.Messages[0].Content)
+		}
+		// What a string becomes through one JSON encoding (invalid bytes are
+		// replaced), the reference for the text inside.
+		through := func(s string) string {
+			var back string
+			if err := json.Unmarshal([]byte(`"`+esc(s)+`"`), &back); err != nil {
+				t.Fatal(err)
+			}
+			return back
+		}
+		if want := through(pre) + through(replacement) + through(post); parts[0].Text != want {
+			t.Fatalf("inner text %q, want %q", parts[0].Text, want)
+		}
+	})
+}

@@ -128,26 +128,25 @@ func render(t Tree, acts []action, flagged []bool, mode Mode) string {
 	for i := 0; i < len(t.Lines); {
 		l := t.Lines[i]
 		line := t.Text[l.Start:l.End]
-		indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
 		switch {
 		case acts[i] == keep:
 			b.WriteString(line)
 			i++
 		case acts[i] == stub:
-			writeStub(&b, t.Format, indent, l, "")
+			writeStub(&b, t.Format, line, l, "")
 			i++
 		case mode == Stubs && (flagged == nil || !flagged[i]):
-			writeStub(&b, t.Format, indent, l, " (pruned)")
+			writeStub(&b, t.Format, line, l, " (pruned)")
 			i++
 		case mode == Stubs:
-			writeMarker(&b, t.Format, indent, 1)
+			b.WriteString(t.Format.Marker(line, markerNote(1)))
 			i++
 		default:
 			j := i + 1
 			for j < len(t.Lines) && acts[j] == drop {
 				j++
 			}
-			writeMarker(&b, t.Format, indent, j-i)
+			b.WriteString(t.Format.Marker(line, markerNote(j-i)))
 			i = j
 		}
 		// What separates the last line written from the next one (usually
@@ -161,55 +160,22 @@ func render(t Tree, acts []action, flagged []bool, mode Mode) string {
 	return b.String()
 }
 
-// writeStub writes a line's indentation, bid and role the way its format
-// writes them, then suffix. A line with neither bid nor role has nothing to
-// stand for it, so it becomes a marker.
-func writeStub(b *strings.Builder, format, indent string, l Line, suffix string) {
+// writeStub writes the stub of line in the tree's syntax, then suffix. A
+// line with neither bid nor role has nothing to stand for it, so it becomes
+// a marker.
+func writeStub(b *strings.Builder, syntax Syntax, line string, l Line, suffix string) {
 	if l.BID == "" && l.Role == "" {
-		writeMarker(b, format, indent, 1)
+		b.WriteString(syntax.Marker(line, markerNote(1)))
 		return
 	}
-	b.WriteString(indent)
-	switch format {
-	case "agentoccam": // link [3987]
-		b.WriteString(l.Role)
-		if l.BID != "" {
-			b.WriteString(" [" + l.BID + "]")
-		}
-	case "playwright": // - link [ref=e12]
-		b.WriteString("- " + l.Role)
-		if l.BID != "" {
-			b.WriteString(" [ref=" + l.BID + "]")
-		}
-	case "browser-use": // [12]<a />
-		if l.BID != "" {
-			b.WriteString("[" + l.BID + "]")
-		}
-		b.WriteString("<" + l.Role + " />")
-	default: // browsergym, webarena: [a212] navigation
-		if l.BID != "" {
-			b.WriteString("[" + l.BID + "]")
-			if l.Role != "" {
-				b.WriteByte(' ')
-			}
-		}
-		b.WriteString(l.Role)
-	}
+	b.WriteString(syntax.Stub(line, l.BID, l.Role))
 	b.WriteString(suffix)
 }
 
-// writeMarker writes the line that stands for n pruned lines. In a
-// Playwright snapshot it is a list item, like every line around it.
-func writeMarker(b *strings.Builder, format, indent string, n int) {
-	b.WriteString(indent)
-	if format == "playwright" {
-		b.WriteString("- ")
-	}
-	b.WriteString("... ")
-	b.WriteString(strconv.Itoa(n))
+// markerNote is what a marker line says about the n lines it stands for.
+func markerNote(n int) string {
 	if n == 1 {
-		b.WriteString(" line pruned ...")
-	} else {
-		b.WriteString(" lines pruned ...")
+		return "... 1 line pruned ..."
 	}
+	return "... " + strconv.Itoa(n) + " lines pruned ..."
 }

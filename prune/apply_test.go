@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/focusgate/focusgate/detect"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -234,12 +236,13 @@ func TestApplyFormats(t *testing.T) {
 	// A root, a container that will be dropped, and one kept child; then one
 	// dropped sibling.
 	tests := []struct {
-		format, text    string
+		format          detect.Format
+		text            string
 		lines           []Line
 		ancestors, stub string
 	}{
 		{
-			format: "browsergym",
+			format: detect.BrowserGym,
 			text:   "RootWebArea 'Shop'\n\t[a212] navigation 'Main'\n\t\t[a213] link 'Cart'\n\tStaticText 'Footer'",
 			lines: []Line{{Start: 0, End: 18}, {Start: 19, End: 44, Depth: 1, BID: "a212", Role: "navigation"},
 				{Start: 45, End: 65, Depth: 2, BID: "a213", Role: "link"}, {Start: 66, End: 86, Depth: 1, Role: "StaticText"}},
@@ -247,7 +250,7 @@ func TestApplyFormats(t *testing.T) {
 			stub:      "RootWebArea 'Shop'\n\t[a212] navigation (pruned)\n\t\t[a213] link 'Cart'\n\tStaticText (pruned)",
 		},
 		{
-			format: "webarena",
+			format: detect.WebArena,
 			text:   "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop' focused: True\n\t[2] navigation 'Main'\n\t\t[3] link 'Cart'\n\t[4] StaticText 'Footer'\n",
 			lines: []Line{{Start: 23, End: 59, BID: "1", Role: "RootWebArea"}, {Start: 60, End: 82, Depth: 1, BID: "2", Role: "navigation"},
 				{Start: 83, End: 100, Depth: 2, BID: "3", Role: "link"}, {Start: 101, End: 125, Depth: 1, BID: "4", Role: "StaticText"}},
@@ -255,7 +258,7 @@ func TestApplyFormats(t *testing.T) {
 			stub:      "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop' focused: True\n\t[2] navigation (pruned)\n\t\t[3] link 'Cart'\n\t[4] StaticText (pruned)\n",
 		},
 		{
-			format: "agentoccam",
+			format: detect.AgentOccam,
 			text:   "RootWebArea [2634] 'My Account'\n\tnavigation [3987] 'Main'\n\t\tlink [3989] 'Cart'\n\ttext 'Footer'",
 			lines: []Line{{Start: 0, End: 31, BID: "2634", Role: "RootWebArea"}, {Start: 32, End: 57, Depth: 1, BID: "3987", Role: "navigation"},
 				{Start: 58, End: 78, Depth: 2, BID: "3989", Role: "link"}, {Start: 79, End: 93, Depth: 1, Role: "text"}},
@@ -263,7 +266,7 @@ func TestApplyFormats(t *testing.T) {
 			stub:      "RootWebArea [2634] 'My Account'\n\tnavigation [3987] (pruned)\n\t\tlink [3989] 'Cart'\n\ttext (pruned)",
 		},
 		{
-			format: "playwright",
+			format: detect.Playwright,
 			text:   "- generic [ref=e1]:\n  - navigation \"Main\" [ref=e12]:\n    - link \"Cart\" [ref=e13]\n  - text: Footer",
 			lines: []Line{{Start: 0, End: 19, BID: "e1", Role: "generic"}, {Start: 20, End: 52, Depth: 1, BID: "e12", Role: "navigation"},
 				{Start: 53, End: 80, Depth: 2, BID: "e13", Role: "link"}, {Start: 81, End: 97, Depth: 1, Role: "text"}},
@@ -271,17 +274,33 @@ func TestApplyFormats(t *testing.T) {
 			stub:      "- generic [ref=e1]:\n  - navigation [ref=e12] (pruned)\n    - link \"Cart\" [ref=e13]\n  - text (pruned)",
 		},
 		{
-			format: "browser-use",
+			format: detect.BrowserUse,
 			text:   "[1]<body />\n\t[12]<nav />\n\t\t*[13]<a href=/cart />\n\tFooter",
 			lines: []Line{{Start: 0, End: 11, BID: "1", Role: "body"}, {Start: 12, End: 24, Depth: 1, BID: "12", Role: "nav"},
 				{Start: 25, End: 48, Depth: 2, BID: "13", Role: "a"}, {Start: 49, End: 56, Depth: 1}},
 			ancestors: "[1]<body />\n\t[12]<nav />\n\t\t*[13]<a href=/cart />\n\t... 1 line pruned ...",
 			stub:      "[1]<body />\n\t[12]<nav /> (pruned)\n\t\t*[13]<a href=/cart />\n\t... 1 line pruned ...",
 		},
+		{
+			format: detect.Stagehand,
+			text:   "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html\n    [0-40] link: Cart\n  [0-50] StaticText: Footer",
+			lines: []Line{{Start: 0, End: 28, BID: "0-2", Role: "RootWebArea"}, {Start: 29, End: 54, Depth: 1, BID: "0-31", Role: "scrollable, html"},
+				{Start: 55, End: 76, Depth: 2, BID: "0-40", Role: "link"}, {Start: 77, End: 104, Depth: 1, BID: "0-50", Role: "StaticText"}},
+			ancestors: "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html\n    [0-40] link: Cart\n  ... 1 line pruned ...",
+			stub:      "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html (pruned)\n    [0-40] link: Cart\n  [0-50] StaticText (pruned)",
+		},
+		{
+			format: detect.ChromeDevTools,
+			text:   "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation \"Main\"\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  uid=1_3 \"Footer\"",
+			lines: []Line{{Start: 0, End: 43, BID: "1_0", Role: "RootWebArea"}, {Start: 44, End: 71, Depth: 1, BID: "1_1", Role: "navigation"},
+				{Start: 72, End: 116, Depth: 2, BID: "1_2", Role: "link"}, {Start: 117, End: 135, Depth: 1, BID: "1_3"}},
+			ancestors: "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  ... 1 line pruned ...",
+			stub:      "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation (pruned)\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  uid=1_3 (pruned)",
+		},
 	}
 	sel := Selection{Ranges: []Range{{3, 3}}}
 	for _, tt := range tests {
-		t.Run(tt.format, func(t *testing.T) {
+		t.Run(string(tt.format), func(t *testing.T) {
 			tree := Tree{Text: tt.text, Format: tt.format, Lines: tt.lines}
 			for i, l := range tt.lines {
 				if l.Start >= l.End || (i+1 < len(tt.lines) && tt.text[l.End] != '\n') || (i > 0 && tt.text[l.Start-1] != '\n') {

@@ -50,7 +50,7 @@ func TestTraceReduction(t *testing.T) {
 			t.Fatalf("step %d: %d trees detected", k, len(blocks))
 		}
 		b := blocks[0]
-		tree := prune.NewTree(step.AXTree[b.Start:b.End], string(b.Format), b.Lines, b.FocusedBID)
+		tree := prune.NewTree(step.AXTree[b.Start:b.End], b.Format, b.Lines, b.FocusedBID)
 		target := slices.IndexFunc(tree.Lines, func(l prune.Line) bool { return l.BID == step.TargetBID })
 		if target < 0 {
 			t.Fatalf("step %d: target %q not in the tree", k, step.TargetBID)

@@ -76,7 +76,7 @@ type lineShape interface {
 
 // NewTree builds a Tree from lines of any type with Line's fields, so that
 // the lines detection finds become a Tree without prune importing detect.
-func NewTree[L lineShape](text, format string, lines []L, focusedBID string) Tree {
+func NewTree[L lineShape](text string, format Syntax, lines []L, focusedBID string) Tree {
 	t := Tree{Text: text, Format: format, Lines: make([]Line, len(lines)), FocusedBID: focusedBID}
 	for i, l := range lines {
 		t.Lines[i] = Line(l)
@@ -84,13 +84,28 @@ func NewTree[L lineShape](text, format string, lines []L, focusedBID string) Tre
 	return t
 }
 
+// Syntax writes the lines that stand for pruned elements in a page format's
+// own syntax. detect.Format implements it: a format's stub and marker syntax
+// lives in package detect next to its grammar, one unit per format, and prune
+// asks through this interface instead of switching on format names. prune does
+// not import detect: the two stay independent leaves that cmd, proxy and eval
+// wire together (DESIGN.md, "Packages"), and a caller may prune a tree that
+// detect never saw with a Syntax of its own.
+type Syntax interface {
+	// Stub returns the stand-in of an element: line is the element's text in
+	// the tree (indentation included), bid and role what detection read.
+	Stub(line, bid, role string) string
+	// Marker returns a line that carries note ("... 3 lines pruned ..."),
+	// placed like line, the first line it replaces.
+	Marker(line, note string) string
+}
+
 // Tree is one observation ready for pruning.
 type Tree struct {
 	Text string
-	// Format is the observation format detect recognised ("browsergym",
-	// "webarena", "agentoccam", "playwright", "browser-use"); it decides how
-	// stub lines and markers are written.
-	Format     string
+	// Format writes stubs and markers in the tree's own syntax; it is
+	// required (a detect.Format).
+	Format     Syntax
 	Lines      []Line
 	FocusedBID string
 }
@@ -155,6 +170,9 @@ func Number(t Tree) string {
 func validate(t Tree) error {
 	if len(t.Lines) == 0 {
 		return fmt.Errorf("prune: tree has no lines")
+	}
+	if t.Format == nil {
+		return fmt.Errorf("prune: tree has no format")
 	}
 	prevEnd := -1
 	for i, l := range t.Lines {

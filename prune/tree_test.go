@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/focusgate/focusgate/detect"
 )
 
 // browserGymTree builds a Tree from tab-indented BrowserGym text: one Line
@@ -12,7 +14,7 @@ import (
 // Role the next word. The real grammar lives in package detect; these tests
 // need only this much of it.
 func browserGymTree(text string) Tree {
-	t := Tree{Text: text, Format: "browsergym"}
+	t := Tree{Text: text, Format: detect.BrowserGym}
 	for start := 0; start < len(text); {
 		end := strings.IndexByte(text[start:], '\n')
 		if end < 0 {
@@ -64,16 +66,18 @@ func TestNumber(t *testing.T) {
 		{
 			name: "continuation line gets padding, not a number",
 			tree: Tree{
-				Text:  "RootWebArea 'a'\n\t[3] textbox 'line one\nline two'\n\t[4] button 'OK'",
-				Lines: []Line{{Start: 0, End: 15}, {Start: 16, End: 48, Depth: 1}, {Start: 49, End: 65, Depth: 1}},
+				Format: detect.BrowserGym,
+				Text:   "RootWebArea 'a'\n\t[3] textbox 'line one\nline two'\n\t[4] button 'OK'",
+				Lines:  []Line{{Start: 0, End: 15}, {Start: 16, End: 48, Depth: 1}, {Start: 49, End: 65, Depth: 1}},
 			},
 			want: "   1 RootWebArea 'a'\n   2 \t[3] textbox 'line one\n     line two'\n   3 \t[4] button 'OK'",
 		},
 		{
 			name: "text outside lines is not numbered",
 			tree: Tree{
-				Text:  "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop'\n\t[2] link 'Home'\n",
-				Lines: []Line{{Start: 23, End: 45}, {Start: 46, End: 62, Depth: 1}},
+				Format: detect.BrowserGym,
+				Text:   "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop'\n\t[2] link 'Home'\n",
+				Lines:  []Line{{Start: 23, End: 45}, {Start: 46, End: 62, Depth: 1}},
 			},
 			want: "   1 [1] RootWebArea 'Shop'\n   2 \t[2] link 'Home'",
 		},
@@ -125,7 +129,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := validate(Tree{Text: text, Lines: tt.lines})
+			err := validate(Tree{Text: text, Format: detect.BrowserGym, Lines: tt.lines})
 			if (err == nil) != tt.ok {
 				t.Errorf("validate() error = %v, want ok=%v", err, tt.ok)
 			}

@@ -61,7 +61,7 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer pr.Close()
 	res := pr.pruner.Prune(ctx, prune.Input{
-		Tree:    prune.NewTree(string(page[b.Start:b.End]), string(b.Format), b.Lines, b.FocusedBID),
+		Tree:    prune.NewTree(string(page[b.Start:b.End]), b.Format, b.Lines, b.FocusedBID),
 		Goal:    goal,
 		History: history,
 		Mode:    prune.Mode(cfg.Mode),

@@ -1,0 +1,117 @@
+package detect
+
+import "strings"
+
+// playwrightFormat is Playwright's aria snapshot as @playwright/mcp returns
+// it: YAML list items `- role "name" [attr] [ref=e12]: text` indented by two
+// spaces, inside a fenced yaml block after `### Snapshot` (older releases:
+// `- Page Snapshot:`). Refs of elements inside frames carry a prefix (f2e42);
+// `[active]` marks the focus; a key holding ": " is single-quoted. Stubs and
+// markers are list items too, so the snapshot stays a YAML list.
+var playwrightFormat = spec{
+	name:  Playwright,
+	parse: parsePlaywright,
+	stub: func(line, bid, role string) string {
+		s := indentOf(line) + "- " + role
+		if bid != "" {
+			s += " [ref=" + bid + "]"
+		}
+		return s
+	},
+	marker:  func(line, note string) string { return indentOf(line) + "- " + note },
+	fixture: "playwright.txt",
+}
+
+// parsePlaywright parses the YAML lines of a Playwright aria snapshot:
+// `- role "name" [attr] [ref=e12]: text`, `- text: ...` and `- /url: ...`.
+func parsePlaywright(s string, p int) (element, bool) {
+	e := lineEnd(s, p)
+	ce := content(s, p, e)
+	el := element{next: e + 1}
+	el.Start, el.End = p, e
+	i := p
+	for i < ce && s[i] == ' ' {
+		i++
+	}
+	if (i-p)%2 != 0 || !strings.HasPrefix(s[i:ce], "- ") {
+		return el, false
+	}
+	el.Depth = (i - p) / 2
+	item := s[i+2 : ce]
+	key, rest := item, ""
+	if strings.HasPrefix(item, "'") {
+		// YAML single-quotes a key that holds ": "; a quote inside is doubled.
+		j := 1
+		for j < len(item) && !(item[j] == '\'' && (j+1 == len(item) || item[j+1] != '\'')) {
+			if item[j] == '\'' {
+				j++
+			}
+			j++
+		}
+		if j >= len(item) {
+			return el, false
+		}
+		key, rest = item[1:j], item[j+1:]
+	}
+	role, ref, focused, after, ok := playwrightKey(key)
+	if !ok {
+		return el, false
+	}
+	if rest != "" {
+		if after != "" {
+			return el, false
+		}
+		after = rest
+	}
+	if after != "" && after != ":" && !strings.HasPrefix(after, ": ") {
+		return el, false
+	}
+	if !strings.HasPrefix(role, "/") {
+		// A "/url:" line is a property of its parent, not an element.
+		el.Role = role
+	}
+	el.BID, el.id, el.counted, el.focused = ref, ref != "", true, focused
+	return el, true
+}
+
+// playwrightKey parses `role "name" [attr]...` and returns what follows it.
+func playwrightKey(k string) (role, ref string, focused bool, rest string, ok bool) {
+	start := 0
+	if strings.HasPrefix(k, "/") {
+		start = 1
+	}
+	n := name(k[start:])
+	if n == 0 {
+		return "", "", false, "", false
+	}
+	role, k = k[:start+n], k[start+n:]
+	if strings.HasPrefix(k, ` "`) {
+		i := 2
+		for i < len(k) && k[i] != '"' {
+			if k[i] == '\\' {
+				i++
+			}
+			i++
+		}
+		if i >= len(k) {
+			return "", "", false, "", false
+		}
+		k = k[i+1:]
+	}
+	for strings.HasPrefix(k, " [") {
+		end := strings.IndexByte(k, ']')
+		if end < 0 {
+			return "", "", false, "", false
+		}
+		switch attr := k[2:end]; {
+		case strings.HasPrefix(attr, "ref="):
+			if v := attr[len("ref="):]; v != "" && bidValue(v) == v {
+				ref = v
+			}
+		case attr == "active":
+			focused = true
+		}
+		k = k[end+1:]
+	}
+	return role, ref, focused, k, true
+}
