@@ -12,10 +12,11 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/focusgate
 
-## test: formatting, vet, and every test (race detector on) against a throwaway redis-server
+## test: formatting, vet, and every test (race detector on) against a throwaway redis-server; the
+## timeout is generous because a loaded machine runs the race-enabled prune tests for minutes
 test: fmt-check vet
 	scripts/install-redis.sh
-	scripts/with-redis.sh $(GO) test -race -count=1 $(PKGS)
+	scripts/with-redis.sh $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
