@@ -12,13 +12,14 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/focusgate
 
-## test: formatting, vet, and every test (race detector on) against a throwaway redis-server;
-## the end-to-end tests drive the real agent tools in e2e/ (FOCUSGATE_E2E=0 skips them)
+## test: formatting, vet, and every test (race detector on) against a throwaway redis-server; the end-to-end
+## tests drive the real agent tools in e2e/ (FOCUSGATE_E2E=0 skips them); the timeout is generous because a
+## loaded machine runs the race-enabled prune tests for minutes
 test: fmt-check vet
 	scripts/install-redis.sh
 	scripts/install-chromium.sh
 	scripts/install-e2e.sh
-	scripts/with-redis.sh $(GO) test -race -count=1 $(PKGS)
+	scripts/with-redis.sh $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -50,7 +50,7 @@ func goFetch(ctx context.Context, c *cache.Cache, key string, compute func(conte
 // poll returns nil once cond holds, or an error when ctx ends first. Unlike
 // waitFor it may run on any goroutine.
 func poll(ctx context.Context, what string, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -80,7 +80,7 @@ func receive[T any](t testing.TB, ch <-chan T) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(30 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("gave up waiting for a result")
 		panic("unreachable")
 	}

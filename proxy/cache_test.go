@@ -34,7 +34,7 @@ func (p *countingPruner) Prune(ctx context.Context, in prune.Input) prune.Result
 
 // waitEntered blocks until n requests have reached pruning.
 func (p *countingPruner) waitEntered(t *testing.T, n int32) {
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(time.Minute)
 	for p.entered.Load() < n {
 		select {
 		case <-p.changed:
@@ -50,7 +50,7 @@ func replica(t *testing.T, rt *retriever, model string, store cache.Store) (*gat
 	t.Helper()
 	p := &countingPruner{changed: make(chan struct{}, 1)}
 	p.Pruner = prune.New(prune.Config{RetrieverModel: model, MinTokens: 1000, UseHistory: true},
-		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: model, Timeout: 10 * time.Second}),
+		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: model, Timeout: time.Hour}),
 		cache.New(store, nil))
 	return newGateway(t, nil, func(o *proxy.Options) { o.Pruner = p }), p
 }
@@ -193,7 +193,7 @@ func TestRedisOutageNeverFailsARequest(t *testing.T) {
 // cache's background probe), until it holds or a deadline passes.
 func waitUntil(t *testing.T, cond func() bool, what string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()

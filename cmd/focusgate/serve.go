@@ -109,10 +109,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// Once the listener closes, requests still waiting for a selection go
 	// out unpruned: the rest of the grace period belongs to the upstream's
 	// answers.
+	gateway.Drain()
 	log.Info("shutting down: draining in-flight requests", "delay", cfg.ShutdownDelay, "grace", cfg.ShutdownTimeout)
 	graceCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	gateway.Drain()
 	delay := time.NewTimer(cfg.ShutdownDelay)
 	select {
 	case <-delay.C:

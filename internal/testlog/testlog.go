@@ -41,17 +41,17 @@ func (b *Buffer) String() string {
 }
 
 // WaitFor returns once the output contains s, and fails the test if it does
-// not within ten seconds.
+// not within a minute.
 func (b *Buffer) WaitFor(tb testing.TB, s string) {
 	tb.Helper()
 	b.WaitUntil(tb, "a line with "+strconv.Quote(s), func(logs string) bool { return strings.Contains(logs, s) })
 }
 
 // WaitUntil returns once done holds for the output, and fails the test if it
-// does not within ten seconds.
+// does not within a minute.
 func (b *Buffer) WaitUntil(tb testing.TB, what string, done func(logs string) bool) {
 	tb.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(time.Minute)
 	for !done(b.String()) {
 		select {
 		case <-b.written:
