@@ -36,8 +36,9 @@ type outcome struct {
 	Cache        cache.Outcome
 	Retriever    time.Duration // longest wait for a selection (observations are pruned in parallel)
 	Flagged      int
-	Usage        prune.Usage    // retriever tokens spent for this request
-	Results      []prune.Result // one per observation considered
+	Usage        prune.Usage          // retriever tokens spent for this request
+	Results      []prune.Result       // one per observation considered
+	found        []detect.Observation // what Results are about, for the dashboard
 
 	// Priced is set when both models have a price: SavedUSD is the
 	// action-model input the pruning avoided, RetrieverUSD what this
@@ -109,7 +110,7 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	}
 	wg.Wait()
 
-	out := outcome{Model: model, Mode: mode, Variant: variant, Observations: len(obs), Results: results}
+	out := outcome{Model: model, Mode: mode, Variant: variant, Observations: len(obs), Results: results, found: obs}
 	var edits []edit
 	for i, r := range results {
 		out.add(r)

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/focusgate/focusgate/cache"
@@ -67,6 +68,15 @@ type Result struct {
 	RetrieverTime time.Duration // time spent waiting for the selection; 0 on a hit
 	Flagged       int           // lines removed as prompt injection
 	Usage         Usage         // retriever tokens spent for this request; zero on a hit or shared call
+
+	// What the selection was, for reports such as the dashboard: the
+	// retriever's ranges, the line numbers it flagged as injections, the
+	// lines kept verbatim after post-processing (Pruned only), and its
+	// reasoning (only on a Miss: it is not cached).
+	Ranges       []Range
+	FlaggedLines []int
+	Kept         []Range
+	Reasoning    string
 }
 
 // Retriever chooses the lines of a tree that matter to a query.
@@ -150,6 +160,10 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 		q.History = in.History
 	}
 	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), q.Goal, q.History, in.Tree.Text)
+	// The reasoning travels beside the cached value, not in it. The
+	// computation may outlive this request (others may wait for it), hence
+	// the atomic.
+	var reasoning atomic.Pointer[string]
 	compute := func(ctx context.Context) ([]byte, error) {
 		q := q
 		q.Numbered = Number(in.Tree)
@@ -157,6 +171,7 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 		if err != nil {
 			return nil, err
 		}
+		reasoning.Store(&sel.Reasoning)
 		return json.Marshal(sel)
 	}
 	start := time.Now()
@@ -179,9 +194,13 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	}
 	if res.Cache == cache.Miss {
 		res.Usage = sel.Usage
+		if r := reasoning.Load(); r != nil {
+			res.Reasoning = *r
+		}
 	}
+	res.Ranges, res.FlaggedLines = sel.Ranges, sel.Flagged
 
-	out, flagged, err := apply(in.Tree, sel, mode)
+	out, flagged, kept, err := apply(in.Tree, sel, mode)
 	if err != nil {
 		return p.failOpen(ctx, res, "postprocess-error", err)
 	}
@@ -189,7 +208,7 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	if after >= res.TokensBefore {
 		return skip(res, "no-gain")
 	}
-	res.Text, res.Status, res.TokensAfter, res.Flagged = out, Pruned, after, flagged
+	res.Text, res.Status, res.TokensAfter, res.Flagged, res.Kept = out, Pruned, after, flagged, kept
 	return res
 }
 
