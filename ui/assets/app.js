@@ -33,6 +33,7 @@ function s(tag, attrs, ...children) {
 const fmtInt = (n) => Number(n || 0).toLocaleString("en-US");
 const fmtPct = (x) => (100 * (x || 0)).toFixed(1) + "%";
 const share = (n, d) => (d > 0 ? fmtPct(n / d) : "–");
+const requestsN = (n) => fmtInt(n) + (n === 1 ? " request" : " requests");
 function fmtUSD(v) {
   if (v === null || v === undefined) return "–";
   const a = Math.abs(v), sign = v < 0 ? "−" : "";
@@ -75,9 +76,9 @@ function periodCard(title, id, p) {
     h("h2", { text: title }),
     h("div", { class: "stats" },
       stat("requests", fmtInt(p.requests)),
-      stat("pruned", share(p.pruned, p.requests), fmtInt(p.pruned) + " requests"),
-      stat("skipped", share(p.skipped, p.requests), fmtInt(p.skipped) + " requests"),
-      stat("failed_open", share(p.failed_open, p.requests), fmtInt(p.failed_open) + " requests"),
+      stat("pruned", share(p.pruned, p.requests), requestsN(p.pruned)),
+      stat("skipped", share(p.skipped, p.requests), requestsN(p.skipped)),
+      stat("failed_open", share(p.failed_open, p.requests), requestsN(p.failed_open)),
       stat("tokens", fmtInt(p.tokens_before) + " → " + fmtInt(p.tokens_after)),
       stat("reduction", fmtPct(p.reduction)),
       stat("net_usd", p.priced_requests ? fmtUSD(p.net_usd) : "–", p.priced_requests ? fmtUSD(p.saved_usd) + " saved − " + fmtUSD(p.retriever_usd) + " retriever" : "no priced requests"),
@@ -118,11 +119,11 @@ function chart(series) {
   return h("section", { class: "card chart", id: "chart" },
     h("h2", { text: "Last hour, per minute" }), svg,
     h("div", { class: "legend" },
-      h("i", { style: "background:var(--pruned)" }), "pruned",
-      h("i", { style: "background:var(--failed)" }), "failed open",
-      h("i", { style: "background:var(--skipped)" }), "skipped (bars: requests, scale " + maxReq + ")",
-      h("i", { style: "background:var(--muted)" }), "tokens before",
-      h("i", { style: "background:var(--focus)" }), "tokens after (lines: scale " + fmtInt(maxTok) + ")"));
+      h("i", { class: "sw-pruned" }), "pruned",
+      h("i", { class: "sw-failed" }), "failed open",
+      h("i", { class: "sw-skipped" }), "skipped (bars: requests, up to " + maxReq + ")",
+      h("i", { class: "sw-before" }), "tokens before",
+      h("i", { class: "sw-after" }), "tokens after (lines: up to " + fmtInt(maxTok) + ")"));
 }
 
 function breakdown(title, id, rows) {
@@ -133,20 +134,20 @@ function breakdown(title, id, rows) {
       h("tbody", {}, rows.map((r) => h("tr", {},
         h("td", { text: r.name }), h("td", { class: "num", text: fmtInt(r.requests) }), h("td", { class: "num", text: fmtInt(r.pruned) }),
         h("td", { class: "num", text: fmtInt(r.failed_open) }), h("td", { class: "num", text: fmtInt(r.tokens_before) + " → " + fmtInt(r.tokens_after) }),
-        h("td", { class: "num", text: fmtPct(r.reduction) }), h("td", { class: "num", text: fmtUSD(r.net_usd) }))))))));
+        h("td", { class: "num", text: fmtPct(r.reduction) }), h("td", { class: "num", text: fmtUSD(r.net_usd) })))))));
 }
 
 async function showOverview() {
   const o = await getJSON("/ui/api/overview");
   setCapture(o.capture);
-  view.replaceChildren(
+  return [
     h("h1", { text: "Overview" }),
     h("p", { class: "muted", text: `Since ${new Date(o.started).toLocaleString("en-GB")} · ${fmtInt(o.ring.requests)} recent requests in memory (${(o.ring.bytes / 1048576).toFixed(1)} of ${(o.ring.max_bytes / 1048576).toFixed(0)} MiB, at most ${fmtInt(o.ring.max_requests)})` }),
     h("div", { class: "periods" }, periodCard("Since start", "total", o.total), periodCard("Last hour", "hour", o.hour)),
     chart(o.series),
     breakdown("By action model", "models", o.models),
     o.keys.length ? breakdown("By gateway key", "keys", o.keys) : null,
-  );
+  ];
 }
 
 // ---- recent requests ---------------------------------------------------------
@@ -166,14 +167,14 @@ async function showRequests(params) {
     h("td", { class: "num", text: r.flagged || "" }),
     h("td", { class: "num", text: r.priced ? fmtUSD(r.net_usd) : "–" }),
     h("td", { text: r.key || "" })));
-  view.replaceChildren(
+  return [
     h("h1", { text: "Recent requests" }),
     h("div", { class: "filters" }, statuses.map((st) => h("button", { class: st === status ? "on" : "", "data-status": st || "all", onclick: () => { location.hash = "#/requests" + (st ? "?status=" + st : ""); } }, st || "all"))),
     h("div", { class: "tablewrap" }, h("table", { id: "requests" },
       h("thead", {}, h("tr", {}, ["time", "route", "model", "status", "obs.", "tokens before → after", "cache", "retriever ms", "flagged", "saved", "key"].map((c) => h("th", { class: ["obs.", "tokens before → after", "retriever ms", "flagged", "saved"].includes(c) ? "num" : "", text: c })))),
       h("tbody", {}, rows))),
     rows.length ? null : h("p", { class: "muted", id: "empty", text: "No requests yet" + (status ? " with status " + status : "") + "." }),
-  );
+  ];
 }
 
 // ---- one request -------------------------------------------------------------
@@ -218,14 +219,19 @@ function page(p, i, captured) {
       h("h3", { text: "History given to the retriever" }), h("pre", { class: "prose", text: p.history || "(none)" }),
       h("h3", { text: "Retriever's reasoning" }), h("pre", { class: "prose", id: "reasoning-" + i, text: p.reasoning || (p.cache === "hit" ? "(a cache hit: the selection was made for an earlier request)" : "(none)") }),
       h("div", { class: "panes" },
-        h("div", { class: "pane" }, h("h3", { text: "Original, annotated" }), annotated(p)),
+        h("div", { class: "pane" }, h("h3", { text: "Original, annotated" }),
+          h("div", { class: "key-legend" },
+            h("span", { class: "ln kept" }, "kept"), h("span", { text: "▸ pruned run (click to open)" }),
+            h("span", { class: "ln flagged" }, h("span", { class: "no" }), "flagged as injection, removed"),
+            h("span", { class: "ln focused" }, h("span", { class: "no" }), "focused element")),
+          annotated(p)),
         h("div", { class: "pane" }, h("h3", { text: "As the action model received it" }), h("pre", { class: "text", id: "forwarded-" + i, text: p.forwarded }))),
     ] : [h("h3", { text: "Lines" }), segmentList(p)]);
 }
 
 async function showRequest(id) {
   const d = await getJSON("/ui/api/requests/" + encodeURIComponent(id));
-  view.replaceChildren(
+  return [
     h("p", {}, h("a", { href: "#/requests", text: "← recent requests" })),
     h("h1", { text: `Request ${d.id} · ${d.route} · ${d.model}` }),
     h("div", { class: "card facts", id: "facts" },
@@ -239,23 +245,29 @@ async function showRequest(id) {
       ? "This request's page text did not fit in the dashboard's memory bound (FOCUSGATE_UI_MAX_BYTES): numbers and ranges only."
       : "Page text is not captured (FOCUSGATE_UI_CAPTURE=false): numbers and ranges only." }),
     d.pages.length ? d.pages.map((p, i) => page(p, i, d.captured)) : h("p", { class: "muted", text: "No observation was considered for this request." }),
-  );
+  ];
 }
 
 // ---- routing -----------------------------------------------------------------
 
+// generation counts renders, so that a poll answered after the reader moved
+// on is dropped instead of replacing the page they went to.
+let generation = 0;
+
 async function render(poll) {
   clearTimeout(timer);
+  const mine = ++generation;
   const [path, query] = (location.hash.slice(1) || "/").split("?");
   const params = new URLSearchParams(query || "");
   const m = path.match(/^\/requests\/(\d+)$/);
   document.querySelectorAll("[data-nav]").forEach((a) => a.classList.toggle("active", a.dataset.nav === (path.startsWith("/requests") ? "requests" : "overview")));
   try {
-    if (m) { if (!poll) await showRequest(m[1]); }
-    else if (path.startsWith("/requests")) await showRequests(params);
-    else await showOverview();
+    const nodes = m ? await showRequest(m[1]) : path.startsWith("/requests") ? await showRequests(params) : await showOverview();
+    if (mine !== generation) return;
+    view.replaceChildren(...nodes.flat().filter((n) => n));
     setLive(true);
   } catch (e) {
+    if (mine !== generation) return;
     setLive(false);
     if (!poll) view.replaceChildren(h("p", { class: "notice", text: "Could not load: " + e.message }));
   }
