@@ -384,3 +384,31 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 	}
 }
+
+// With capture off (the default), nothing of the page, the goal or the
+// retriever's reasoning reaches /ui or its API, for the same three requests.
+func TestDashboardWithoutCaptureShowsNoPageText(t *testing.T) {
+	gw, _ := dashboardGateway(t, false)
+	var all strings.Builder
+	for _, path := range []string{"/ui", "/ui/static/app.js", "/ui/api/overview", "/ui/api/requests",
+		"/ui/api/requests/1", "/ui/api/requests/2", "/ui/api/requests/3"} {
+		resp, err := http.Get(gw.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", path, resp.Status)
+		}
+		all.Write(b)
+	}
+	for _, secret := range []string{"IMPORTANT NOTICE", "My Account", "Emma Lopez", "ear cups", "pop-up is addressed", "lines pruned ...", "sk-client-secret", "sk-retriever-secret"} {
+		if strings.Contains(all.String(), secret) {
+			t.Errorf("capture off, yet /ui shows %q", secret)
+		}
+	}
+	if !strings.Contains(all.String(), `"flagged":[4,13,16]`) {
+		t.Error("capture off: the flagged line numbers are missing")
+	}
+}
