@@ -42,7 +42,7 @@ func pageRecord() ui.Record {
 	}
 }
 
-func get(t *testing.T, h http.Handler, path, remote string, header http.Header) *http.Response {
+func get(t testing.TB, h http.Handler, path, remote string, header http.Header) *http.Response {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	req.RemoteAddr = remote
@@ -198,6 +198,8 @@ func decode(t *testing.T, d *ui.Dashboard, path string, v any) {
 		t.Fatal(err)
 	}
 }
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
 
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)

@@ -78,17 +78,29 @@ func newEntry(r Record, capture bool) *entry {
 	return e
 }
 
-// measure estimates the entry's memory: structs, slices and string bytes.
+// measure estimates the entry's memory: structs, slices and string bytes,
+// each allocation counted with the allocator's worst rounding (size classes
+// are at most 12.5% apart), so that the ring's real heap stays within its
+// bound.
 func (e *entry) measure() int64 {
-	n := entryOverhead + int64(len(e.rec.Model)+len(e.rec.Key))
+	n := alloc(entryOverhead) + alloc(int64(len(e.rec.Model))) + alloc(int64(len(e.rec.Key)))
 	for _, o := range e.obs {
 		n += obsOverhead
-		n += rangeSize * int64(cap(o.Ranges)+cap(o.Kept))
-		n += 8 * int64(cap(o.Flagged))
-		n += spanSize * int64(cap(o.spans))
-		n += int64(len(o.Goal) + len(o.History) + len(o.Reasoning) + len(o.Original) + len(o.Forwarded))
+		n += alloc(rangeSize*int64(cap(o.Ranges))) + alloc(rangeSize*int64(cap(o.Kept)))
+		n += alloc(8 * int64(cap(o.Flagged)))
+		n += alloc(spanSize * int64(cap(o.spans)))
+		for _, s := range []string{o.Goal, o.History, o.Reasoning, o.Original, o.Forwarded} {
+			n += alloc(int64(len(s)))
+		}
 	}
 	return n
+}
+
+func alloc(n int64) int64 {
+	if n == 0 {
+		return 0
+	}
+	return n + n/8 + 16
 }
 
 // dropText forgets the entry's page text.
@@ -108,16 +120,17 @@ func (e *entry) dropText() {
 // found by arithmetic.
 type ring struct {
 	mu       sync.RWMutex
-	buf      []*entry // circular, len == maxCount
+	buf      []*entry // circular; grows up to maxCount, so a large bound costs nothing until used
 	head     int      // index of the oldest entry
 	n        int
 	bytes    int64
 	nextID   uint64
+	maxCount int
 	maxBytes int64
 }
 
 func newRing(maxCount int, maxBytes int64) *ring {
-	return &ring{buf: make([]*entry, maxCount), nextID: 1, maxBytes: maxBytes}
+	return &ring{nextID: 1, maxCount: maxCount, maxBytes: maxBytes}
 }
 
 // add stores e, evicting the oldest entries until both bounds hold. An entry
@@ -130,6 +143,9 @@ func (r *ring) add(e *entry) {
 	defer r.mu.Unlock()
 	e.ID = r.nextID
 	r.nextID++
+	if r.n == len(r.buf) && len(r.buf) < r.maxCount {
+		r.grow()
+	}
 	for r.n > 0 && (r.n == len(r.buf) || r.bytes+e.size > r.maxBytes) {
 		r.bytes -= r.buf[r.head].size
 		r.buf[r.head] = nil
@@ -139,6 +155,15 @@ func (r *ring) add(e *entry) {
 	r.buf[(r.head+r.n)%len(r.buf)] = e
 	r.n++
 	r.bytes += e.size
+}
+
+// grow doubles the buffer, up to maxCount, oldest entry first.
+func (r *ring) grow() {
+	buf := make([]*entry, min(max(2*len(r.buf), 16), r.maxCount))
+	for i := range r.n {
+		buf[i] = r.buf[(r.head+i)%len(r.buf)]
+	}
+	r.buf, r.head = buf, 0
 }
 
 // get returns the entry with id, if it is still held.
