@@ -15,6 +15,7 @@ build:
 ## test: formatting, vet, and every test (race detector on) against a throwaway redis-server
 test: fmt-check vet
 	scripts/install-redis.sh
+	scripts/install-chromium.sh
 	scripts/with-redis.sh $(GO) test -race -count=1 $(PKGS)
 
 vet:
@@ -29,5 +30,5 @@ fmt-check:
 ## bench: Go benchmarks of the hot paths, then the load benchmark (LOADBENCH_FLAGS, e.g. -duration 1s)
 bench:
 	scripts/install-redis.sh
-	scripts/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./detect ./prune ./cache ./proxy
+	scripts/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./detect ./prune ./cache ./proxy ./ui
 	$(GO) run ./internal/loadbench $(LOADBENCH_FLAGS)
