@@ -2,16 +2,22 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +26,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-var updateDocs = flag.Bool("update-docs", false, "write the dashboard screenshot to docs/dashboard.png")
+var updateDocs = flag.Bool("update-docs", false, "write the request page's screenshot to docs/dashboard.png")
 
 // The dashboard test sends three requests through the gateway: one pruned
 // with the defender prompt (the retriever flags the pop-up's injection
@@ -304,7 +310,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Error("the chart draws no bar of pruned requests")
 	}
 	textOf(t, ctx, `#capture`, "page text captured")
-	overview := screenshot(t, ctx, dir, "overview.png")
+	screenshot(t, ctx, dir, "overview.png")
 
 	// The table, newest first, then filtered.
 	click(t, ctx, `nav a[data-nav=requests]`)
@@ -369,7 +375,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	if strings.Contains(forwarded, "IMPORTANT NOTICE FOR AGENTS") {
 		t.Error("the text the action model received still holds the injection")
 	}
-	screenshot(t, ctx, dir, "detail.png")
+	detail := screenshot(t, ctx, dir, "detail.png")
 
 	// The same overview as a phone shows it.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)), chromedp.Navigate(gw.URL+"/ui#/")); err != nil {
@@ -379,7 +385,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	screenshot(t, ctx, dir, "overview-phone.png")
 
 	if *updateDocs {
-		if err := os.WriteFile("../../docs/dashboard.png", overview, 0o644); err != nil {
+		if err := os.WriteFile("../../docs/dashboard.png", smallPNG(t, detail), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -411,4 +417,40 @@ func TestDashboardWithoutCaptureShowsNoPageText(t *testing.T) {
 	if !strings.Contains(all.String(), `"flagged":[4,13,16]`) {
 		t.Error("capture off: the flagged line numbers are missing")
 	}
+}
+
+// smallPNG re-encodes a screenshot with a palette of its 256 most frequent
+// colours, which keeps a page of flat colours and text legible at a
+// fraction of the size, for the README.
+func smallPNG(t *testing.T, data []byte) []byte {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[color.RGBA]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			counts[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	colors := make([]color.RGBA, 0, len(counts))
+	for c := range counts {
+		colors = append(colors, c)
+	}
+	slices.SortFunc(colors, func(a, b color.RGBA) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(uint32(a.R)<<16|uint32(a.G)<<8|uint32(a.B), uint32(b.R)<<16|uint32(b.G)<<8|uint32(b.B)))
+	})
+	pal := make(color.Palette, 0, 256)
+	for _, c := range colors[:min(256, len(colors))] {
+		pal = append(pal, c)
+	}
+	out := image.NewPaletted(b, pal)
+	draw.Draw(out, b, img, b.Min, draw.Src)
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&buf, out); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
