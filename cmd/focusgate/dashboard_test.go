@@ -454,3 +454,25 @@ func smallPNG(t *testing.T, data []byte) []byte {
 	}
 	return buf.Bytes()
 }
+
+// FOCUSGATE_UI=false removes the dashboard: /ui is then a path like any
+// other, passed to the upstream.
+func TestDashboardOff(t *testing.T) {
+	seen := make(chan *http.Request, 4)
+	up := fakeOpenAI(t, seen)
+	gw := startGateway(t, map[string]string{"FOCUSGATE_UPSTREAM_URL": up.URL + "/v1", "FOCUSGATE_UI": "false"})
+	for _, path := range []string{"/ui", "/ui/api/overview"} {
+		resp, err := http.Get(gw.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || bytes.Contains(body, []byte("focusgate")) {
+			t.Errorf("%s with the dashboard off: %s %q, want the upstream's 404", path, resp.Status, body)
+		}
+		if r := <-seen; r.URL.Path != "/v1"+path {
+			t.Errorf("upstream saw %s, want /v1%s", r.URL.Path, path)
+		}
+	}
+}
