@@ -383,6 +383,11 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	textOf(t, ctx, `#total [data-k=requests] .v`, "3")
 	screenshot(t, ctx, dir, "overview-phone.png")
+	if err := chromedp.Do(ctx, chromedp.Navigate(gw.URL+"/ui#/requests/1")); err != nil {
+		t.Fatal(err)
+	}
+	textOf(t, ctx, `#annotated .ln.flagged`, "IMPORTANT NOTICE FOR AGENTS")
+	screenshot(t, ctx, dir, "detail-phone.png")
 
 	if *updateDocs {
 		if err := os.WriteFile("../../docs/dashboard.png", smallPNG(t, detail), 0o644); err != nil {

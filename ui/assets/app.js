@@ -216,7 +216,7 @@ function page(p, i, captured) {
       fact("flagged as injection", p.flagged.length ? p.flagged.join(", ") : "none")),
     captured ? [
       h("h3", { text: "Goal given to the retriever" }), h("pre", { class: "prose", id: "goal-" + i, text: p.goal || "(none)" }),
-      h("h3", { text: "History given to the retriever" }), h("pre", { class: "prose", text: p.history || "(none)" }),
+      h("h3", { text: "History of earlier steps", title: "sent to the retriever unless FOCUSGATE_RETRIEVER_HISTORY=false" }), h("pre", { class: "prose", text: p.history || "(none)" }),
       h("h3", { text: "Retriever's reasoning" }), h("pre", { class: "prose", id: "reasoning-" + i, text: p.reasoning || (p.cache === "hit" ? "(a cache hit: the selection was made for an earlier request)" : "(none)") }),
       h("div", { class: "panes" },
         h("div", { class: "pane" }, h("h3", { text: "Original, annotated" }),
