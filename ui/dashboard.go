@@ -175,8 +175,12 @@ func (d *Dashboard) unauthorized(w http.ResponseWriter, r *http.Request, problem
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	key := r.PostFormValue("key")
-	if d.opts.AdminKey == "" || !equal(key, d.opts.AdminKey) {
-		d.opts.Logger.Warn("dashboard: login refused", "remote", r.RemoteAddr)
+	if d.opts.AdminKey == "" {
+		d.unauthorized(w, r, "")
+		return
+	}
+	if !equal(key, d.opts.AdminKey) {
+		d.opts.Logger.Warn("dashboard: sign-in refused", "remote", r.RemoteAddr)
 		d.unauthorized(w, r, "That is not the admin key.")
 		return
 	}
