@@ -33,7 +33,7 @@ fmt-check:
 ## bench: Go benchmarks of the hot paths, then the load benchmark (LOADBENCH_FLAGS, e.g. -duration 1s)
 bench:
 	scripts/install-redis.sh
-	scripts/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./detect ./prune ./cache ./proxy
+	scripts/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./detect ./prune ./cache ./proxy ./ui
 	$(GO) run ./internal/loadbench $(LOADBENCH_FLAGS)
 
 .PHONY: capture-agents

@@ -53,6 +53,11 @@ type Config struct {
 	PricesFile        string        `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
 	ExpectedReduction float64       `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
 	SkipUneconomic    bool          `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
+	UI                bool          `env:"UI" envDefault:"true" help:"serve the dashboard at /ui (from loopback; elsewhere with FOCUSGATE_ADMIN_KEY)"`
+	UICapture         bool          `env:"UI_CAPTURE" envDefault:"false" help:"keep the page text of recent requests in memory for the dashboard's detail view"`
+	UIMaxRequests     int           `env:"UI_MAX_REQUESTS" envDefault:"1000" help:"how many recent requests the dashboard keeps in memory"`
+	UIMaxBytes        int64         `env:"UI_MAX_BYTES" envDefault:"33554432" help:"memory bound of the dashboard's recent requests, page text included"`
+	AdminKey          string        `env:"ADMIN_KEY" help:"key that opens the dashboard from addresses other than loopback (bearer token or sign-in form)"`
 	ShutdownDelay     time.Duration `env:"SHUTDOWN_DELAY" envDefault:"5s" help:"on SIGTERM, how long /readyz reports draining while new connections are still accepted (part of the shutdown timeout)"`
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
 	LogFormat         string        `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
@@ -165,6 +170,12 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownDelay < 0 || (c.ShutdownTimeout > 0 && c.ShutdownDelay >= c.ShutdownTimeout) {
 		bad("SHUTDOWN_DELAY", "must be at least 0 and less than %sSHUTDOWN_TIMEOUT (%s), got %s", Prefix, c.ShutdownTimeout, c.ShutdownDelay)
+	}
+	if c.UIMaxRequests <= 0 {
+		bad("UI_MAX_REQUESTS", "must be positive, got %d", c.UIMaxRequests)
+	}
+	if c.UIMaxBytes <= 0 {
+		bad("UI_MAX_BYTES", "must be positive, got %d", c.UIMaxBytes)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("LOG_FORMAT", "unknown format %q (want text or json)", c.LogFormat)

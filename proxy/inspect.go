@@ -64,6 +64,7 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 			out.setHeaders(c.Writer.Header())
 			s.logOutcome(r.Context(), out)
 			s.metrics.observeOutcome(out)
+			s.record(kind, out)
 		}
 		setBody(r, body)
 		s.forward(c)

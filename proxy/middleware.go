@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -44,7 +45,12 @@ func (s *Server) accessLog(c *gin.Context) {
 		// Metrics first: a test or operator who has seen the log line can
 		// rely on the request being counted.
 		s.metrics.observeRequest(c, elapsed.Seconds())
-		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request", attrs...)
+		level := slog.LevelInfo
+		if s.opts.Dashboard != nil && strings.HasPrefix(c.Request.URL.Path, "/ui/") {
+			// An open dashboard polls every two seconds.
+			level = slog.LevelDebug
+		}
+		s.log.LogAttrs(c.Request.Context(), level, "request", attrs...)
 		if v != nil {
 			panic(v)
 		}

@@ -40,9 +40,10 @@ type outcome struct {
 	Cache        cache.Outcome
 	Retriever    time.Duration // longest wait for a selection (observations are pruned in parallel)
 	Flagged      int
-	Usage        prune.Usage    // retriever tokens spent for this request
-	Results      []prune.Result // one per observation considered
-	Older        olderCounts    // what happened to the observations before the newest
+	Usage        prune.Usage          // retriever tokens spent for this request
+	Results      []prune.Result       // one per observation considered
+	Older        olderCounts          // what happened to the observations before the newest
+	found        []detect.Observation // what Results are about, for the dashboard
 
 	// Priced is set when both models have a price: SavedUSD is the
 	// action-model input the pruning avoided, RetrieverUSD what this

@@ -24,6 +24,11 @@ func (s *Server) routes() *gin.Engine {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.serveMetrics())
+	if s.opts.Dashboard != nil {
+		ui := gin.WrapH(s.opts.Dashboard)
+		e.Any("/ui", ui)
+		e.Any("/ui/*path", ui)
+	}
 	for _, prefix := range []string{"/v1", ""} {
 		e.POST(prefix+"/chat/completions", s.inspect(detect.Chat))
 		e.POST(prefix+"/responses", s.inspect(detect.Responses))

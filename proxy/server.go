@@ -72,7 +72,10 @@ type Options struct {
 	// Checks are reported by /readyz. They inform and never make the gateway
 	// unready: a gateway whose cache is down still serves.
 	Checks map[string]Check
-	Logger *slog.Logger
+	// Dashboard, when set, is served at /ui and told about every inspected
+	// request; nil leaves /ui to the upstream like any other path.
+	Dashboard Dashboard
+	Logger    *slog.Logger
 }
 
 // Check reports the health of a dependency: nil when it is fine.

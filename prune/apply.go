@@ -33,21 +33,23 @@ const (
 // a flagged root is kept as a stub. Text before the first line and after the last is
 // copied unchanged, so a tree without a trailing newline gets none.
 func Apply(t Tree, sel Selection, mode Mode) (string, error) {
-	out, _, err := apply(t, sel, mode)
+	out, _, _, err := apply(t, sel, mode)
 	return out, err
 }
 
-// apply is Apply that also returns how many flagged lines it removed.
-func apply(t Tree, sel Selection, mode Mode) (string, int, error) {
+// apply is Apply that also returns how many flagged lines it removed and the
+// lines it kept verbatim (selected, root and focus, less the flagged ones),
+// as sorted disjoint ranges, so that a report can show what was kept.
+func apply(t Tree, sel Selection, mode Mode) (string, int, []Range, error) {
 	switch mode {
 	case Remove, Ancestors, Stubs:
 	case Off:
-		return t.Text, 0, nil
+		return t.Text, 0, []Range{{1, len(t.Lines)}}, nil
 	default:
-		return "", 0, fmt.Errorf("prune: unknown mode %q", mode)
+		return "", 0, nil, fmt.Errorf("prune: unknown mode %q", mode)
 	}
 	if err := validate(t); err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	n := len(t.Lines)
 	acts := make([]action, n)
@@ -90,7 +92,22 @@ func apply(t Tree, sel Selection, mode Mode) (string, int, error) {
 	if mode == Ancestors {
 		stubAncestors(t.Lines, acts, flagged)
 	}
-	return render(t, acts, flagged, mode), removed, nil
+	return render(t, acts, flagged, mode), removed, keptRanges(acts), nil
+}
+
+// keptRanges lists the runs of kept lines, numbered from 1.
+func keptRanges(acts []action) []Range {
+	var kept []Range
+	for i, a := range acts {
+		switch {
+		case a != keep:
+		case len(kept) > 0 && kept[len(kept)-1].To == i:
+			kept[len(kept)-1].To = i + 1
+		default:
+			kept = append(kept, Range{i + 1, i + 1})
+		}
+	}
+	return kept
 }
 
 // stubAncestors marks as stubs the dropped ancestors of every kept line. The

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/focusgate/focusgate/cache"
@@ -67,6 +68,15 @@ type Result struct {
 	RetrieverTime time.Duration // time spent waiting for the selection; 0 on a hit
 	Flagged       int           // lines removed as prompt injection
 	Usage         Usage         // retriever tokens spent for this request; zero on a hit or shared call
+
+	// What the selection was, for reports such as the dashboard: the
+	// retriever's ranges, the line numbers it flagged as injections, the
+	// lines kept verbatim after post-processing (Pruned only), and its
+	// reasoning (only on a Miss: it is not cached).
+	Ranges       []Range
+	FlaggedLines []int
+	Kept         []Range
+	Reasoning    string
 }
 
 // Retriever chooses the lines of a tree that matter to a query.
@@ -132,6 +142,10 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 		return res
 	}
 
+	// The reasoning travels beside the cached value, not in it. The
+	// computation may outlive this request (others may wait for it), hence
+	// the atomic.
+	var reasoning atomic.Pointer[string]
 	compute := func(ctx context.Context) ([]byte, error) {
 		q := j.q
 		q.Numbered = Number(in.Tree)
@@ -139,6 +153,7 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 		if err != nil {
 			return nil, err
 		}
+		reasoning.Store(&sel.Reasoning)
 		return json.Marshal(sel)
 	}
 	start := time.Now()
@@ -176,6 +191,9 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 		if sel, err = decodeSelection(raw); err != nil {
 			return p.failOpen(ctx, res, "cache-error", err)
 		}
+	}
+	if r := reasoning.Load(); r != nil && res.Cache == cache.Miss {
+		res.Reasoning = *r
 	}
 	return p.finish(ctx, in, j, sel, res)
 }
@@ -240,7 +258,9 @@ func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, res
 	if res.Cache == cache.Miss {
 		res.Usage = sel.Usage
 	}
-	out, flagged, err := apply(in.Tree, sel, j.mode)
+	res.Ranges, res.FlaggedLines = sel.Ranges, sel.Flagged
+
+	out, flagged, kept, err := apply(in.Tree, sel, j.mode)
 	if err != nil {
 		return p.failOpen(ctx, res, "postprocess-error", err)
 	}
@@ -251,7 +271,7 @@ func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, res
 	if after >= res.TokensBefore {
 		return skip(res, "no-gain")
 	}
-	res.Text, res.Status, res.TokensAfter, res.Flagged = out, Pruned, after, flagged
+	res.Text, res.Status, res.TokensAfter, res.Flagged, res.Kept = out, Pruned, after, flagged, kept
 	return res
 }
 

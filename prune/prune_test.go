@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -344,4 +345,50 @@ func mustParse(t *testing.T, answer string, n int) Selection {
 		t.Fatal(err)
 	}
 	return sel
+}
+
+// A Result says what the selection was: the retriever's ranges, the flagged
+// lines and the lines kept verbatim (root and focus added, flagged ones
+// removed), and on a miss the retriever's reasoning, which a hit does not
+// have because it is not cached.
+func TestResultReportsTheSelection(t *testing.T) {
+	answer := "<think>The quantity field and the order button.</think><answer>[(61,61), (133,147)]</answer><injection>[(140,140)]</injection>"
+	srv := newChatServer(t, reply{content: answer}, reply{content: answer})
+	p := New(Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000},
+		NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), &mapCache{})
+	in := laptopInput(t)
+	in.Variant = Defender
+	focused := 0
+	for i, l := range in.Tree.Lines {
+		if l.BID == in.Tree.FocusedBID {
+			focused = i + 1
+		}
+	}
+
+	miss := p.Prune(context.Background(), in)
+	if miss.Status != Pruned || miss.Cache != cache.Miss {
+		t.Fatalf("first call: %s, %s", miss.Status, miss.Cache)
+	}
+	if want := []Range{{61, 61}, {133, 147}}; fmt.Sprint(miss.Ranges) != fmt.Sprint(want) {
+		t.Errorf("Ranges = %v, want %v", miss.Ranges, want)
+	}
+	if fmt.Sprint(miss.FlaggedLines) != "[140]" {
+		t.Errorf("FlaggedLines = %v, want [140]", miss.FlaggedLines)
+	}
+	want := []Range{{1, 1}, {61, 61}, {133, 139}, {141, 147}}
+	if focused != 0 && (focused < 133 || focused > 147) && focused != 61 && focused != 1 {
+		want = append(want, Range{focused, focused})
+		slices.SortFunc(want, func(a, b Range) int { return a.From - b.From })
+	}
+	if fmt.Sprint(miss.Kept) != fmt.Sprint(want) {
+		t.Errorf("Kept = %v, want %v (focused line %d)", miss.Kept, want, focused)
+	}
+	if miss.Reasoning != "The quantity field and the order button." {
+		t.Errorf("Reasoning = %q", miss.Reasoning)
+	}
+
+	hit := p.Prune(context.Background(), in)
+	if hit.Cache != cache.Hit || hit.Reasoning != "" || fmt.Sprint(hit.Kept) != fmt.Sprint(miss.Kept) {
+		t.Errorf("hit: cache %s, reasoning %q, kept %v", hit.Cache, hit.Reasoning, hit.Kept)
+	}
 }

@@ -140,6 +140,7 @@ func (r *OpenAIRetriever) Select(ctx context.Context, q Query) (Selection, error
 		sel, err = ans.parse(q.Lines)
 	}
 	sel.Usage = usage
+	sel.Reasoning = reasoningOf(ans.content)
 	return sel, err
 }
 
@@ -157,6 +158,29 @@ func (a answer) parse(lines int) (Selection, error) {
 		err = fmt.Errorf("%w (the answer stopped at the output-token cap)", err)
 	}
 	return sel, err
+}
+
+// maxReasoningBytes bounds the reasoning kept from one answer.
+const maxReasoningBytes = 8 << 10
+
+// reasoningOf is what the retriever wrote to explain its answer: its
+// <think> block, else the prose before the answer, cut at
+// maxReasoningBytes.
+func reasoningOf(answer string) string {
+	var r string
+	if i := strings.Index(answer, "<think>"); i >= 0 {
+		r = answer[i+len("<think>"):]
+		if j := strings.Index(r, "</think>"); j >= 0 {
+			r = r[:j]
+		}
+	} else if i := strings.Index(answer, "<answer>"); i >= 0 {
+		r = answer[:i]
+	}
+	r = strings.TrimSpace(r)
+	if len(r) > maxReasoningBytes {
+		r = strings.ToValidUTF8(r[:maxReasoningBytes], "") + " …"
+	}
+	return r
 }
 
 func (r *OpenAIRetriever) complete(ctx context.Context, client *openai.Client, msgs []openai.ChatCompletionMessage) (answer, Usage, error) {

@@ -424,3 +424,21 @@ func TestSelectCapsTheResponseBody(t *testing.T) {
 		t.Errorf("error = %v, want a retriever error for an oversized answer", err)
 	}
 }
+
+func TestReasoningOf(t *testing.T) {
+	long := "a" + strings.Repeat("é", maxReasoningBytes/2) // byte maxReasoningBytes is inside an é
+	tests := []struct{ name, answer, want string }{
+		{"think block", "<think> Line 3 is the box. </think>\n<answer>[(3,3)]</answer>", "Line 3 is the box."},
+		{"unclosed think", "<think>still thinking", "still thinking"},
+		{"prose before the answer", "The box is on line 3.\n<answer>[(3,3)]</answer>", "The box is on line 3."},
+		{"bare list", "[(3,3)]", ""},
+		{"cut at the bound, on a rune", "<think>" + long + "</think>", long[:maxReasoningBytes-1] + " …"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := reasoningOf(tt.answer); got != tt.want {
+				t.Errorf("reasoningOf = %.60q…, want %.60q…", got, tt.want)
+			}
+		})
+	}
+}

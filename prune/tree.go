@@ -122,6 +122,10 @@ type Selection struct {
 	// attempts to instruct the agent.
 	Flagged []int `json:"flagged,omitempty"`
 	Usage   Usage `json:"usage"`
+	// Reasoning is what the retriever wrote before its answer. It is not
+	// cached: it may quote the page, and only the request that asked for it
+	// reports it (to the dashboard, when page text is captured).
+	Reasoning string `json:"-"`
 }
 
 // Usage is the retriever's token usage for one selection.

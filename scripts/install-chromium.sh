@@ -19,6 +19,6 @@ sudo=
 if [[ $(id -u) -ne 0 ]]; then
 	sudo=sudo
 fi
-echo "installing chromium (Debian package) for the end-to-end tests" >&2
+echo "installing chromium (Debian package) for the end-to-end and dashboard tests" >&2
 $sudo apt-get install -y -q chromium >/dev/null ||
 	{ $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q chromium >/dev/null; }

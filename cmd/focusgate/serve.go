@@ -18,6 +18,7 @@ import (
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
+	"github.com/focusgate/focusgate/ui"
 )
 
 func cacheKind(cfg config.Config) string {
@@ -59,6 +60,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		redisStats = pr.redis.Stats
 	}
 
+	var dashboard proxy.Dashboard
+	if cfg.UI {
+		dashboard = ui.New(ui.Options{
+			Capture:     cfg.UICapture,
+			MaxRequests: cfg.UIMaxRequests,
+			MaxBytes:    cfg.UIMaxBytes,
+			AdminKey:    cfg.AdminKey,
+			Logger:      log,
+		})
+	}
 	gateway := proxy.New(proxy.Options{
 		Upstream:           upstream,
 		UpstreamAPIKey:     cfg.UpstreamAPIKey,
@@ -77,6 +88,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Registry:           registry,
 		RedisStats:         redisStats,
 		Checks:             checks,
+		Dashboard:          dashboard,
 		Logger:             log,
 	})
 	srv := &http.Server{
@@ -94,7 +106,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	logEconomics(log, cfg, prices)
 	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", upstream.Redacted(),
-		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg))
+		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg),
+		"dashboard", dashboardState(cfg))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -129,4 +142,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("focusgate stopped")
 	return nil
+}
+
+// dashboardState says who can open /ui, for the start-up log line.
+func dashboardState(cfg config.Config) string {
+	switch {
+	case !cfg.UI:
+		return "off"
+	case cfg.AdminKey == "":
+		return "/ui (loopback only: set FOCUSGATE_ADMIN_KEY for other addresses)"
+	}
+	return "/ui (loopback, or with the admin key)"
 }
