@@ -58,7 +58,7 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 		if out.Status != "" {
 			out.setHeaders(c.Writer.Header())
 			s.logOutcome(r.Context(), out)
-			s.metrics.observeOutcome(out)
+			s.metrics.observeOutcome(keyName(r.Context()), out)
 		}
 		setBody(r, body)
 		s.forward(c)
@@ -72,7 +72,7 @@ func (s *Server) logOutcome(ctx context.Context, out outcome) {
 	if out.Observations == 0 {
 		level = slog.LevelDebug
 	}
-	s.log.LogAttrs(ctx, level, "observations", out.logAttrs()...)
+	s.log.LogAttrs(ctx, level, "observations", append(out.logAttrs(), slog.String("key", keyName(ctx)))...)
 }
 
 func (s *Server) tooLarge(c *gin.Context) {

@@ -35,7 +35,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	secrets := newRedactor(cfg)
+	log := newLoggerWith(cfg, stderr, secrets)
+	clientKeys, err := openKeys(cfg, log, secrets)
+	if err != nil {
+		return err
+	}
 	upstream, err := url.Parse(cfg.UpstreamURL)
 	if err != nil {
 		return fmt.Errorf("upstream URL: %w", err)
@@ -62,6 +67,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	gateway := proxy.New(proxy.Options{
 		Upstream:          upstream,
 		UpstreamAPIKey:    cfg.UpstreamAPIKey,
+		Keys:              gatewayKeys(clientKeys),
 		UpstreamTimeout:   cfg.UpstreamTimeout,
 		MaxBodyBytes:      cfg.MaxBodyBytes,
 		Pruner:            pr.pruner,
@@ -77,6 +83,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Checks:            checks,
 		Logger:            log,
 	})
+	if clientKeys != nil {
+		watchKeys(ctx, cfg, clientKeys, gateway, secrets)
+	}
 	srv := &http.Server{
 		Handler: gateway,
 		// Only the header read is bounded here: read and write timeouts
@@ -91,7 +100,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("listen: %w", err)
 	}
 	logEconomics(log, cfg, prices)
-	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", upstream.Redacted(),
+	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL),
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg))
 
 	served := make(chan error, 1)
