@@ -12,10 +12,10 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/focusgate
 
-## test: formatting, vet, and every test (race detector on) against a throwaway redis-server
-test: fmt-check vet
+## test: formatting, vet, the Helm chart, and every test (race detector on) against a throwaway redis-server
+test: fmt-check vet chart-check
 	scripts/install-redis.sh
-	scripts/with-redis.sh $(GO) test -race -count=1 $(PKGS)
+	HELM=$(abspath $(HELM)) scripts/with-redis.sh $(GO) test -race -count=1 $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
@@ -31,3 +31,18 @@ bench:
 	scripts/install-redis.sh
 	scripts/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./detect ./prune ./cache ./proxy
 	$(GO) run ./internal/loadbench $(LOADBENCH_FLAGS)
+
+HELM  ?= bin/helm
+CHART := deploy/helm/focusgate
+
+.PHONY: chart-check
+
+## bin/helm: the helm version pinned in deploy/helm/tool/go.mod, built from the Go module proxy
+$(HELM): deploy/helm/tool/go.mod deploy/helm/tool/go.sum
+	cd deploy/helm/tool && $(GO) build -trimpath -o $(abspath $(HELM)) helm.sh/helm/v3/cmd/helm
+
+## chart-check: helm lint and helm template of the chart (the Go test in deploy/helm checks what it renders)
+chart-check: $(HELM)
+	$(HELM) lint --strict $(CHART) --set auth.upstreamApiKey=sk-lint --set auth.clientKeys=lint:0123456789abcdef
+	$(HELM) lint --strict $(CHART) --set redis.deploy=true --set metrics.serviceMonitor.enabled=true
+	$(HELM) template focusgate $(CHART) --set auth.existingSecret=focusgate-keys >/dev/null

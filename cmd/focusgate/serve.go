@@ -99,6 +99,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	ln = proxy.Harden(srv, ln)
 	logEconomics(log, cfg, prices)
 	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL),
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg))
