@@ -258,6 +258,12 @@ func RedactURL(raw string) string {
 	}
 	if u.User != nil {
 		u.User = url.User("xxxxx")
+		return u.String()
+	}
+	if strings.Contains(raw, "@") {
+		// Credentials the parser did not recognise as such (a URL without
+		// a scheme or host).
+		return "(URL not shown: it may hold credentials)"
 	}
 	return u.String()
 }

@@ -24,7 +24,7 @@ const Mask = "[REDACTED]"
 var (
 	// keyLike matches OpenAI-style secret keys, masked or not: sk-, then
 	// key characters and the "*" or "…" of a masked key.
-	keyLike = regexp.MustCompile(`sk-[A-Za-z0-9_\-*.…]{3,}`)
+	keyLike = regexp.MustCompile(`\bsk-[A-Za-z0-9_\-*…]{3,}`)
 	// bearer matches a credential after the Bearer scheme.
 	bearer = regexp.MustCompile(`(?i)\b(bearer)\s+[^\s"',;]+`)
 )
