@@ -84,7 +84,6 @@ func TestParseLimits(t *testing.T) {
 	}
 }
 
-
 func TestLookup(t *testing.T) {
 	set, err := keys.Parse([]byte("alice:" + aliceKey + "\n" + keys.Hash("bob", bobKey)))
 	if err != nil {
