@@ -39,7 +39,7 @@ CHART := deploy/helm/focusgate
 
 ## bin/helm: the helm version pinned in deploy/helm/tool/go.mod, built from the Go module proxy
 $(HELM): deploy/helm/tool/go.mod deploy/helm/tool/go.sum
-	cd deploy/helm/tool && $(GO) build -trimpath -o $(abspath $(HELM)) helm.sh/helm/v3/cmd/helm
+	cd deploy/helm/tool && $(GO) build -o $(abspath $(HELM)) helm.sh/helm/v3/cmd/helm
 
 ## chart-check: helm lint and helm template of the chart (the Go test in deploy/helm checks what it renders)
 chart-check: $(HELM)
