@@ -39,8 +39,10 @@ func (s *Server) authenticate(c *gin.Context) {
 	r := c.Request
 	name, ok := s.opts.Keys.Lookup(bearerToken(r.Header))
 	if !ok {
-		// The body is not read: close rather than drain it.
-		c.Header("Connection", "close")
+		if r.ContentLength != 0 {
+			// The body is not read: close rather than drain it.
+			c.Header("Connection", "close")
+		}
 		c.Header("WWW-Authenticate", `Bearer realm="focusgate"`)
 		writeError(c.Writer, http.StatusUnauthorized,
 			"focusgate: missing or unknown gateway key; send one of the keys of FOCUSGATE_CLIENT_KEYS_FILE as your API key (Authorization: Bearer <key>)",
@@ -70,6 +72,19 @@ func bearerToken(h http.Header) string {
 		return ""
 	}
 	return strings.TrimSpace(token)
+}
+
+// keyNamer is implemented by Keys that can list their names (*keys.File).
+type keyNamer interface {
+	Names() []string
+}
+
+// initKeys labels metrics with the names of the configured keys from the
+// start; later changes come through KeysChanged.
+func (s *Server) initKeys() {
+	if n, ok := s.opts.Keys.(keyNamer); ok {
+		s.KeysChanged(n.Names())
+	}
 }
 
 // KeysChanged tells the gateway which key names are configured now, after

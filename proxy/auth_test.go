@@ -100,9 +100,6 @@ func newKeyedGateway(t *testing.T, k proxy.Keys, configure ...func(*proxy.Option
 		c(&opts)
 	}
 	srv := proxy.New(opts)
-	if f, ok := k.(*keys.File); ok {
-		srv.KeysChanged(f.Current().Names())
-	}
 	gw := httptest.NewUnstartedServer(srv)
 	gw.Listener = proxy.Harden(gw.Config, gw.Listener)
 	gw.Start()

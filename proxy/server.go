@@ -116,6 +116,7 @@ func New(opts Options) *Server {
 	if opts.RedisStats != nil {
 		registerRedis(opts.Registry, opts.RedisStats)
 	}
+	s.initKeys()
 	s.proxy = s.newReverseProxy()
 	s.engine = s.routes()
 	return s

@@ -53,7 +53,6 @@ func gatewayKeys(f *clientkeys.File) proxy.Keys {
 // the log scrubber about the new keys. Requests keep being served
 // throughout; a bad file keeps the keys in use.
 func watchKeys(ctx context.Context, cfg config.Config, f *clientkeys.File, gateway *proxy.Server, secrets *redact.Redactor) {
-	gateway.KeysChanged(f.Current().Names())
 	f.Notify(func(set *clientkeys.Set, err error) {
 		if err != nil {
 			return

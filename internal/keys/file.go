@@ -52,6 +52,9 @@ func Open(path string, log *slog.Logger) (*File, error) {
 // Lookup returns the name of a presented key (see Set.Lookup).
 func (f *File) Lookup(presented string) (string, bool) { return f.cur.Load().Lookup(presented) }
 
+// Names lists the names of the keys in use.
+func (f *File) Names() []string { return f.cur.Load().Names() }
+
 // Current returns the keys in use.
 func (f *File) Current() *Set { return f.cur.Load() }
 
