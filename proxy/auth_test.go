@@ -591,3 +591,31 @@ func TestAmbiguousAndMalformedRequests(t *testing.T) {
 		})
 	}
 }
+
+// The retriever is never called with a client's gateway key: with no key of
+// its own and no upstream key, it gets none.
+func TestRetrieverNeverGetsTheGatewayKey(t *testing.T) {
+	auth := make(chan string, 4)
+	rt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		auth <- r.Header.Get("Authorization")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"message":"no key","type":"invalid_request_error"}}`)
+	}))
+	t.Cleanup(rt.Close)
+	pruner := prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000},
+		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL + "/v1", Model: "gpt-4.1-mini", Timeout: 10 * time.Second}),
+		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
+	f, _ := openKeys(t, teamKeys)
+	gw := newKeyedGateway(t, f, func(o *proxy.Options) {
+		o.UpstreamAPIKey = ""
+		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, prune.Remove, prune.LineVariant, "gpt-4.1-mini"
+	})
+	resp := post(t, gw.URL+"/v1/chat/completions", readFile(t, laptopRequest), map[string]string{"Authorization": "Bearer " + aliceKey})
+	if got := resp.Header.Get(proxy.HeaderStatus); got != "failed-open; reason=retriever-http-4xx" {
+		t.Fatalf("status %q, want a failed-open retriever call", got)
+	}
+	if got := <-auth; strings.Contains(got, aliceKey) {
+		t.Errorf("the retriever received the gateway key: %q", got)
+	}
+}
