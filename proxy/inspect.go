@@ -63,8 +63,8 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 		if out.Status != "" {
 			out.setHeaders(c.Writer.Header())
 			s.logOutcome(r.Context(), out)
-			s.metrics.observeOutcome(out)
-			s.record(kind, out)
+			s.metrics.observeOutcome(keyName(r.Context()), out)
+			s.record(r.Context(), kind, out)
 		}
 		setBody(r, body)
 		s.forward(c)
@@ -78,7 +78,7 @@ func (s *Server) logOutcome(ctx context.Context, out outcome) {
 	if out.Observations == 0 && out.Status == prune.Skipped && out.Reason != "busy" {
 		level = slog.LevelDebug
 	}
-	s.log.LogAttrs(ctx, level, "observations", out.logAttrs()...)
+	s.log.LogAttrs(ctx, level, "observations", append(out.logAttrs(), slog.String("key", keyName(ctx)))...)
 }
 
 // slowBody answers a client that did not send its body within

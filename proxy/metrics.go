@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,36 +10,40 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/internal/keys"
 	"github.com/focusgate/focusgate/prune"
 )
 
 // metrics are the gateway's Prometheus metrics. Label values are bounded:
-// routes are four names, reasons and outcomes come from fixed lists.
+// routes are four names, reasons and outcomes come from fixed lists, and
+// keys are the names of the configured gateway keys plus anonymous.
 type metrics struct {
+	keyLabels
+
 	requests         *prometheus.CounterVec
 	duration         *prometheus.HistogramVec
 	outcomes         *prometheus.CounterVec
-	tokensBefore     prometheus.Counter
-	tokensAfter      prometheus.Counter
+	tokensBefore     *prometheus.CounterVec
+	tokensAfter      *prometheus.CounterVec
 	reduction        prometheus.Histogram
 	cacheLookups     *prometheus.CounterVec
 	retrieverCalls   *prometheus.CounterVec
 	retrieverSeconds prometheus.Histogram
 	retrieverTokens  *prometheus.CounterVec
 	flaggedLines     prometheus.Counter
-	savedUSD         prometheus.Counter
-	spentUSD         prometheus.Counter
-	netUSD           prometheus.Gauge
+	savedUSD         *prometheus.CounterVec
+	spentUSD         *prometheus.CounterVec
+	netUSD           *prometheus.GaugeVec
 	older            *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg)
-	return &metrics{
+	m := &metrics{
 		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_requests_total",
-			Help: "Requests served, by route (chat, responses, passthrough, own) and HTTP status code.",
-		}, []string{"route", "code"}),
+			Help: "Requests served, by route (chat, responses, passthrough, own), HTTP status code and gateway key name.",
+		}, []string{"route", "code", "key"}),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "focusgate_request_duration_seconds",
 			Help:    "Time from request to the end of the response (of the stream, for streams), by route.",
@@ -46,16 +51,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"route"}),
 		outcomes: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_prune_outcomes_total",
-			Help: "Inspected requests by outcome: pruned, skipped or failed-open, with the reason (fail-open events are status=\"failed-open\").",
-		}, []string{"status", "reason"}),
-		tokensBefore: f.NewCounter(prometheus.CounterOpts{
+			Help: "Inspected requests by outcome: pruned, skipped or failed-open, with the reason (fail-open events are status=\"failed-open\"), by gateway key name.",
+		}, []string{"status", "reason", "key"}),
+		tokensBefore: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_observation_tokens_before_total",
-			Help: "Observation tokens of the inspected requests before pruning.",
-		}),
-		tokensAfter: f.NewCounter(prometheus.CounterOpts{
+			Help: "Observation tokens of the inspected requests before pruning, by gateway key name.",
+		}, []string{"key"}),
+		tokensAfter: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_observation_tokens_after_total",
-			Help: "Observation tokens of the inspected requests after pruning (what the action model read).",
-		}),
+			Help: "Observation tokens of the inspected requests after pruning (what the action model read), by gateway key name.",
+		}, []string{"key"}),
 		reduction: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "focusgate_reduction_ratio",
 			Help:    "Share of observation tokens removed, per pruned request.",
@@ -82,23 +87,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "focusgate_flagged_lines_total",
 			Help: "Observation lines removed as prompt injection (defender prompt).",
 		}),
-		savedUSD: f.NewCounter(prometheus.CounterOpts{
+		savedUSD: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_action_input_saved_usd_total",
-			Help: "Estimated action-model input cost avoided by pruning, in US dollars (models with a known price only).",
-		}),
-		spentUSD: f.NewCounter(prometheus.CounterOpts{
+			Help: "Estimated action-model input cost avoided by pruning, in US dollars (models with a known price only), by gateway key name.",
+		}, []string{"key"}),
+		spentUSD: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_retriever_cost_usd_total",
-			Help: "Estimated retriever cost, in US dollars (models with a known price only).",
-		}),
-		netUSD: f.NewGauge(prometheus.GaugeOpts{
+			Help: "Estimated retriever cost, in US dollars (models with a known price only), by gateway key name.",
+		}, []string{"key"}),
+		netUSD: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "focusgate_saved_usd",
-			Help: "Estimated net savings since start: action-model input saved minus retriever cost, in US dollars.",
-		}),
+			Help: "Estimated net savings since start: action-model input saved minus retriever cost, in US dollars, by gateway key name.",
+		}, []string{"key"}),
 		older: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_older_observations_total",
 			Help: "Observations before the newest of a request, by result: reapplied (pruned again with the selection stored when each was the newest), left (forwarded as they came: no selection known, or none that paid), pruned (a new selection, with FOCUSGATE_PRUNE_ALL).",
 		}, []string{"result"}),
 	}
+	m.keyLabels.vecs = []deleter{m.requests, m.outcomes, m.tokensBefore, m.tokensAfter, m.savedUSD, m.spentUSD, m.netUSD}
+	return m
 }
 
 // registerRedis exposes the Redis store's health, read when scraped.
@@ -141,23 +148,25 @@ func routeLabel(fullPath string) string {
 
 func (m *metrics) observeRequest(c *gin.Context, seconds float64) {
 	route := routeLabel(c.FullPath())
-	m.requests.WithLabelValues(route, strconv.Itoa(c.Writer.Status())).Inc()
+	key := m.keyLabel(keyName(c.Request.Context()))
+	m.requests.WithLabelValues(route, strconv.Itoa(c.Writer.Status()), key).Inc()
 	m.duration.WithLabelValues(route).Observe(seconds)
 }
 
 // observeOutcome records what pruning did to one inspected request and to
-// each of its observations.
-func (m *metrics) observeOutcome(o outcome) {
+// each of its observations, under the name of the gateway key it came with.
+func (m *metrics) observeOutcome(keyName string, o outcome) {
 	if o.Status == "" {
 		return
 	}
-	m.outcomes.WithLabelValues(string(o.Status), o.Reason).Inc()
+	key := m.keyLabel(keyName)
+	m.outcomes.WithLabelValues(string(o.Status), o.Reason, key).Inc()
 	if o.Status == prune.Pruned && o.TokensBefore > 0 {
 		m.reduction.Observe(1 - float64(o.TokensAfter)/float64(o.TokensBefore))
 	}
 	for _, r := range o.Results {
-		m.tokensBefore.Add(float64(r.TokensBefore))
-		m.tokensAfter.Add(float64(r.TokensAfter))
+		m.tokensBefore.WithLabelValues(key).Add(float64(r.TokensBefore))
+		m.tokensAfter.WithLabelValues(key).Add(float64(r.TokensAfter))
 		m.flaggedLines.Add(float64(r.Flagged))
 		if r.Cache == "" {
 			continue
@@ -178,13 +187,58 @@ func (m *metrics) observeOutcome(o outcome) {
 	m.older.WithLabelValues("left").Add(float64(o.Older.Left))
 	m.older.WithLabelValues("pruned").Add(float64(o.Older.Pruned))
 	if o.Priced {
-		m.savedUSD.Add(o.SavedUSD)
-		m.spentUSD.Add(o.RetrieverUSD)
-		m.netUSD.Add(o.SavedUSD - o.RetrieverUSD)
+		m.savedUSD.WithLabelValues(key).Add(o.SavedUSD)
+		m.spentUSD.WithLabelValues(key).Add(o.RetrieverUSD)
+		m.netUSD.WithLabelValues(key).Add(o.SavedUSD - o.RetrieverUSD)
 	}
 }
 
 func (s *Server) serveMetrics() gin.HandlerFunc {
 	h := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
 	return func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
+}
+
+// deleter is the part of a metric vector that forgets series.
+type deleter interface {
+	DeletePartialMatch(labels prometheus.Labels) int
+}
+
+// keyLabels keeps the "key" label of the metrics bounded: only the names of
+// the gateway keys configured now, plus anonymous. Nil names means no keys
+// file, where every request is anonymous.
+type keyLabels struct {
+	vecs []deleter
+
+	mu    sync.RWMutex
+	names map[string]bool
+}
+
+func (k *keyLabels) keyLabel(name string) string {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if k.names[name] {
+		return name
+	}
+	return keys.Anonymous
+}
+
+// setKeyNames replaces the configured names and deletes the series of the
+// names no longer configured.
+func (k *keyLabels) setKeyNames(names []string) {
+	next := make(map[string]bool, len(names))
+	for _, n := range names {
+		next[n] = true
+	}
+	k.mu.Lock()
+	prev := k.names
+	k.names = next
+	k.mu.Unlock()
+	for n := range prev {
+		if next[n] {
+			continue
+		}
+		for _, v := range k.vecs {
+			v.DeletePartialMatch(prometheus.Labels{"key": n})
+		}
+	}
 }

@@ -34,6 +34,7 @@ func (s *Server) accessLog(c *gin.Context) {
 			slog.Int64("bytes_in", info.bytesIn.Load()),
 			slog.Int("bytes_out", max(c.Writer.Size(), 0)),
 		}
+		attrs = append(attrs, slog.String("key", keyName(c.Request.Context())))
 		if st := c.Writer.Header().Get(HeaderStatus); st != "" {
 			attrs = append(attrs, slog.String("focusgate", st))
 		}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -18,7 +19,7 @@ type Dashboard interface {
 
 // record reports out to the dashboard, if there is one. It hands over the
 // request's own strings and slices: the dashboard copies what it keeps.
-func (s *Server) record(kind detect.API, out outcome) {
+func (s *Server) record(ctx context.Context, kind detect.API, out outcome) {
 	if s.opts.Dashboard == nil {
 		return
 	}
@@ -30,6 +31,9 @@ func (s *Server) record(kind detect.API, out outcome) {
 		TokensBefore: out.TokensBefore, TokensAfter: out.TokensAfter,
 		Cache: string(out.Cache), Retriever: out.Retriever, Flagged: out.Flagged,
 		Priced: out.Priced, SavedUSD: out.SavedUSD, RetrieverUSD: out.RetrieverUSD,
+	}
+	if s.opts.Keys != nil {
+		rec.Key = keyName(ctx)
 	}
 	if len(out.found) == len(out.Results) {
 		rec.Observations = make([]ui.Observation, len(out.Results))

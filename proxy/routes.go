@@ -29,10 +29,14 @@ func (s *Server) routes() *gin.Engine {
 		e.Any("/ui", ui)
 		e.Any("/ui/*path", ui)
 	}
+	// Every proxied route is authenticated and confined to the upstream's
+	// base path; the own endpoints above keep their own access rules.
+	proxied := []gin.HandlerFunc{s.authenticate, s.checkPath}
+	api := e.Group("", proxied...)
 	for _, prefix := range []string{"/v1", ""} {
-		e.POST(prefix+"/chat/completions", s.inspect(detect.Chat))
-		e.POST(prefix+"/responses", s.inspect(detect.Responses))
+		api.POST(prefix+"/chat/completions", s.inspect(detect.Chat))
+		api.POST(prefix+"/responses", s.inspect(detect.Responses))
 	}
-	e.NoRoute(s.passthrough)
+	e.NoRoute(append(proxied, s.passthrough)...)
 	return e
 }

@@ -27,8 +27,12 @@ import (
 type Options struct {
 	// Upstream is the base URL of the action model's API, e.g. https://api.openai.com/v1.
 	Upstream *url.URL
-	// UpstreamAPIKey is sent as a bearer token when the client sends no Authorization.
+	// UpstreamAPIKey is sent as a bearer token when the client sends no
+	// Authorization; with Keys, on every request in place of the gateway key.
 	UpstreamAPIKey string
+	// Keys, when set, are the gateway keys a client must present on every
+	// proxied route; nil leaves the gateway open (see authenticate).
+	Keys Keys
 	// UpstreamTimeout bounds the wait for the upstream's response headers.
 	UpstreamTimeout time.Duration
 	// MaxBodyBytes caps request bodies, after decompression.
@@ -138,6 +142,7 @@ func New(opts Options) *Server {
 	if opts.RedisStats != nil {
 		registerRedis(opts.Registry, opts.RedisStats)
 	}
+	s.initKeys()
 	s.proxy = s.newReverseProxy()
 	s.engine = s.routes()
 	return s

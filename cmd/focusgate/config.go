@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/focusgate/focusgate/config"
+	"github.com/focusgate/focusgate/internal/redact"
 )
 
 // parseFlags loads the configuration from the environment, lets the command
@@ -36,12 +37,19 @@ func parseFlags(name, synopsis string, args []string, getenv func(string) string
 	return cfg, fs, nil
 }
 
+// newLogger writes cfg's log format and level to w, scrubbing keys (see
+// newRedactor) from every line.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	return newLoggerWith(cfg, w, newRedactor(cfg))
+}
+
+func newLoggerWith(cfg config.Config, w io.Writer, secrets *redact.Redactor) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(redact.NewHandler(h, secrets))
 }

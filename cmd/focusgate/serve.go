@@ -36,7 +36,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	secrets := newRedactor(cfg)
+	log := newLoggerWith(cfg, stderr, secrets)
+	clientKeys, err := openKeys(cfg, log, secrets)
+	if err != nil {
+		return err
+	}
 	upstream, err := url.Parse(cfg.UpstreamURL)
 	if err != nil {
 		return fmt.Errorf("upstream URL: %w", err)
@@ -73,6 +78,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	gateway := proxy.New(proxy.Options{
 		Upstream:           upstream,
 		UpstreamAPIKey:     cfg.UpstreamAPIKey,
+		Keys:               gatewayKeys(clientKeys),
 		UpstreamTimeout:    cfg.UpstreamTimeout,
 		MaxBodyBytes:       cfg.MaxBodyBytes,
 		Budget:             cfg.RetrieverTimeout,
@@ -91,6 +97,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Dashboard:          dashboard,
 		Logger:             log,
 	})
+	if clientKeys != nil {
+		watchKeys(ctx, cfg, clientKeys, gateway, secrets)
+	}
 	srv := &http.Server{
 		Handler: gateway,
 		// Only the header read is bounded here: read and write timeouts
@@ -104,8 +113,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	ln = proxy.Harden(srv, ln)
 	logEconomics(log, cfg, prices)
-	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", upstream.Redacted(),
+	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL),
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg),
 		"dashboard", dashboardState(cfg))
 
