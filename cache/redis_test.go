@@ -207,7 +207,7 @@ func TestWaitingReplicaTakesOverFromDeadHolder(t *testing.T) {
 func TestHolderKeepsItsLockWhileComputing(t *testing.T) {
 	// Long enough that a loaded machine never misses an extension (one
 	// every lockTTL/3) by a whole TTL.
-	const lockTTL = 1500 * time.Millisecond
+	const lockTTL = 5 * time.Second
 	url := redistest.Shared(t)
 	raw := rawClient(t, url)
 	a := cache.New(redistest.NewStore(t, url, func(o *cache.RedisOptions) { o.LockTTL = lockTTL }), nil)

@@ -133,7 +133,7 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	}
 	wg.Wait()
 
-	out := outcome{Model: model, Mode: mode, Variant: variant, Observations: len(obs), Results: results}
+	out := outcome{Model: model, Mode: mode, Variant: variant, Observations: len(obs), Results: results, found: obs}
 	// The newest observation is folded in first, so that a request with
 	// nothing pruned reports the newest's reason.
 	out.add(results[newest])
