@@ -25,15 +25,28 @@ import (
 // with the element the agent's next action needs still there, and with every
 // byte outside the observations exactly as the tool sent it. A request without
 // a page must pass through byte for byte.
+//
+// The retriever must also be told the agent's goal and, in tool-calling loops,
+// what the agent did before this page: the task in the first user message and
+// the earlier tool calls, or Stagehand's instruction line.
 var agentTools = []struct {
 	tool string
 	// page matches a request body that holds a page snapshot of this tool.
 	page *regexp.Regexp
+	// goal matches the goal the retriever is given for every page.
+	goal *regexp.Regexp
+	// history matches the history the retriever is given once the agent
+	// has acted; nil where the tool sends no history (Stagehand).
+	history *regexp.Regexp
 }{
-	{"playwright-mcp", regexp.MustCompile(`\[ref=[a-z0-9]+\]`)},
-	{"openai-agents", regexp.MustCompile(`\[ref=[a-z0-9]+\]`)},
-	{"stagehand", regexp.MustCompile(`\[0-\d+\] RootWebArea`)},
-	{"chrome-devtools-mcp", regexp.MustCompile(`uid=\d+_0 RootWebArea`)},
+	{"playwright-mcp", regexp.MustCompile(`\[ref=[a-z0-9]+\]`),
+		regexp.MustCompile(`add the Summit Parka 2000 to the cart`), regexp.MustCompile(`browser_navigate\(`)},
+	{"openai-agents", regexp.MustCompile(`\[ref=[a-z0-9]+\]`),
+		regexp.MustCompile(`add the Summit Parka 2000 to the cart`), regexp.MustCompile(`browser_navigate\(`)},
+	{"stagehand", regexp.MustCompile(`\[0-\d+\] RootWebArea`),
+		regexp.MustCompile(`'(Add to cart|First name|Summit Parka 2000)'`), nil},
+	{"chrome-devtools-mcp", regexp.MustCompile(`uid=\d+_0 RootWebArea`),
+		regexp.MustCompile(`add the Summit Parka 2000 to the cart`), regexp.MustCompile(`navigate_page\(`)},
 }
 
 // neededElement matches the tree line of an element the scripted agents act
@@ -61,7 +74,7 @@ func TestAgentRequestsArePrunedByteFaithfully(t *testing.T) {
 			var total replayStats
 			for _, dir := range dirs {
 				t.Run(filepath.Base(dir), func(t *testing.T) {
-					st := replayConversation(t, dir, tc.page)
+					st := replayConversation(t, dir, tc.page, tc.goal, tc.history)
 					total.add(st)
 					t.Logf("%s: %s", filepath.Base(dir), st)
 				})
@@ -73,7 +86,7 @@ func TestAgentRequestsArePrunedByteFaithfully(t *testing.T) {
 
 // replayConversation posts every request of one captured conversation, in
 // order, to a fresh gateway and checks what the action model received.
-func replayConversation(t *testing.T, dir string, page *regexp.Regexp) replayStats {
+func replayConversation(t *testing.T, dir string, page, goal, history *regexp.Regexp) replayStats {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no requests in %s: %v", dir, err)
@@ -120,7 +133,13 @@ func replayConversation(t *testing.T, dir string, page *regexp.Regexp) replaySta
 			continue
 		}
 		st.pruned++
-		checkObservationEdits(t, name, body, sent, retriever.seen())
+		seen := retriever.seen()
+		checkObservationEdits(t, name, body, sent, seen)
+		if last := seen[len(seen)-1]; !goal.MatchString(last.goal) {
+			t.Errorf("%s: the retriever's goal %.200q does not match %s", name, last.goal, goal)
+		} else if history != nil && !history.MatchString(last.history) {
+			t.Errorf("%s: the retriever's history %.200q does not match %s", name, last.history, history)
+		}
 		st.addTokens(resp.Header)
 		st.bytesBefore += len(body)
 		st.bytesAfter += len(sent)
@@ -299,8 +318,9 @@ func jsonEscape(s string) []byte {
 // retrieved is one tree the scripted retriever was shown, with the element
 // lines it kept.
 type retrieved struct {
-	text string
-	kept []string
+	text          string
+	kept          []string
+	goal, history string // the prompt's goal and history sections
 }
 
 // elementRetriever plays the retriever model: it reads the numbered tree
@@ -330,6 +350,8 @@ func newElementRetriever(t *testing.T) *elementRetriever {
 			return
 		}
 		prompt := body.Messages[len(body.Messages)-1].Content
+		head, _, _ := strings.Cut(prompt, "\n\n# Page snapshot (")
+		goal, history, _ := strings.Cut(strings.TrimPrefix(head, "# Goal\n"), "\n\n# What the agent did so far\n")
 		_, numbered, ok := strings.Cut(prompt, " lines)\n")
 		numbered, _, _ = strings.Cut(numbered, "\n\nWhich lines does the agent need")
 		if !ok {
@@ -353,7 +375,7 @@ func newElementRetriever(t *testing.T) *elementRetriever {
 			}
 		}
 		r.mu.Lock()
-		r.trees = append(r.trees, retrieved{text: tree.String(), kept: kept})
+		r.trees = append(r.trees, retrieved{text: tree.String(), kept: kept, goal: goal, history: history})
 		r.calls++
 		r.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
