@@ -84,23 +84,38 @@ func (s *Server) rewriteBounded(ctx context.Context, kind detect.API, body []byt
 
 	select {
 	case r := <-done:
-		return r.body, r.out
+		return r.body, s.blame(ctx, r.out)
 	case <-ctx.Done():
 	}
 	// A result that came in at the same moment is still good.
 	select {
 	case r := <-done:
-		return r.body, r.out
+		return r.body, s.blame(ctx, r.out)
 	default:
 	}
-	reason := "timeout"
+	return body, outcome{Status: prune.FailedOpen, Reason: s.endReason(ctx)}
+}
+
+// blame names the real cause of an inspection that failed open because its
+// context ended: the work itself only sees a cancelled context, which the
+// deadline, the shutdown and a client that left all look like.
+func (s *Server) blame(ctx context.Context, out outcome) outcome {
+	if out.Status == prune.FailedOpen && (out.Reason == "canceled" || out.Reason == "timeout") && ctx.Err() != nil {
+		out.Reason = s.endReason(ctx)
+	}
+	return out
+}
+
+// endReason says why ctx, an inspection's context, ended.
+func (s *Server) endReason(ctx context.Context) string {
 	switch {
 	case s.stopping.Err() != nil:
-		reason = "shutdown"
-	case !errors.Is(ctx.Err(), context.DeadlineExceeded):
-		reason = "canceled"
+		return "shutdown"
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "timeout"
+	default:
+		return "canceled"
 	}
-	return body, outcome{Status: prune.FailedOpen, Reason: reason}
 }
 
 // StopPruning makes the gateway forward every request from now on without
