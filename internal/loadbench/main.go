@@ -187,6 +187,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		for _, name := range opts.cases {
 			for _, clients := range opts.concurrency {
 				for _, t := range targets {
+					if t.name == defaultProxy && name == "stream" {
+						// httputil.ReverseProxy forwarding the request body as a
+						// stream cuts streamed answers short now and then (its
+						// read of the upstream's answer fails with "use of closed
+						// network connection"), and a baseline that drops answers
+						// cannot be measured; the tuned proxy buffers the body.
+						continue
+					}
 					res, err := l.run(ctx, cases[name], clients, t)
 					if err != nil {
 						err = fmt.Errorf("round %d, %s, %d clients, %s: %w", round+1, name, clients, t.name, err)

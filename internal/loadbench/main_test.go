@@ -137,6 +137,9 @@ func TestRunEndToEnd(t *testing.T) {
 	for _, c := range caseNames {
 		for _, clients := range []string{"1", "4"} {
 			for _, tg := range []string{direct, defaultProxy, reverseProxy, focusgate} {
+				if tg == defaultProxy && c == "stream" {
+					continue // not measured: see run
+				}
 				if row := "| " + c + " | " + clients + " | " + tg + " | 20 |"; !strings.Contains(report, row) {
 					t.Errorf("the report has no row starting %q:\n%s", row, report)
 				}

@@ -128,10 +128,14 @@ func (r report) write(w io.Writer) error {
 			std, ok1 := r.added(name, clients, defaultProxy, p50)
 			bare, ok2 := r.added(name, clients, reverseProxy, p50)
 			fg, ok3 := r.added(name, clients, focusgate, p50)
-			if !ok1 || !ok2 || !ok3 {
+			if !ok2 || !ok3 {
 				continue
 			}
-			p("| %s | %d | %s | %s | %s | %s | %s |\n", name, clients, signed(median(std)), signed(median(bare)),
+			stdAdded := "n/a" // the stream case does not run the default proxy
+			if ok1 {
+				stdAdded = signed(median(std))
+			}
+			p("| %s | %d | %s | %s | %s | %s | %s |\n", name, clients, stdAdded, signed(median(bare)),
 				signed(median(fg)), ratios(fg, std), ratios(fg, bare))
 		}
 	}
