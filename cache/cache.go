@@ -13,6 +13,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"io"
+	"sync"
 )
 
 // ErrNotFound is returned by Store.Get for a key the store does not hold.
@@ -57,7 +59,21 @@ func Key(parts ...string) string {
 	for _, p := range parts {
 		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
 		h.Write(n[:])
-		h.Write([]byte(p))
+		writeString(h, p)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// writeString hashes s through a pooled buffer: []byte(s) would copy the
+// whole of s, and a key covers a page of a hundred kilobytes or more.
+func writeString(h io.Writer, s string) {
+	buf := hashBuffers.Get().(*[4096]byte)
+	defer hashBuffers.Put(buf)
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+}
+
+var hashBuffers = sync.Pool{New: func() any { return new([4096]byte) }}

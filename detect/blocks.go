@@ -3,6 +3,7 @@ package detect
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // runFunc collects the elements of one tree from p, and returns them with the
@@ -110,9 +111,17 @@ func (f *spec) collect(s string, p int, buf []element) ([]element, int) {
 // Blocks finds every tree in one plain string (used for files given to `focusgate
 // prune` and internally).
 func Blocks(s string) []Block {
+	bufs := elementBufs.Get().([][]element)
+	defer func() {
+		// The elements hold strings of s: cleared, a pooled buffer keeps no
+		// request's text alive.
+		for g := range bufs {
+			clear(bufs[g][:cap(bufs[g])])
+		}
+		elementBufs.Put(bufs)
+	}()
 	var (
 		blocks []Block
-		bufs   = make([][]element, len(grammars))
 		// failed[g] is where the last rejected run of grammar g ended: a run
 		// starting before it is a suffix of the rejected one, and is rejected too.
 		failed = make([]int, len(grammars))
@@ -156,6 +165,11 @@ func Blocks(s string) []Block {
 	}
 	return blocks
 }
+
+// elementBufs lends Blocks one run buffer per grammar. A page's run is
+// hundreds of elements of some 70 bytes each, grown by doubling on every
+// call otherwise: the largest allocation of detection.
+var elementBufs = sync.Pool{New: func() any { return make([][]element, len(grammars)) }}
 
 // Page returns the tree of a page snapshot given on its own (a file, a
 // recorded step): the largest block of s, since a snapshot that reads as

@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -25,10 +26,29 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:   s.rewriteRequest,
 		Transport: s.opts.Transport,
-		// Flush after every write: server-sent events must reach the client
-		// as the upstream produces them, and a JSON answer is one write anyway.
-		FlushInterval: -1,
+		// Zero lets ReverseProxy decide per response: it flushes after every
+		// write when the answer is text/event-stream or of unknown length
+		// (chunked), so server-sent events and any other stream reach the
+		// client as the upstream produces them, and it leaves an answer of
+		// known length to the server's buffer, which saves a write system
+		// call and a flush per request.
+		FlushInterval: 0,
 		ErrorHandler:  s.upstreamError,
+		BufferPool:    copyBuffers{},
+	}
+}
+
+// copyBuffers lends ReverseProxy the buffers it copies answers through,
+// which it would otherwise allocate (32 KiB) for every request.
+type copyBuffers struct{}
+
+var copyBufferPool = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+func (copyBuffers) Get() []byte { return copyBufferPool.Get().(*[32 << 10]byte)[:] }
+
+func (copyBuffers) Put(b []byte) {
+	if cap(b) == 32<<10 {
+		copyBufferPool.Put((*[32 << 10]byte)(b[:32<<10]))
 	}
 }
 

@@ -78,6 +78,11 @@ func (s *Server) logOutcome(ctx context.Context, out outcome) {
 	if out.Observations == 0 && out.Status == prune.Skipped && out.Reason != "busy" {
 		level = slog.LevelDebug
 	}
+	// Most requests have nothing to prune and are logged at debug level,
+	// which is usually off: their attributes are not built for nothing.
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
 	s.log.LogAttrs(ctx, level, "observations", append(out.logAttrs(), slog.String("key", keyName(ctx)))...)
 }
 

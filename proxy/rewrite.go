@@ -87,13 +87,28 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	if mode == prune.Off {
 		return body, skipped("mode-off")
 	}
-	model := detect.Model(body)
-	actionPrice, priced := s.prices.Lookup(model)
-	priced = priced && s.retrieverPriced
-	if priced && s.opts.SkipUneconomic && variant != prune.Defender {
-		// The defender prompt is chosen for safety, not savings.
-		if be, ok := pricing.BreakEven(s.retrieverPrice, actionPrice); ok && be >= s.opts.ExpectedReduction {
-			return body, skipped("uneconomic")
+	// The model is looked up only when it is needed: before detection when
+	// an uneconomic request is to be skipped, otherwise once detection has
+	// found something to prune, so that a request without an observation
+	// (most of a gateway's traffic) is scanned once, by detection.
+	var model string
+	var actionPrice pricing.Price
+	var priced, looked bool
+	lookUp := func() {
+		if !looked {
+			model = detect.Model(body)
+			actionPrice, priced = s.prices.Lookup(model)
+			priced = priced && s.retrieverPriced
+			looked = true
+		}
+	}
+	// The defender prompt is chosen for safety, not savings.
+	if s.opts.SkipUneconomic && variant != prune.Defender {
+		lookUp()
+		if priced {
+			if be, ok := pricing.BreakEven(s.retrieverPrice, actionPrice); ok && be >= s.opts.ExpectedReduction {
+				return body, skipped("uneconomic")
+			}
 		}
 	}
 
@@ -109,6 +124,7 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 		return body, skipped("no-observation")
 	}
 
+	lookUp()
 	apiKey, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
 	results := make([]prune.Result, len(obs))
 	var wg sync.WaitGroup

@@ -140,7 +140,7 @@ func stubAncestors(lines []Line, acts []action, flagged []bool) {
 
 func render(t Tree, acts []action, flagged []bool, mode Mode) string {
 	var b strings.Builder
-	b.Grow(len(t.Text))
+	b.Grow(renderedSize(t, acts))
 	b.WriteString(t.Text[:t.Lines[0].Start])
 	for i := 0; i < len(t.Lines); {
 		l := t.Lines[i]
@@ -175,6 +175,27 @@ func render(t Tree, acts []action, flagged []bool, mode Mode) string {
 		}
 	}
 	return b.String()
+}
+
+// renderedSize estimates what render writes: the text around and between the
+// lines, every kept line, and a short allowance for each stub or marker.
+// Growing by the whole tree would allocate the page again for a result that
+// is usually a fraction of it; an estimate that falls short only costs the
+// builder one more growth.
+func renderedSize(t Tree, acts []action) int {
+	const perLine = 24
+	n := len(t.Text) - (t.Lines[len(t.Lines)-1].End - t.Lines[0].Start)
+	for i, l := range t.Lines {
+		if i > 0 {
+			n += l.Start - t.Lines[i-1].End
+		}
+		if acts[i] == keep {
+			n += l.End - l.Start
+		} else {
+			n += perLine
+		}
+	}
+	return n
 }
 
 // writeStub writes the stub of line in the tree's syntax, then suffix. A

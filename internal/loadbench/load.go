@@ -21,7 +21,8 @@ import (
 // Names of the targets, as the report shows them.
 const (
 	direct       = "direct"
-	reverseProxy = "reverse-proxy"
+	defaultProxy = "default-proxy" // httputil.ReverseProxy with the standard library's defaults
+	reverseProxy = "reverse-proxy" // httputil.ReverseProxy tuned like focusgate
 	focusgate    = "focusgate"
 )
 
@@ -62,6 +63,7 @@ func (c bodyCase) check(t target, resp *http.Response, n int64) error {
 
 // result is what one run of a case against a target measured.
 type result struct {
+	round    int
 	body     string
 	clients  int
 	target   string

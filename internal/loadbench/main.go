@@ -1,17 +1,18 @@
 // Command loadbench measures what focusgate adds to a request under load. It
 // sends the same requests straight to a fake upstream, through a bare
-// httputil.ReverseProxy and through focusgate, all on loopback, at each level
+// httputil.ReverseProxy (the standard library's defaults, and one tuned like
+// focusgate) and through focusgate, all on loopback, at each level
 // of concurrency, and prints a Markdown report: requests per second, p50 and
 // p99 latency, the latency each proxy adds, and each proxy's CPU time per
 // request and peak memory.
 //
 // The fakes (upstream and retriever) and the load generator run in this
 // process; focusgate (built from cmd/focusgate, run with its defaults) and
-// the bare proxy (./bareproxy) run as child processes, so that their CPU and
+// the two bare proxies (./defaultproxy, ./bareproxy) run as child processes, so that their CPU and
 // memory are read from /proc apart from the load's. Run it from the module
 // root:
 //
-//	go run ./internal/loadbench [-duration 3s | -requests N] [-concurrency 1,64]
+//	go run ./internal/loadbench [-duration 3s | -requests N] [-concurrency 1,64] [-rounds 1]
 package main
 
 import (
@@ -49,7 +50,7 @@ var caseNames = []string{"passthrough", "stream", "tree"}
 
 type options struct {
 	duration, warmup      time.Duration
-	requests              int
+	requests, rounds      int
 	concurrency           []int
 	cases                 []string
 	treeTokens            int
@@ -62,6 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.DurationVar(&opts.duration, "duration", 3*time.Second, "how long each run is measured, after its warm-up")
 	fs.IntVar(&opts.requests, "requests", 0, "measure each run over this many requests instead of -duration")
+	fs.IntVar(&opts.rounds, "rounds", 1, "runs of every case, client count and target, interleaved; the report shows medians")
 	fs.DurationVar(&opts.warmup, "warmup", 500*time.Millisecond, "unmeasured load before each run")
 	fs.Func("concurrency", "comma-separated numbers of concurrent clients (default 1,64)", func(s string) error {
 		opts.concurrency = nil
@@ -91,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"GenericAgent request that carries the observation")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
+	}
+	if opts.rounds < 1 {
+		return opts, fmt.Errorf("-rounds %d: want at least 1", opts.rounds)
 	}
 	if fs.NArg() > 0 {
 		return opts, fmt.Errorf("unexpected arguments: %q", fs.Args())
@@ -134,7 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer os.RemoveAll(dir)
-	log.Info("building focusgate and the bare proxy")
+	log.Info("building focusgate and the baseline proxies")
 	if err := build(ctx, dir); err != nil {
 		return err
 	}
@@ -143,12 +148,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer func() { err = errors.Join(err, bare.stop()) }()
+	std, err := start(ctx, filepath.Join(dir, "defaultproxy"), []string{"-upstream", up.URL}, os.Environ(), dir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, std.stop()) }()
 	fg, err := start(ctx, filepath.Join(dir, "focusgate"), []string{"serve"}, gatewayEnv(up.URL+"/v1", rts.URL+"/v1"), dir)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, fg.stop()) }()
-	targets := []target{{direct, up.URL, nil}, {reverseProxy, bare.url, bare}, {focusgate, fg.url, fg}}
+	targets := []target{{direct, up.URL, nil}, {defaultProxy, std.url, std}, {reverseProxy, bare.url, bare}, {focusgate, fg.url, fg}}
 
 	l := &loader{
 		client: &http.Client{
@@ -166,25 +176,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		"tree":        {name: "tree", body: tree.Body, answerSize: int64(len(workload.Completion)), gatewayStatus: "pruned", cacheHit: true},
 	}
 	if slices.Contains(opts.cases, "tree") {
-		if rep.treeTokensAfter, err = primeCache(ctx, l, cases["tree"], targets[2], tree.Tokens); err != nil {
+		if rep.treeTokensAfter, err = primeCache(ctx, l, cases["tree"], targets[3], tree.Tokens); err != nil {
 			return err
 		}
 	}
 
-	for _, name := range opts.cases {
-		for _, clients := range opts.concurrency {
-			for _, t := range targets {
-				res, err := l.run(ctx, cases[name], clients, t)
-				if err != nil {
-					err = fmt.Errorf("%s, %d clients, %s: %w", name, clients, t.name, err)
-					if t.proc != nil {
-						err = fmt.Errorf("%w; its log ends:\n%s", err, t.proc.logTail())
+	// Rounds go outermost so that a change in the machine's load between
+	// rounds falls on every target alike.
+	for round := range opts.rounds {
+		for _, name := range opts.cases {
+			for _, clients := range opts.concurrency {
+				for _, t := range targets {
+					if t.name == defaultProxy && name == "stream" {
+						// httputil.ReverseProxy forwarding the request body as a
+						// stream cuts streamed answers short now and then (its
+						// read of the upstream's answer fails with "use of closed
+						// network connection"), and a baseline that drops answers
+						// cannot be measured; the tuned proxy buffers the body.
+						continue
 					}
-					return err
+					res, err := l.run(ctx, cases[name], clients, t)
+					if err != nil {
+						err = fmt.Errorf("round %d, %s, %d clients, %s: %w", round+1, name, clients, t.name, err)
+						if t.proc != nil {
+							err = fmt.Errorf("%w; its log ends:\n%s", err, t.proc.logTail())
+						}
+						return err
+					}
+					res.round = round
+					log.Info("run", "round", round+1, "case", name, "clients", clients, "target", t.name, "requests", res.requests,
+						"rps", int(res.rps()), "p50", res.p50, "p99", res.p99, "cpu", res.cpu)
+					rep.results = append(rep.results, res)
 				}
-				log.Info("run", "case", name, "clients", clients, "target", t.name, "requests", res.requests,
-					"rps", int(res.rps()), "p50", res.p50, "p99", res.p99)
-				rep.results = append(rep.results, res)
 			}
 		}
 	}

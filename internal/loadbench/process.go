@@ -16,11 +16,12 @@ import (
 	"time"
 )
 
-// build compiles focusgate and the bare proxy into dir.
+// build compiles focusgate and the two bare proxies into dir.
 func build(ctx context.Context, dir string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator),
 		"github.com/focusgate/focusgate/cmd/focusgate",
-		"github.com/focusgate/focusgate/internal/loadbench/bareproxy")
+		"github.com/focusgate/focusgate/internal/loadbench/bareproxy",
+		"github.com/focusgate/focusgate/internal/loadbench/defaultproxy")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}

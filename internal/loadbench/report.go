@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,54 +84,159 @@ func (r report) write(w io.Writer) error {
 		}
 	}
 
+	if r.opts.rounds > 1 {
+		p("\n%d rounds, each running every case, client count and target in turn. Every figure is the median over the rounds "+
+			"(added latency paired within a round), except peak RSS, the highest.\n", r.opts.rounds)
+	}
 	p("\n| case | clients | target | requests | req/s | p50 | p99 | added p50 | added p99 | proxy CPU/req | proxy peak RSS |\n")
 	p("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, res := range r.results {
+	for _, row := range r.rows() {
 		added50, added99, cpu, rss := "", "", "", ""
-		if res.target != direct {
-			if base, ok := r.find(res.body, res.clients, direct); ok {
-				added50, added99 = signed(res.p50-base.p50), signed(res.p99-base.p99)
+		if row.target != direct {
+			if a, ok := r.added(row.body, row.clients, row.target, func(x result) time.Duration { return x.p50 }); ok {
+				added50 = signed(median(a))
+			}
+			if a, ok := r.added(row.body, row.clients, row.target, func(x result) time.Duration { return x.p99 }); ok {
+				added99 = signed(median(a))
 			}
 			cpu, rss = "n/a", "n/a"
-			if res.cpu > 0 {
-				cpu = duration(res.cpu)
+			if c := medianOf(row.runs, func(x result) time.Duration { return x.cpu }); c > 0 {
+				cpu = duration(c)
 			}
-			if res.peakRSS > 0 {
-				rss = fmt.Sprintf("%.0f MiB", float64(res.peakRSS)/(1<<20))
+			var peak int64
+			for _, x := range row.runs {
+				peak = max(peak, x.peakRSS)
+			}
+			if peak > 0 {
+				rss = fmt.Sprintf("%.0f MiB", float64(peak)/(1<<20))
 			}
 		}
-		p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", res.body, res.clients, res.target,
-			grouped(res.requests), grouped(int64(res.rps()+0.5)), duration(res.p50), duration(res.p99), added50, added99, cpu, rss)
+		reqs := medianOf(row.runs, func(x result) time.Duration { return time.Duration(x.requests) })
+		rps := medianOf(row.runs, func(x result) time.Duration { return time.Duration(x.rps() + 0.5) })
+		p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.body, row.clients, row.target,
+			grouped(int64(reqs)), grouped(int64(rps)),
+			duration(medianOf(row.runs, func(x result) time.Duration { return x.p50 })),
+			duration(medianOf(row.runs, func(x result) time.Duration { return x.p99 })), added50, added99, cpu, rss)
 	}
 
-	p("\nLatency added at p50, focusgate against the bare reverse proxy:\n\n")
-	p("| case | clients | reverse-proxy | focusgate | ratio |\n|---|--:|--:|--:|--:|\n")
+	p("\nLatency added at p50, and focusgate's as a multiple of each baseline's: the median, then every round's.\n\n")
+	p("| case | clients | default-proxy | reverse-proxy (tuned) | focusgate | focusgate / default | focusgate / tuned |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|\n")
+	p50 := func(x result) time.Duration { return x.p50 }
 	for _, name := range r.opts.cases {
 		for _, clients := range r.opts.concurrency {
-			d, ok1 := r.find(name, clients, direct)
-			b, ok2 := r.find(name, clients, reverseProxy)
-			f, ok3 := r.find(name, clients, focusgate)
-			if !ok1 || !ok2 || !ok3 {
+			std, ok1 := r.added(name, clients, defaultProxy, p50)
+			bare, ok2 := r.added(name, clients, reverseProxy, p50)
+			fg, ok3 := r.added(name, clients, focusgate, p50)
+			if !ok2 || !ok3 {
 				continue
 			}
-			bareAdded, fgAdded := b.p50-d.p50, f.p50-d.p50
-			ratio := "n/a"
-			if bareAdded > 0 {
-				ratio = fmt.Sprintf("%.2fx", float64(fgAdded)/float64(bareAdded))
+			stdAdded := "n/a" // the stream case does not run the default proxy
+			if ok1 {
+				stdAdded = signed(median(std))
 			}
-			p("| %s | %d | %s | %s | %s |\n", name, clients, signed(bareAdded), signed(fgAdded), ratio)
+			p("| %s | %d | %s | %s | %s | %s | %s |\n", name, clients, stdAdded, signed(median(bare)),
+				signed(median(fg)), ratios(fg, std), ratios(fg, bare))
 		}
 	}
 	return bw.Flush()
 }
 
-func (r report) find(body string, clients int, target string) (result, bool) {
+// row is every round's result of one case, client count and target.
+type row struct {
+	body    string
+	clients int
+	target  string
+	runs    []result
+}
+
+// rows groups the results by case, client count and target, in the order
+// they first ran.
+func (r report) rows() []row {
+	var rows []row
 	for _, res := range r.results {
-		if res.body == body && res.clients == clients && res.target == target {
+		i := slices.IndexFunc(rows, func(w row) bool {
+			return w.body == res.body && w.clients == res.clients && w.target == res.target
+		})
+		if i < 0 {
+			rows = append(rows, row{body: res.body, clients: res.clients, target: res.target})
+			i = len(rows) - 1
+		}
+		rows[i].runs = append(rows[i].runs, res)
+	}
+	return rows
+}
+
+// added returns, for each round that measured both, what the target's
+// statistic exceeds direct's by in the same round.
+func (r report) added(body string, clients int, tg string, stat func(result) time.Duration) ([]time.Duration, bool) {
+	var out []time.Duration
+	for _, res := range r.results {
+		if res.body != body || res.clients != clients || res.target != tg {
+			continue
+		}
+		if base, ok := r.find(body, clients, direct, res.round); ok {
+			out = append(out, stat(res)-stat(base))
+		}
+	}
+	return out, len(out) > 0
+}
+
+func (r report) find(body string, clients int, target string, round int) (result, bool) {
+	for _, res := range r.results {
+		if res.body == body && res.clients == clients && res.target == target && res.round == round {
 			return res, true
 		}
 	}
 	return result{}, false
+}
+
+// ratios formats the median of num[i]/den[i] and, with several rounds,
+// every round's ratio.
+func ratios(num, den []time.Duration) string {
+	var rs []float64
+	for i := range min(len(num), len(den)) {
+		if den[i] > 0 {
+			rs = append(rs, float64(num[i])/float64(den[i]))
+		}
+	}
+	if len(rs) == 0 {
+		return "n/a"
+	}
+	each := make([]string, len(rs))
+	for i, x := range rs {
+		each[i] = fmt.Sprintf("%.2f", x)
+	}
+	sorted := slices.Sorted(slices.Values(rs))
+	m := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		m = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	if len(rs) == 1 {
+		return fmt.Sprintf("%.2fx", m)
+	}
+	return fmt.Sprintf("%.2fx (%s)", m, strings.Join(each, " / "))
+}
+
+// median returns the median of ds, the mean of the middle two when their
+// number is even.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(ds))
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+func medianOf(rs []result, stat func(result) time.Duration) time.Duration {
+	ds := make([]time.Duration, len(rs))
+	for i, x := range rs {
+		ds[i] = stat(x)
+	}
+	return median(ds)
 }
 
 // duration formats a latency with three significant digits or so.
