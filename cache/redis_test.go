@@ -154,6 +154,30 @@ func TestFetchComputesOnceAcrossReplicas(t *testing.T) {
 	}
 }
 
+// A replica that finds no value and then takes the lock must not compute
+// when, in between, the holder stored the value and released its lock: taking
+// the lock must see the value the holder stored before releasing it.
+func TestReplicaDoesNotRecomputeWhatTheHolderStoredAfterItsLook(t *testing.T) {
+	url := redistest.Shared(t)
+	a := cache.New(redistest.NewStore(t, url), nil)
+	key := testKey(t)
+	// The holder's whole computation runs after b's Get has found nothing
+	// and before b tries to take the lock.
+	b := cache.New(cache.AfterFirstGet(redistest.NewStore(t, url), func() {
+		val, out, err := a.Fetch(t.Context(), key, func(context.Context) ([]byte, error) { return []byte("from a"), nil })
+		if err != nil || out != cache.Miss || string(val) != "from a" {
+			t.Errorf("holder got %q, %q, %v; want to compute and store the value", val, out, err)
+		}
+	}), nil)
+
+	val, out, err := b.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
+		return nil, errors.New("computed again a value another replica had stored")
+	})
+	if err != nil || out != cache.Shared || string(val) != "from a" {
+		t.Errorf("second replica got %q, %q, %v; want the holder's value", val, out, err)
+	}
+}
+
 func TestWaitingReplicaComputesWhenHolderFails(t *testing.T) {
 	url := redistest.Shared(t)
 	a := cache.New(redistest.NewStore(t, url), nil)
