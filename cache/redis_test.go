@@ -278,6 +278,13 @@ func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 	r := redistest.NewStore(t, srv.URL())
 	c := cache.New(r, nil)
 	ctx := t.Context()
+	// The store pings Redis once at start on a goroutine of its own; landing
+	// after the server's death below, that ping would mark Redis down before
+	// the set that this test expects to fail.
+	raw := rawClient(t, srv.URL())
+	waitFor(t, "the store's first probe", func() bool {
+		return strings.Contains(raw.ClientList(ctx).Val(), "cmd=ping")
+	})
 	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
 	fetch := func(key string, want cache.Outcome) {
 		t.Helper()
