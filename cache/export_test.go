@@ -1,5 +1,10 @@
 package cache
 
+import (
+	"context"
+	"sync"
+)
+
 // Internals the external tests look at.
 
 var (
@@ -22,3 +27,22 @@ func (r *Redis) MarkUp() { r.up.Store(true) }
 
 // Store returns the store under c.
 func (c *Cache) Store() Store { return c.store }
+
+// AfterFirstGet returns r as a Store whose first Get, once answered by Redis,
+// calls between before returning: what between does to Redis lands between
+// that look and the Redis calls that follow it, as another replica's work can.
+func AfterFirstGet(r *Redis, between func()) Store {
+	return &afterFirstGet{Redis: r, between: between}
+}
+
+type afterFirstGet struct {
+	*Redis  // and so its claim: the cache coordinates through the wrapper
+	between func()
+	once    sync.Once
+}
+
+func (s *afterFirstGet) Get(ctx context.Context, key string) ([]byte, error) {
+	val, err := s.Redis.Get(ctx, key)
+	s.once.Do(s.between)
+	return val, err
+}

@@ -94,6 +94,18 @@ func (o op) String() string { return opNames[o] }
 var errSkipped = errors.New("cache: redis is down; call skipped")
 
 var (
+	// lockScript returns the value under KEYS[1] when there is one, and
+	// otherwise tries to take the lock KEYS[2] with token ARGV[1] for ARGV[2]
+	// ms, returning 1 when it took it and 0 when another replica holds it.
+	lockScript = redis.NewScript(`
+local val = redis.call("GET", KEYS[1])
+if val then
+	return val
+end
+if redis.call("SET", KEYS[2], ARGV[1], "NX", "PX", ARGV[2]) then
+	return 1
+end
+return 0`)
 	// extendScript extends a lock only while the caller still holds it.
 	extendScript = redis.NewScript(`
 if redis.call("GET", KEYS[1]) == ARGV[1] then
@@ -242,30 +254,42 @@ func (r *Redis) Delete(ctx context.Context, key string) error {
 }
 
 func (r *Redis) claim(ctx context.Context, key string) ([]byte, func(), error) {
-	release, err := r.lock(ctx, key)
-	if err != nil || release != nil {
-		return nil, release, err
+	val, found, release, err := r.lock(ctx, key)
+	if err != nil || found || release != nil {
+		return val, release, err
 	}
 	return r.wait(ctx, key)
 }
 
-// lock tries once to make this replica the one that computes key. It returns
-// a nil release when another replica holds the lock.
-func (r *Redis) lock(ctx context.Context, key string) (release func(), err error) {
+// lock returns the value under key when it is stored, and otherwise tries
+// once to make this replica the one that computes it. It returns neither a
+// value nor a release when another replica holds the lock.
+//
+// Looking for the value and taking the lock are one atomic step: as two
+// calls, a replica whose look found nothing could take the lock just after
+// the holder stored the value and released it, and compute the value again.
+func (r *Redis) lock(ctx context.Context, key string) (val []byte, found bool, release func(), err error) {
 	if !r.available() {
-		return nil, errSkipped
+		return nil, false, nil, errSkipped
 	}
 	token := rand.Text()
-	held, err := r.client.SetNX(ctx, lockKey(key), token, r.lockTTL).Result()
+	res, err := lockScript.Run(ctx, r.client, []string{valueKey(key), lockKey(key)}, token, r.lockTTL.Milliseconds()).Result()
 	if err != nil {
-		return nil, r.fail(ctx, opLock, err)
+		return nil, false, nil, r.fail(ctx, opLock, err)
 	}
-	if !held {
-		return nil, nil
+	switch res := res.(type) {
+	case string:
+		return []byte(res), true, nil, nil
+	case int64:
+		if res == 0 {
+			return nil, false, nil, nil
+		}
+	default:
+		return nil, false, nil, r.fail(ctx, opLock, fmt.Errorf("unexpected reply %T to the lock script", res))
 	}
 	stop := make(chan struct{})
 	go r.keepLocked(key, token, stop)
-	return func() {
+	return nil, false, func() {
 		close(stop)
 		r.unlock(key, token)
 	}, nil
@@ -322,16 +346,9 @@ func (r *Redis) wait(ctx context.Context, key string) ([]byte, func(), error) {
 	poll := time.NewTicker(r.pollInterval)
 	defer poll.Stop()
 	for {
-		val, err := r.Get(ctx, key)
-		if err == nil {
-			return val, nil, nil
-		}
-		if !errors.Is(err, ErrNotFound) {
-			return nil, nil, err
-		}
-		release, err := r.lock(ctx, key)
-		if err != nil || release != nil {
-			return nil, release, err
+		val, found, release, err := r.lock(ctx, key)
+		if err != nil || found || release != nil {
+			return val, release, err
 		}
 		select {
 		case <-done:

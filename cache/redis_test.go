@@ -154,6 +154,30 @@ func TestFetchComputesOnceAcrossReplicas(t *testing.T) {
 	}
 }
 
+// A replica that finds no value and then takes the lock must not compute
+// when, in between, the holder stored the value and released its lock: taking
+// the lock must see the value the holder stored before releasing it.
+func TestReplicaDoesNotRecomputeWhatTheHolderStoredAfterItsLook(t *testing.T) {
+	url := redistest.Shared(t)
+	a := cache.New(redistest.NewStore(t, url), nil)
+	key := testKey(t)
+	// The holder's whole computation runs after b's Get has found nothing
+	// and before b tries to take the lock.
+	b := cache.New(cache.AfterFirstGet(redistest.NewStore(t, url), func() {
+		val, out, err := a.Fetch(t.Context(), key, func(context.Context) ([]byte, error) { return []byte("from a"), nil })
+		if err != nil || out != cache.Miss || string(val) != "from a" {
+			t.Errorf("holder got %q, %q, %v; want to compute and store the value", val, out, err)
+		}
+	}), nil)
+
+	val, out, err := b.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
+		return nil, errors.New("computed again a value another replica had stored")
+	})
+	if err != nil || out != cache.Shared || string(val) != "from a" {
+		t.Errorf("second replica got %q, %q, %v; want the holder's value", val, out, err)
+	}
+}
+
 func TestWaitingReplicaComputesWhenHolderFails(t *testing.T) {
 	url := redistest.Shared(t)
 	a := cache.New(redistest.NewStore(t, url), nil)
@@ -254,6 +278,13 @@ func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 	r := redistest.NewStore(t, srv.URL())
 	c := cache.New(r, nil)
 	ctx := t.Context()
+	// The store pings Redis once at start on a goroutine of its own; landing
+	// after the server's death below, that ping would mark Redis down before
+	// the set that this test expects to fail.
+	raw := rawClient(t, srv.URL())
+	waitFor(t, "the store's first probe", func() bool {
+		return strings.Contains(raw.ClientList(ctx).Val(), "cmd=ping")
+	})
 	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
 	fetch := func(key string, want cache.Outcome) {
 		t.Helper()
