@@ -49,6 +49,7 @@ type Config struct {
 	RedisTimeout      time.Duration `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
 	CacheTTL          time.Duration `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
 	CacheMaxBytes     int64         `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
+	PageMemoBytes     int64         `env:"PAGE_MEMO_BYTES" envDefault:"67108864" help:"memory for what focusgate remembers of the pages it has seen (their decoded text, trees and token counts), so that a page sent again, as an older page of a conversation or in a cache hit, costs look-ups; 0 remembers nothing"`
 	MaxBodyBytes      int64         `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
 	InspectBudget     int64         `env:"INSPECT_BUDGET_BYTES" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
 	Prices            string        `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
@@ -163,6 +164,9 @@ func (c Config) Validate() error {
 	}
 	if c.CacheMaxBytes <= 0 {
 		bad("CACHE_MAX_BYTES", "must be positive, got %d", c.CacheMaxBytes)
+	}
+	if c.PageMemoBytes < 0 {
+		bad("PAGE_MEMO_BYTES", "must not be negative, got %d", c.PageMemoBytes)
 	}
 	if c.ExpectedReduction <= 0 || c.ExpectedReduction > 1 {
 		bad("EXPECTED_REDUCTION", "must be in (0, 1], got %v", c.ExpectedReduction)

@@ -34,6 +34,7 @@ func TestLoadDefaults(t *testing.T) {
 		MinTokens:         1000,
 		CacheTTL:          24 * time.Hour,
 		CacheMaxBytes:     64 << 20,
+		PageMemoBytes:     64 << 20,
 		RedisTimeout:      50 * time.Millisecond,
 		MaxBodyBytes:      32 << 20,
 		InspectBudget:     64 << 20,

@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
+
+	"github.com/focusgate/focusgate/internal/memo"
 )
 
 // role is who wrote a unit of the conversation.
@@ -81,11 +84,12 @@ type conversation struct {
 	body  []byte
 	units []unit
 	segs  []segment
-	goals []memo // goals[i]: the goal stated in the user turns up to unit i
-	users []memo // users[i]: the user's words up to unit i
+	goals []nearestAnswer // goals[i]: the goal stated in the user turns up to unit i
+	users []nearestAnswer // users[i]: the user's words up to unit i
 	// firsts holds, by role, the words of the first unit of that role
 	// that has any.
-	firsts map[role]memo
+	firsts map[role]nearestAnswer
+	seen   *memo.Memo[searched] // the Finder's memory; nil for none
 }
 
 func parseConversation(body []byte, api API) (*conversation, error) {
@@ -462,21 +466,47 @@ func (c *conversation) innerObservation(f located) Observation {
 
 // blocks returns the trees of segment si of unit ui, and finds those inside a
 // JSON text it holds. Strings with fewer lines or element ids than a tree needs
-// are never decoded.
+// are never decoded; the others are looked up in the Finder's memory first.
 func (c *conversation) blocks(ui, si int) []Block {
 	s := &c.segs[si]
-	if !s.scanned {
-		s.scanned = true
-		if !c.units[ui].role.mayHoldTree() {
-			return nil
-		}
-		ids := s.lit.ids >= MinIDLines || hasIDCues(c.body[s.lit.start:s.lit.end])
-		if s.lit.newlines >= MinLines-1 && ids {
-			s.blocks = Blocks(c.segText(si))
-		}
-		if s.lit.nested >= MinLines-1 && ids {
-			s.inner = innerTrees(c.segText(si))
-		}
+	if s.scanned {
+		return s.blocks
 	}
+	s.scanned = true
+	if !c.units[ui].role.mayHoldTree() {
+		return nil
+	}
+	raw := c.body[s.lit.start:s.lit.end]
+	ids := s.lit.ids >= MinIDLines || hasIDCues(raw)
+	trees, nested := ids && s.lit.newlines >= MinLines-1, ids && s.lit.nested >= MinLines-1
+	if !trees && !nested {
+		return nil
+	}
+	if r, ok := c.seen.GetBytes(raw); ok {
+		s.text, s.decoded, s.blocks, s.inner = r.text, true, r.blocks, r.inner
+		return s.blocks
+	}
+	text := c.segText(si)
+	if trees {
+		s.blocks = Blocks(text)
+	}
+	if nested {
+		s.inner = innerTrees(text)
+	}
+	c.seen.PutBytes(raw, searched{text: text, blocks: s.blocks, inner: s.inner}, searchedSize(text, s.blocks, s.inner))
 	return s.blocks
+}
+
+// searchedSize approximates the bytes a remembered string holds beyond its
+// escaped key.
+func searchedSize(text string, blocks []Block, inner []inner) int {
+	const lineSize, blockSize = int(unsafe.Sizeof(Line{})), int(unsafe.Sizeof(Block{}))
+	n := len(text)
+	for _, b := range blocks {
+		n += blockSize + len(b.Lines)*lineSize
+	}
+	for _, in := range inner {
+		n += int(unsafe.Sizeof(in)) + len(in.text) + len(in.block.Lines)*lineSize
+	}
+	return n
 }

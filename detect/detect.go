@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/focusgate/focusgate/internal/memo"
 )
 
 // API says which request shape a body has.
@@ -83,9 +85,43 @@ type Options struct {
 // and tool messages (Chat) and in instructions, input messages and function call
 // outputs (Responses); assistant turns are only read as history.
 func Find(body []byte, api API, opts Options) ([]Observation, error) {
+	return (*Finder)(nil).Find(body, api, opts)
+}
+
+// Finder is Find with a memory of the texts it has decoded and searched for
+// trees. An agent sends each page again in every later request of its
+// conversation, and the gateway looks at every page of a request, so without
+// it a conversation of n steps decodes and parses n(n+1)/2 pages. A Finder
+// remembers each JSON string that could hold a tree, by its escaped bytes, with
+// its decoded text and the trees found in it.
+//
+// A nil *Finder remembers nothing. A Finder is safe for concurrent use.
+type Finder struct {
+	seen *memo.Memo[searched]
+}
+
+// searched is what a Finder remembers of one JSON string: its decoded text
+// and the trees in it, all shared with every caller and never modified.
+type searched struct {
+	text   string
+	blocks []Block
+	inner  []inner
+}
+
+// NewFinder returns a Finder that remembers about maxBytes of strings, their
+// decoded texts and their trees.
+func NewFinder(maxBytes int) *Finder {
+	return &Finder{seen: memo.New[searched](maxBytes)}
+}
+
+// Find is the package's Find, remembering what it decodes and finds.
+func (f *Finder) Find(body []byte, api API, opts Options) ([]Observation, error) {
 	c, err := parseConversation(body, api)
 	if err != nil {
 		return nil, err
+	}
+	if f != nil {
+		c.seen = f.seen
 	}
 	return c.observations(opts), nil
 }

@@ -245,8 +245,8 @@ func (c *conversation) structure(ui int) *unitContext {
 	return ctx
 }
 
-// memo keeps, per unit, the answer of a search through the units before it.
-type memo struct {
+// nearestAnswer keeps, per unit, the answer of a search through the units before it.
+type nearestAnswer struct {
 	text      string
 	ok, known bool
 	at        int // the unit the text is from
@@ -254,16 +254,16 @@ type memo struct {
 
 // nearest returns own(i) for the last unit i <= ui where it is ok, remembering the
 // answer for every unit it passes.
-func nearest(memos []memo, ui int, own func(i int) (string, bool)) (string, bool) {
+func nearest(memos []nearestAnswer, ui int, own func(i int) (string, bool)) (string, bool) {
 	i := ui
-	var found memo
+	var found nearestAnswer
 	for ; i >= 0; i-- {
 		if memos[i].known {
 			found = memos[i]
 			break
 		}
 		if text, ok := own(i); ok {
-			found = memo{text: text, ok: true}
+			found = nearestAnswer{text: text, ok: true}
 			break
 		}
 	}
@@ -282,7 +282,7 @@ var goalWords = append([][]byte{[]byte("Goal"), []byte("OBJECTIVE"), []byte("<us
 // first: browser-use, for one, states the task once at the start of the conversation.
 func (c *conversation) earlierGoal(ui int) (string, bool) {
 	if c.goals == nil {
-		c.goals = make([]memo, len(c.units))
+		c.goals = make([]nearestAnswer, len(c.units))
 	}
 	return nearest(c.goals, ui-1, func(i int) (string, bool) {
 		if c.units[i].role != roleUser || !c.mentions(i, goalWords) {
@@ -317,7 +317,7 @@ func (c *conversation) mentions(ui int, words [][]byte) bool {
 // stand in for the task.
 func (c *conversation) userText(ui int) string {
 	if c.users == nil {
-		c.users = make([]memo, len(c.units))
+		c.users = make([]nearestAnswer, len(c.units))
 	}
 	latest, ok := nearest(c.users, ui, func(i int) (string, bool) { return c.words(i, roleUser) })
 	if !ok {
@@ -343,13 +343,13 @@ func (c *conversation) words(i int, r role) (string, bool) {
 // or comes before it.
 func (c *conversation) first(r role, ui int) string {
 	if c.firsts == nil {
-		c.firsts = map[role]memo{}
+		c.firsts = map[role]nearestAnswer{}
 	}
 	m, known := c.firsts[r]
 	if !known {
 		for i := range c.units {
 			if text, ok := c.words(i, r); ok {
-				m = memo{text: text, ok: true, at: i}
+				m = nearestAnswer{text: text, ok: true, at: i}
 				break
 			}
 		}

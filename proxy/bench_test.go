@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/internal/loadbench/workload"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
@@ -104,6 +105,7 @@ func BenchmarkCacheHitHotPath(b *testing.B) {
 		Upstream:  &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"},
 		Transport: cannedTransport{},
 		Pruner:    benchPruner(workload.Keep(tree.Lines)),
+		Finder:    detect.NewFinder(32 << 20),
 		Mode:      prune.Remove,
 		Variant:   prune.LineVariant,
 	})

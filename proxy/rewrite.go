@@ -116,7 +116,7 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	// is forwarded as it was when it was the newest, so that the provider's
 	// prefix cache keeps hitting from one request of a conversation to the
 	// next.
-	obs, err := detect.Find(body, kind, detect.Options{All: true})
+	obs, err := s.opts.Finder.Find(body, kind, detect.Options{All: true})
 	if errors.Is(err, detect.ErrNotJSON) {
 		return body, skipped("not-json")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
 )
@@ -53,6 +54,9 @@ type Options struct {
 	Transport http.RoundTripper
 	// Pruner prunes observations; nil forwards every body as it came.
 	Pruner Pruner
+	// Finder finds the observations of a body and remembers the pages it
+	// has seen; nil finds them every time anew.
+	Finder *detect.Finder
 	// Mode and Variant are the defaults that the X-Focusgate-Mode and
 	// X-Focusgate-Prompt request headers override.
 	Mode    prune.Mode

@@ -3,6 +3,7 @@ package prune
 import (
 	"context"
 	"iter"
+	"maps"
 	"strings"
 	"sync"
 	"unicode"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+
+	"github.com/focusgate/focusgate/internal/memo"
 )
 
 func init() {
@@ -53,37 +56,31 @@ func encodingFor(model string) string {
 	return cl100k
 }
 
-// memoEntryOverhead approximates what one memo entry costs beyond its text:
-// the key and map bucket headers.
-const memoEntryOverhead = 64
-
-type memoKey struct{ encoding, chunk string }
-
 // Counter counts tokens the way the action model's tokenizer does, cheaply
 // for text it has seen before.
 //
 // tiktoken's pre-tokenizer never lets a token cross the start of a line that
 // begins with something other than whitespace or '/', so a text's count is
 // the sum of the counts of such chunks (see chunks). The counter remembers
-// the count of every chunk it encodes, so a tree seen again (the same page
-// at the next step, a cache hit, the kept lines of a pruned tree) costs map
-// look-ups only. Memory is bounded in bytes by two generations of maps: when
-// the current one is full it becomes the old one and a new one starts;
-// look-ups check both and promote what they find in the old one.
+// the count of every chunk it encodes and of every whole text it counts, so
+// a tree seen again (the same page at the next step, a cache hit, an older
+// page of the conversation) costs one look-up, and a tree that changed a
+// little (the next step's page, the kept lines of a pruned tree) one look-up
+// per line.
 //
 // A Counter is safe for concurrent use.
 type Counter struct {
-	half int // byte budget of one generation
-
-	mu       sync.Mutex
-	cur, old map[memoKey]int
-	curBytes int
+	memos map[string]*memo.Memo[int] // by encoding
 }
 
 // NewCounter returns a Counter whose memo holds about maxBytes of text and
-// overhead; zero or less disables the memo.
+// overhead per encoding; zero or less disables the memo.
 func NewCounter(maxBytes int) *Counter {
-	return &Counter{half: maxBytes / 2, cur: map[memoKey]int{}}
+	c := &Counter{memos: map[string]*memo.Memo[int]{}}
+	for name := range encodings {
+		c.memos[name] = memo.New[int](maxBytes)
+	}
+	return c
 }
 
 // Count returns the number of tokens of text for model. Should an encoding
@@ -109,20 +106,19 @@ func (c *Counter) CountContext(ctx context.Context, model, text string) (int, er
 	if err != nil {
 		return (len(text) + 3) / 4, nil
 	}
+	m := c.memos[name]
+	if n, ok := m.Get(text); ok {
+		return n, nil
+	}
 	total := 0
 	var misses []string
-	c.mu.Lock()
-	for s := range chunks(text) {
-		if v, ok := c.lookup(name, s); ok {
-			total += v
+	m.GetAll(chunks(text), func(s string, n int, ok bool) {
+		if ok {
+			total += n
 		} else {
 			misses = append(misses, s)
 		}
-	}
-	c.mu.Unlock()
-	if len(misses) == 0 {
-		return total, nil
-	}
+	})
 	counted := make(map[string]int, min(len(misses), 1<<16))
 	for i, s := range misses {
 		if i%checkEvery == checkEvery-1 {
@@ -130,55 +126,21 @@ func (c *Counter) CountContext(ctx context.Context, model, text string) (int, er
 				break
 			}
 		}
-		v, ok := counted[s]
+		n, ok := counted[s]
 		if !ok {
-			v = len(enc.EncodeOrdinary(s))
-			counted[s] = v
+			n = len(enc.EncodeOrdinary(s))
+			counted[s] = n
 		}
-		total += v
+		total += n
 	}
 	// What was counted is remembered even when ctx ended, so that the same
 	// page sent again gets further.
-	c.mu.Lock()
-	for s, v := range counted {
-		c.store(memoKey{name, s}, v)
-	}
-	c.mu.Unlock()
+	m.PutAll(maps.All(counted))
 	if err != nil {
 		return 0, err
 	}
+	m.Put(text, total, 0)
 	return total, nil
-}
-
-// lookup must be called with c.mu held.
-func (c *Counter) lookup(encoding, s string) (int, bool) {
-	k := memoKey{encoding, s}
-	if v, ok := c.cur[k]; ok {
-		return v, true
-	}
-	v, ok := c.old[k]
-	if ok {
-		c.store(k, v)
-	}
-	return v, ok
-}
-
-// store must be called with c.mu held. It copies the chunk, which is a
-// slice of a request's text and would otherwise keep all of it alive.
-func (c *Counter) store(k memoKey, v int) {
-	size := len(k.chunk) + memoEntryOverhead
-	if size > c.half {
-		return
-	}
-	if _, ok := c.cur[k]; ok {
-		return
-	}
-	if c.curBytes+size > c.half {
-		c.old, c.cur, c.curBytes = c.cur, make(map[memoKey]int, len(c.cur)), 0
-	}
-	k.chunk = strings.Clone(k.chunk)
-	c.cur[k] = v
-	c.curBytes += size
 }
 
 // chunks splits text into pieces whose token counts add up to the count of

@@ -1,6 +1,8 @@
 package prune
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,9 +106,8 @@ func TestEncodingFor(t *testing.T) {
 	}
 }
 
-func TestCounterMemoStaysWithinBudget(t *testing.T) {
-	const budget = 8 << 10
-	c := NewCounter(budget)
+func TestCounterWithASmallMemoStaysExact(t *testing.T) {
+	c := NewCounter(8 << 10) // generations turn over every few texts
 	enc := encoding(t, o200k)
 	var b strings.Builder
 	for i := range 2000 {
@@ -118,30 +119,38 @@ func TestCounterMemoStaysWithinBudget(t *testing.T) {
 			if got, want := c.Count("gpt-4o", text), len(enc.Encode(text, nil, nil)); got != want {
 				t.Fatalf("after %d lines: Count = %d, want %d", i+1, got, want)
 			}
-			c.mu.Lock()
-			used := 0
-			for _, m := range []map[memoKey]int{c.cur, c.old} {
-				for k := range m {
-					used += len(k.chunk) + memoEntryOverhead
-				}
-			}
-			c.mu.Unlock()
-			if used > budget {
-				t.Fatalf("memo holds %d bytes, budget %d", used, budget)
-			}
 		}
 	}
 }
 
-func TestCounterRemembersLines(t *testing.T) {
+func TestCounterRemembersLinesAndTexts(t *testing.T) {
 	c := NewCounter(1 << 20)
-	c.Count("gpt-4o", "RootWebArea 'a'\n\t[1] link 'b'\n")
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, chunk := range []string{"RootWebArea 'a'\n", "\t[1] link 'b'\n"} {
-		if _, ok := c.cur[memoKey{o200k, chunk}]; !ok {
-			t.Errorf("chunk %q not memoised", chunk)
+	text := "RootWebArea 'a'\n\t[1] link 'b'\n"
+	c.Count("gpt-4o", text)
+	for _, key := range []string{"RootWebArea 'a'\n", "\t[1] link 'b'\n", text} {
+		if _, ok := c.memos[o200k].Get(key); !ok {
+			t.Errorf("%q not memoised", key)
 		}
+	}
+	if _, ok := c.memos[cl100k].Get(text); ok {
+		t.Errorf("a count for o200k_base was memoised for cl100k_base too")
+	}
+}
+
+func TestCounterDoesNotRememberACountCutShort(t *testing.T) {
+	c := NewCounter(1 << 20)
+	text := readTree(t, "bgym-pr301_web_amazon_macbook.txt").Text // more lines than checkEvery
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.CountContext(ctx, "gpt-4o", text); !errors.Is(err, context.Canceled) {
+		t.Fatalf("CountContext with an ended context: err = %v, want context.Canceled", err)
+	}
+	if n, ok := c.memos[o200k].Get(text); ok {
+		t.Fatalf("a count cut short was memoised for the whole text: %d", n)
+	}
+	want := len(encoding(t, o200k).Encode(text, nil, nil))
+	if got := c.Count("gpt-4o", text); got != want {
+		t.Errorf("Count after a cut-short count = %d, want %d", got, want)
 	}
 }
 

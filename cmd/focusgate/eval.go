@@ -32,6 +32,9 @@ var strategyNames = []string{"llm", "truncate", "bm25"}
 
 // evaluate compares pruning strategies on recorded agent steps: a table (or
 // JSON) on stdout, progress and notes on stderr.
+// evalMemoBytes bounds the memo of token counts of `focusgate eval`.
+const evalMemoBytes = 32 << 20
+
 func evaluate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var (
 		data        string
@@ -147,7 +150,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		Strategies:  strategies,
 		Mode:        prune.Mode(cfg.Mode),
 		Model:       model,
-		Counter:     prune.NewCounter(tokenMemoBytes),
+		Counter:     prune.NewCounter(evalMemoBytes),
 		Concurrency: concurrency,
 		Progress:    terminal(stderr),
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
+	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
 	"github.com/focusgate/focusgate/ui"
@@ -84,6 +85,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Budget:             cfg.RetrieverTimeout,
 		InspectBudgetBytes: cfg.InspectBudget,
 		Pruner:             pr.pruner,
+		Finder:             detect.NewFinder(int(cfg.PageMemoBytes / 2)),
 		Mode:               prune.Mode(cfg.Mode),
 		Variant:            prune.Variant(cfg.Prompt),
 		PruneAll:           cfg.PruneAll,

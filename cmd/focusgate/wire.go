@@ -18,10 +18,6 @@ import (
 	"github.com/focusgate/focusgate/prune"
 )
 
-// tokenMemoBytes bounds the memo of per-line token counts that keeps token
-// counting off the hot path for pages seen before.
-const tokenMemoBytes = 32 << 20
-
 // pruning is the pruning side of the gateway, built from the configuration.
 type pruning struct {
 	pruner *prune.Pruner
@@ -47,7 +43,9 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 	}
 
 	retriever := newRetriever(cfg, cfg.RetrieverKey())
-	counter := prune.NewCounter(tokenMemoBytes)
+	// The page memory is shared between detection (decoded texts and their
+	// trees) and token counts.
+	counter := prune.NewCounter(int(cfg.PageMemoBytes / 2))
 	p.pruner = prune.New(prune.Config{
 		RetrieverModel: cfg.RetrieverModel,
 		MinTokens:      cfg.MinTokens,

@@ -1,0 +1,97 @@
+package detect
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// corpus is every request body the tests hold, recorded agents' included, in a
+// stable order, with the API each was sent to.
+func corpus(t *testing.T) (paths []string, apis []API) {
+	t.Helper()
+	paths = requestFiles(t)
+	agents, err := filepath.Glob("../testdata/agents/*/*/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(agents)
+	paths = append(paths, agents...)
+	for _, p := range paths {
+		api := apiOf(p)
+		if strings.Contains(filepath.Base(p), "responses") {
+			api = Responses
+		}
+		apis = append(apis, api)
+	}
+	return paths, apis
+}
+
+func TestFinderFindsWhatFindFinds(t *testing.T) {
+	paths, apis := corpus(t)
+	f := NewFinder(64 << 20)
+	for round := range 2 { // the second round finds every page in the memory
+		for i, p := range paths {
+			body, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, all := range []bool{false, true} {
+				want, wantErr := Find(body, apis[i], Options{All: all})
+				got, gotErr := f.Find(body, apis[i], Options{All: all})
+				if !reflect.DeepEqual(got, want) || (gotErr == nil) != (wantErr == nil) {
+					t.Fatalf("round %d, %s, All=%v: Finder.Find differs from Find:\n got %d observations, %v\nwant %d, %v",
+						round, p, all, len(got), gotErr, len(want), wantErr)
+				}
+			}
+		}
+	}
+	if n := f.seen.Len(); n == 0 {
+		t.Fatalf("the Finder remembered nothing of %d bodies", len(paths))
+	}
+}
+
+func TestFinderOwnsWhatItRemembers(t *testing.T) {
+	tree := readFile(t, "testdata/formats/browsergym.txt")
+	a := genericAgentBody(t, "Open the catalog", tree, "", "")
+	b := genericAgentBody(t, "Open the catalog", strings.ReplaceAll(tree, "link", "LINK"), "", "")
+	if len(a) != len(b) {
+		t.Fatalf("the two bodies must have the same length to share a buffer")
+	}
+	f := NewFinder(64 << 20)
+	buf := bytes.Clone(a)
+	first, err := f.Find(buf, Chat, Options{})
+	if err != nil || len(first) != 1 {
+		t.Fatalf("Find(a) = %d observations, %v", len(first), err)
+	}
+	text := strings.Clone(first[0].Text)
+	copy(buf, b) // the gateway reads the next request into reused memory
+	second, err := f.Find(buf, Chat, Options{})
+	if err != nil || len(second) != 1 {
+		t.Fatalf("Find(b) = %d observations, %v", len(second), err)
+	}
+	if !strings.Contains(second[0].Text, "LINK") {
+		t.Errorf("the second body's page was answered from the first's memory")
+	}
+	if first[0].Text != text {
+		t.Errorf("the first page's text changed with the buffer it was read from")
+	}
+	again, err := f.Find(a, Chat, Options{})
+	if err != nil || !reflect.DeepEqual(again, first) {
+		t.Errorf("the first body found again differs: %v", err)
+	}
+}
+
+func TestNilFinderIsFind(t *testing.T) {
+	body := genericAgentBody(t, "Open the catalog", readFile(t, "testdata/formats/browsergym.txt"), "", "")
+	var f *Finder
+	got, err := f.Find(body, Chat, Options{})
+	want, _ := Find(body, Chat, Options{})
+	if err != nil || !reflect.DeepEqual(got, want) || len(got) != 1 {
+		t.Errorf("nil Finder found %d observations (%v), Find %d", len(got), err, len(want))
+	}
+}
