@@ -40,8 +40,16 @@ func BenchmarkCount(b *testing.B) {
 			c.Count("gpt-4.1", tree.Text)
 		}
 	})
-	b.Run("tiktoken-whole-text", func(b *testing.B) {
+	b.Run("encode-whole-text", func(b *testing.B) {
+		enc := loaded(b, o200k)
+		b.ReportAllocs()
+		for b.Loop() {
+			enc.count(tree.Text)
+		}
+	})
+	b.Run("tiktoken-go-whole-text", func(b *testing.B) {
 		enc := encoding(b, o200k)
+		b.ReportAllocs()
 		for b.Loop() {
 			enc.EncodeOrdinary(tree.Text)
 		}

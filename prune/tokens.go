@@ -9,28 +9,19 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
-
 	"github.com/focusgate/focusgate/internal/memo"
 )
-
-func init() {
-	// tiktoken-go downloads BPE files on first use by default; a gateway
-	// must not reach the internet for that, so read the embedded copies.
-	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
-}
 
 const (
 	o200k  = "o200k_base"
 	cl100k = "cl100k_base"
 )
 
-// encodings loads each BPE once per process: building one takes a few
-// hundred milliseconds and tens of megabytes.
-var encodings = map[string]func() (*tiktoken.Tiktoken, error){
-	o200k:  sync.OnceValues(func() (*tiktoken.Tiktoken, error) { return tiktoken.GetEncoding(o200k) }),
-	cl100k: sync.OnceValues(func() (*tiktoken.Tiktoken, error) { return tiktoken.GetEncoding(cl100k) }),
+// encodings loads each BPE once per process, on first use: building one
+// takes a few hundred milliseconds.
+var encodings = map[string]func() (*bpe, error){
+	o200k:  sync.OnceValues(func() (*bpe, error) { return loadBPE(o200k+".tiktoken", o200kPattern) }),
+	cl100k: sync.OnceValues(func() (*bpe, error) { return loadBPE(cl100k+".tiktoken", cl100kPattern) }),
 }
 
 // baseModel lowercases a model name and drops a provider prefix such as
@@ -128,7 +119,7 @@ func (c *Counter) CountContext(ctx context.Context, model, text string) (int, er
 		}
 		n, ok := counted[s]
 		if !ok {
-			n = len(enc.EncodeOrdinary(s))
+			n = enc.count(s)
 			counted[s] = n
 		}
 		total += n

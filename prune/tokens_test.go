@@ -11,12 +11,25 @@ import (
 	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
-// encoding returns a loaded encoding or stops the test.
+func init() {
+	// tiktoken-go, the reference the counter is checked against, downloads
+	// its BPE files by default.
+	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
+}
+
+var references = map[string]func() (*tiktoken.Tiktoken, error){
+	o200k:  sync.OnceValues(func() (*tiktoken.Tiktoken, error) { return tiktoken.GetEncoding(o200k) }),
+	cl100k: sync.OnceValues(func() (*tiktoken.Tiktoken, error) { return tiktoken.GetEncoding(cl100k) }),
+}
+
+// encoding returns tiktoken-go's encoding, the reference for counts, or stops
+// the test.
 func encoding(t testing.TB, name string) *tiktoken.Tiktoken {
 	t.Helper()
-	enc, err := encodings[name]()
+	enc, err := references[name]()
 	if err != nil {
 		t.Fatal(err)
 	}
