@@ -60,6 +60,7 @@ func BenchmarkPassthrough(b *testing.B) {
 		// Never consulted: the body has no observation. It is set so that
 		// focusgate reads and inspects the body, as in production.
 		Pruner:  benchPruner(nil),
+		Finder:  benchFinder(),
 		Mode:    prune.Remove,
 		Variant: prune.LineVariant,
 	}))
@@ -105,7 +106,7 @@ func BenchmarkCacheHitHotPath(b *testing.B) {
 		Upstream:  &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"},
 		Transport: cannedTransport{},
 		Pruner:    benchPruner(workload.Keep(tree.Lines)),
-		Finder:    detect.NewFinder(32 << 20),
+		Finder:    benchFinder(),
 		Mode:      prune.Remove,
 		Variant:   prune.LineVariant,
 	})
@@ -193,14 +194,20 @@ func (benchRecorder) CloseNotify() <-chan bool { return nil }
 
 // benchPruner is the pruner cmd/focusgate builds, over an in-process cache
 // and a retriever that answers ranges at once.
+// benchPruner is wired as the gateway wires its pruner, with the default
+// FOCUSGATE_PAGE_MEMO_BYTES (64 MiB): a quarter for token counts, a quarter
+// for page hashes; the other half is benchFinder's.
 func benchPruner(ranges []prune.Range) *prune.Pruner {
 	return prune.New(prune.Config{
-		RetrieverModel: "gpt-4.1-mini",
-		MinTokens:      1000,
-		UseHistory:     true,
-		Counter:        prune.NewCounter(32 << 20),
+		RetrieverModel:   "gpt-4.1-mini",
+		MinTokens:        1000,
+		UseHistory:       true,
+		Counter:          prune.NewCounter(16 << 20),
+		PageKeyMemoBytes: 16 << 20,
 	}, benchRetriever(ranges), cache.New(cache.NewMemory(64<<20, 24*time.Hour), nil))
 }
+
+func benchFinder() *detect.Finder { return detect.NewFinder(32 << 20) }
 
 type benchRetriever []prune.Range
 

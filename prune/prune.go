@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/internal/memo"
 )
 
 // keyVersion starts every cache key; bump it whenever the meaning of a
-// cached Selection changes (numbering, answer parsing, prompts).
-const keyVersion = "prune-selection-v2"
+// cached Selection changes (numbering, answer parsing, prompts). v3 hashes
+// the page's hash instead of its text.
+const keyVersion = "prune-selection-v3"
 
 // defaultMemoBytes bounds the token-count memo when Config.Counter is nil.
 const defaultMemoBytes = 32 << 20
@@ -107,7 +109,11 @@ type Config struct {
 	MinTokens      int    // observations with fewer tokens are left alone
 	UseHistory     bool   // send the agent's history to the retriever
 	Counter        *Counter
-	Logger         *slog.Logger
+	// PageKeyMemoBytes bounds the memo of each page's hash, so that the
+	// cache key of a page seen before does not hash its text again; zero
+	// or less disables it.
+	PageKeyMemoBytes int
+	Logger           *slog.Logger
 }
 
 // Pruner prunes observations. It is safe for concurrent use.
@@ -115,6 +121,7 @@ type Pruner struct {
 	cfg       Config
 	retriever Retriever
 	cache     Cache
+	pageKeys  *memo.Memo[string]
 	log       *slog.Logger
 }
 
@@ -128,7 +135,7 @@ func New(cfg Config, r Retriever, c Cache) *Pruner {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pruner{cfg: cfg, retriever: r, cache: c, log: log}
+	return &Pruner{cfg: cfg, retriever: r, cache: c, pageKeys: memo.New[string](cfg.PageKeyMemoBytes), log: log}
 }
 
 // Prune returns the observation pruned, or the original with the reason it
@@ -248,8 +255,20 @@ func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool)
 	if p.cfg.UseHistory {
 		q.History = in.History
 	}
-	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), q.Goal, q.History, in.Tree.Text)
+	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), q.Goal, q.History, p.pageKey(in.Tree.Text))
 	return job{mode: mode, q: q, key: key}, true
+}
+
+// pageKey is the hash of a page's text that cache keys hold. Hashing a page
+// of a hundred kilobytes costs more than looking it up, and an agent sends
+// each page again in every later request of its conversation.
+func (p *Pruner) pageKey(text string) string {
+	if k, ok := p.pageKeys.Get(text); ok {
+		return k
+	}
+	k := cache.Key(text)
+	p.pageKeys.Put(text, k, len(k))
+	return k
 }
 
 // finish applies a selection, as the cache holds it, in the job's mode, and

@@ -295,6 +295,36 @@ func TestPruneCachesSelections(t *testing.T) {
 	}
 }
 
+func TestPruneKeysDoNotDependOnThePageKeyMemo(t *testing.T) {
+	calls := 0
+	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) {
+		calls++
+		return ParseAnswer(laptopAnswer, q.Lines)
+	})
+	c := &mapCache{}
+	// Replicas sharing a cache, one remembering page hashes and one not, and
+	// pages of the same text in fresh memory (as each request's is).
+	remembering := New(Config{RetrieverModel: "gpt-4.1-mini", PageKeyMemoBytes: 1 << 20}, r, c)
+	forgetting := New(Config{RetrieverModel: "gpt-4.1-mini"}, r, c)
+	ctx := context.Background()
+	in := laptopInput(t)
+	for i, p := range []*Pruner{remembering, remembering, forgetting, remembering} {
+		in.Tree.Text = strings.Clone(in.Tree.Text)
+		res := p.Prune(ctx, in)
+		if want := map[bool]cache.Outcome{true: cache.Miss, false: cache.Hit}[i == 0]; res.Status != Pruned || res.Cache != want {
+			t.Fatalf("request %d: %s, cache %q; want pruned, %q", i+1, res.Status, res.Cache, want)
+		}
+	}
+	other := in
+	other.Tree.Text = strings.Replace(in.Tree.Text, "Laptop", "Desktop", 1)
+	if res := remembering.Prune(ctx, other); res.Cache != cache.Miss {
+		t.Errorf("another page: cache %q, want a miss", res.Cache)
+	}
+	if calls != 2 {
+		t.Errorf("retriever called %d times, want 2", calls)
+	}
+}
+
 func TestPruneHistoryInKeyOnlyWhenUsed(t *testing.T) {
 	for _, use := range []bool{false, true} {
 		t.Run(fmt.Sprintf("UseHistory=%v", use), func(t *testing.T) {

@@ -43,15 +43,16 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 	}
 
 	retriever := newRetriever(cfg, cfg.RetrieverKey())
-	// The page memory is shared between detection (decoded texts and their
-	// trees) and token counts.
-	counter := prune.NewCounter(int(cfg.PageMemoBytes / 2))
+	// Half of the page memory is detection's (see serve); the rest holds
+	// token counts and the pages' hashes.
+	counter := prune.NewCounter(int(cfg.PageMemoBytes / 4))
 	p.pruner = prune.New(prune.Config{
-		RetrieverModel: cfg.RetrieverModel,
-		MinTokens:      cfg.MinTokens,
-		UseHistory:     cfg.RetrieverHistory,
-		Counter:        counter,
-		Logger:         log,
+		RetrieverModel:   cfg.RetrieverModel,
+		MinTokens:        cfg.MinTokens,
+		UseHistory:       cfg.RetrieverHistory,
+		Counter:          counter,
+		PageKeyMemoBytes: int(cfg.PageMemoBytes / 4),
+		Logger:           log,
 	}, retriever, cache.New(store, log))
 
 	// Loading a BPE table takes a few hundred milliseconds; do it now rather
