@@ -38,17 +38,26 @@ func (b *byteBudget) release(n int64) { b.used.Add(-n) }
 // pruning for shutdown.
 var errShutdown = errors.New("proxy: shutting down")
 
-// rewriteBounded is rewrite under the gateway's two bounds: the bytes under
-// inspection at once (Options.InspectBudgetBytes) and the time focusgate may
-// spend on a request (Options.Budget). Past the deadline, or once the server
-// stops pruning for shutdown, the original body goes out at once.
+// inlineBytes is the largest body whose observations are looked for on the
+// request's own goroutine. Detection of so few bytes takes well under a
+// millisecond, so it needs no deadline, and a request without an observation
+// (most of a gateway's traffic) then goes on without a goroutine, a timer or a
+// copy of its headers.
+const inlineBytes = 64 << 10
+
+// rewriteBounded is plan and rewrite under the gateway's two bounds: the
+// bytes under inspection at once (Options.InspectBudgetBytes) and the time
+// focusgate may spend on a request (Options.Budget). Past the deadline, or
+// once the server stops pruning for shutdown, the original body goes out at
+// once.
 //
-// Detection cannot be interrupted, so rewrite runs on its own goroutine whose
-// result is abandoned at the deadline. The context it runs under ends at the
-// same moment, so the steps after detection (token counting, the retriever,
-// waiting for another request's selection) stop at their next check, and the
-// abandoned goroutine holds its share of the byte budget until it has
-// returned: the work left running after a deadline is bounded by the budget.
+// Detection cannot be interrupted, so the work runs on its own goroutine
+// whose result is abandoned at the deadline. The context it runs under ends
+// at the same moment, so the steps after detection (token counting, the
+// retriever, waiting for another request's selection) stop at their next
+// check, and the abandoned goroutine holds its share of the byte budget until
+// it has returned: the work left running after a deadline is bounded by the
+// budget.
 func (s *Server) rewriteBounded(ctx context.Context, kind detect.API, body []byte, h http.Header) ([]byte, outcome) {
 	if s.stopping.Err() != nil {
 		return body, skipped("shutdown")
@@ -56,6 +65,22 @@ func (s *Server) rewriteBounded(ctx context.Context, kind detect.API, body []byt
 	n := int64(len(body))
 	if !s.inspecting.acquire(n) {
 		return body, skipped("busy")
+	}
+	var p plan
+	planned := false
+	if n <= inlineBytes {
+		b, out := s.guarded(ctx, body, func() ([]byte, outcome) {
+			var out outcome
+			p, out, planned = s.plan(kind, body, h)
+			return body, out
+		})
+		if !planned {
+			s.inspecting.release(n)
+			return b, out
+		}
+	} else {
+		// The goroutine may outlive this request's handler, which owns h.
+		h = h.Clone()
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Budget)
 	defer cancel()
@@ -67,18 +92,18 @@ func (s *Server) rewriteBounded(ctx context.Context, kind detect.API, body []byt
 		out  outcome
 	}
 	done := make(chan result, 1)
-	// The goroutine may outlive this request's handler, which owns h.
-	h = h.Clone()
 	go func() {
 		defer s.inspecting.release(n)
-		defer func() {
-			if v := recover(); v != nil {
-				s.log.LogAttrs(ctx, slog.LevelError, "panic inspecting a request; forwarded as it came",
-					slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-				done <- result{body, outcome{Status: prune.FailedOpen, Reason: "internal-error"}}
+		b, out := s.guarded(ctx, body, func() ([]byte, outcome) {
+			if !planned {
+				var out outcome
+				var ok bool
+				if p, out, ok = s.plan(kind, body, h); !ok {
+					return body, out
+				}
 			}
-		}()
-		b, out := s.rewrite(ctx, kind, body, h)
+			return s.rewrite(ctx, body, p)
+		})
 		done <- result{b, out}
 	}()
 
@@ -94,6 +119,23 @@ func (s *Server) rewriteBounded(ctx context.Context, kind detect.API, body []byt
 	default:
 	}
 	return body, outcome{Status: prune.FailedOpen, Reason: s.endReason(ctx)}
+}
+
+// guarded runs f, turning a panic into a fail-open outcome: the request is
+// forwarded as it came.
+func (s *Server) guarded(ctx context.Context, body []byte, f func() ([]byte, outcome)) (b []byte, out outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.logPanic(ctx, v)
+			b, out = body, outcome{Status: prune.FailedOpen, Reason: "internal-error"}
+		}
+	}()
+	return f()
+}
+
+func (s *Server) logPanic(ctx context.Context, v any) {
+	s.log.LogAttrs(ctx, slog.LevelError, "panic inspecting a request; forwarded as it came",
+		slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 }
 
 // blame names the real cause of an inspection that failed open because its

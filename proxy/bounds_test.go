@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -83,6 +84,26 @@ func TestDeadlineBoundsAllOfFocusgatesWork(t *testing.T) {
 		}
 		wg.Wait()
 	})
+}
+
+// panickingPruner stands for a defect in pruning.
+type panickingPruner struct{ proxy.Pruner }
+
+func (panickingPruner) Prune(context.Context, prune.Input) prune.Result { panic("pruning defect") }
+
+// A panic while a request is inspected costs the request nothing: it goes
+// out as it came, whether its page was found on the request's goroutine
+// (small bodies) or on the inspection's own.
+func TestAPanicWhileInspectingForwardsTheOriginal(t *testing.T) {
+	for _, size := range []int{16 << 10, 256 << 10} {
+		t.Run(fmt.Sprintf("%d KB page", size>>10), func(t *testing.T) {
+			gw := newGateway(t, nil, func(o *proxy.Options) { o.Pruner = panickingPruner{} })
+			body := bigPage(t, size)
+			resp := post(t, gw.URL+"/v1/chat/completions", body, nil)
+			assertFailedOpen(t, resp, gw.upstream.last(t).Body, body, "internal-error")
+			gw.logs.WaitFor(t, "panic inspecting a request")
+		})
+	}
 }
 
 func assertFailedOpen(t *testing.T, resp *http.Response, sent, body []byte, reason string) {

@@ -65,49 +65,58 @@ func skipped(reason string) outcome {
 	return outcome{Status: prune.Skipped, Reason: reason}
 }
 
-// rewrite finds the observations in body, has them pruned and splices the
-// results into the original bytes. Whatever it cannot handle leaves body as
-// it is.
-func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h http.Header) ([]byte, outcome) {
-	mode, variant := s.opts.Mode, s.opts.Variant
+// plan is what focusgate learns of a request before it waits for anything:
+// its settings and its observations.
+type plan struct {
+	mode        prune.Mode
+	variant     prune.Variant
+	obs         []detect.Observation
+	model       string
+	apiKey      string
+	actionPrice pricing.Price
+	priced      bool // both the action model and the retriever have a price
+}
+
+// plan reads the request's settings and finds its observations. It returns
+// false, with the outcome to report, when there is nothing to prune.
+func (s *Server) plan(kind detect.API, body []byte, h http.Header) (plan, outcome, bool) {
+	p := plan{mode: s.opts.Mode, variant: s.opts.Variant}
 	if v := h.Get(HeaderMode); v != "" {
 		m, err := prune.ParseMode(v)
 		if err != nil {
-			return body, skipped("bad-header")
+			return p, skipped("bad-header"), false
 		}
-		mode = m
+		p.mode = m
 	}
 	if v := h.Get(HeaderPrompt); v != "" {
 		pv, err := prune.ParseVariant(v)
 		if err != nil {
-			return body, skipped("bad-header")
+			return p, skipped("bad-header"), false
 		}
-		variant = pv
+		p.variant = pv
 	}
-	if mode == prune.Off {
-		return body, skipped("mode-off")
+	if p.mode == prune.Off {
+		return p, skipped("mode-off"), false
 	}
 	// The model is looked up only when it is needed: before detection when
 	// an uneconomic request is to be skipped, otherwise once detection has
 	// found something to prune, so that a request without an observation
 	// (most of a gateway's traffic) is scanned once, by detection.
-	var model string
-	var actionPrice pricing.Price
-	var priced, looked bool
+	looked := false
 	lookUp := func() {
 		if !looked {
-			model = detect.Model(body)
-			actionPrice, priced = s.prices.Lookup(model)
-			priced = priced && s.retrieverPriced
+			p.model = detect.Model(body)
+			p.actionPrice, p.priced = s.prices.Lookup(p.model)
+			p.priced = p.priced && s.retrieverPriced
 			looked = true
 		}
 	}
 	// The defender prompt is chosen for safety, not savings.
-	if s.opts.SkipUneconomic && variant != prune.Defender {
+	if s.opts.SkipUneconomic && p.variant != prune.Defender {
 		lookUp()
-		if priced {
-			if be, ok := pricing.BreakEven(s.retrieverPrice, actionPrice); ok && be >= s.opts.ExpectedReduction {
-				return body, skipped("uneconomic")
+		if p.priced {
+			if be, ok := pricing.BreakEven(s.retrieverPrice, p.actionPrice); ok && be >= s.opts.ExpectedReduction {
+				return p, skipped("uneconomic"), false
 			}
 		}
 	}
@@ -118,14 +127,21 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	// next.
 	obs, err := s.opts.Finder.Find(body, kind, detect.Options{All: true})
 	if errors.Is(err, detect.ErrNotJSON) {
-		return body, skipped("not-json")
+		return p, skipped("not-json"), false
 	}
 	if err != nil || len(obs) == 0 {
-		return body, skipped("no-observation")
+		return p, skipped("no-observation"), false
 	}
-
+	p.obs = obs
 	lookUp()
-	apiKey, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	p.apiKey, _ = strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	return p, outcome{}, true
+}
+
+// rewrite has the observations of a plan pruned and splices the results
+// into the original bytes. Whatever it cannot handle leaves body as it is.
+func (s *Server) rewrite(ctx context.Context, body []byte, p plan) ([]byte, outcome) {
+	obs := p.obs
 	results := make([]prune.Result, len(obs))
 	var wg sync.WaitGroup
 	newest := len(obs) - 1
@@ -134,12 +150,19 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 			Tree:    prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID),
 			Goal:    o.Goal,
 			History: o.History,
-			Mode:    mode,
-			Variant: variant,
-			Model:   model,
-			APIKey:  apiKey,
+			Mode:    p.mode,
+			Variant: p.variant,
+			Model:   p.model,
+			APIKey:  p.apiKey,
 		}
 		wg.Go(func() {
+			// A panic here would end the process, not just this request.
+			defer func() {
+				if v := recover(); v != nil {
+					s.logPanic(ctx, v)
+					results[i] = prune.Result{Text: o.Text, Status: prune.FailedOpen, Reason: "internal-error"}
+				}
+			}()
 			if i == newest || s.opts.PruneAll {
 				results[i] = s.opts.Pruner.Prune(ctx, in)
 			} else {
@@ -149,7 +172,7 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 	}
 	wg.Wait()
 
-	out := outcome{Model: model, Mode: mode, Variant: variant, Observations: len(obs), Results: results, found: obs}
+	out := outcome{Model: p.model, Mode: p.mode, Variant: p.variant, Observations: len(obs), Results: results, found: obs}
 	// The newest observation is folded in first, so that a request with
 	// nothing pruned reports the newest's reason.
 	out.add(results[newest])
@@ -162,9 +185,9 @@ func (s *Server) rewrite(ctx context.Context, kind detect.API, body []byte, h ht
 			edits = append(edits, edit{start: obs[i].RawStart, end: obs[i].RawEnd, text: r.Text, nested: obs[i].Nested})
 		}
 	}
-	if priced {
+	if p.priced {
 		out.Priced = true
-		out.SavedUSD = actionPrice.Cost(out.TokensBefore-out.TokensAfter, 0)
+		out.SavedUSD = p.actionPrice.Cost(out.TokensBefore-out.TokensAfter, 0)
 		out.RetrieverUSD = s.retrieverPrice.Cost(out.Usage.PromptTokens, out.Usage.CompletionTokens)
 	}
 	if len(edits) == 0 {
