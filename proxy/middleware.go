@@ -22,6 +22,14 @@ func (s *Server) accessLog(c *gin.Context) {
 	defer func() {
 		v := recover()
 		elapsed := time.Since(start)
+		if v == nil && c.Writer.Written() && c.Writer.Header().Get("Content-Length") != "" {
+			// The answer is whole: send it now. The server would flush it only
+			// once the handler returns, after the bookkeeping below, which
+			// would then stand between the upstream's answer and the client.
+			// (Without a Content-Length the server may still add one, which
+			// flushing first would turn into chunked encoding.)
+			c.Writer.Flush()
+		}
 		status := c.Writer.Status()
 		if info.clientGone.Load() {
 			status = statusClientClosed

@@ -211,6 +211,8 @@ func TestUpstreamKeyOnlyWhenClientSendsNone(t *testing.T) {
 	if got := gw.upstream.last(t).Header.Get("Authorization"); got != "Bearer sk-client" {
 		t.Errorf("with client key: Authorization %q, want the client's", got)
 	}
+	// An answer is sent before its access-log line is written.
+	gw.logs.WaitUntil(t, "two access-log lines", func(logs string) bool { return strings.Count(logs, "msg=request") >= 2 })
 	if strings.Contains(gw.logs.String(), "sk-") {
 		t.Errorf("a key reached the logs:\n%s", gw.logs.String())
 	}

@@ -157,6 +157,8 @@ func TestRunServesAnUnmodifiedOpenAIClient(t *testing.T) {
 	if err != nil || len(models.Models) != 1 || models.Models[0].ID != "gpt-4.1" {
 		t.Errorf("models: %+v, %v", models, err)
 	}
+	// An answer is sent before its access-log line is written.
+	gw.logs.WaitUntil(t, "three access-log lines", func(logs string) bool { return strings.Count(logs, "msg=request") >= 3 })
 	if strings.Contains(gw.logs.String(), "sk-test-secret") {
 		t.Errorf("the API key reached the logs:\n%s", gw.logs.String())
 	}
