@@ -10,6 +10,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -144,6 +147,85 @@ func BenchmarkCacheHitHotPath(b *testing.B) {
 	}
 }
 
+// BenchmarkConversation replays a recorded Playwright MCP conversation, 11
+// requests each carrying every page before it, through focusgate's handler,
+// its selections already cached: the CPU one whole conversation costs, with
+// the page memory (as the gateway runs) and without it (no Finder, no memo of
+// page hashes; token counts are remembered in both).
+func BenchmarkConversation(b *testing.B) {
+	files, err := filepath.Glob("../testdata/agents/playwright-mcp/chat/*.json")
+	if err != nil || len(files) == 0 {
+		b.Fatalf("no recorded conversation: %v", err)
+	}
+	slices.Sort(files)
+	var bodies [][]byte
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies = append(bodies, body)
+	}
+	for _, tc := range []struct {
+		name    string
+		finder  *detect.Finder
+		keyMemo int
+	}{
+		{"page-memory", benchFinder(), 16 << 20},
+		{"none", nil, 0},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			pruner := prune.New(prune.Config{
+				RetrieverModel:   "gpt-4.1-mini",
+				MinTokens:        1000,
+				UseHistory:       true,
+				Counter:          prune.NewCounter(16 << 20),
+				PageKeyMemoBytes: tc.keyMemo,
+			}, keepRetriever{}, cache.New(cache.NewMemory(64<<20, 24*time.Hour), nil))
+			gw := proxy.New(proxy.Options{
+				Upstream:  &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"},
+				Transport: cannedTransport{},
+				Pruner:    pruner,
+				Finder:    tc.finder,
+				Mode:      prune.Remove,
+				Variant:   prune.LineVariant,
+			})
+			replay := func() (pruned int) {
+				for _, body := range bodies {
+					req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					rec := benchRecorder{httptest.NewRecorder()}
+					gw.ServeHTTP(rec, req)
+					if rec.Code != http.StatusOK {
+						b.Fatalf("status %d: %s", rec.Code, rec.Body)
+					}
+					if rec.Header().Get(proxy.HeaderStatus) == string(prune.Pruned) {
+						pruned++
+					}
+				}
+				return pruned
+			}
+			replay() // asks the retriever about each request's newest page
+			if n := replay(); n < len(bodies)/2 {
+				b.Fatalf("only %d of %d requests pruned", n, len(bodies))
+			}
+			b.ReportAllocs()
+			cpu := startCPU(b)
+			for b.Loop() {
+				replay()
+			}
+			cpu.report()
+		})
+	}
+}
+
+// keepRetriever keeps the lines workload.Keep keeps, whatever the page.
+type keepRetriever struct{}
+
+func (keepRetriever) Select(_ context.Context, q prune.Query) (prune.Selection, error) {
+	return prune.Selection{Ranges: workload.Keep(q.Lines)}, nil
+}
+
 // cpuClock reports the CPU time the whole process spent per iteration
 // (cpu-ns/op): every thread, garbage collection included, which on a shared
 // machine varies much less than the time per iteration does. For
@@ -193,8 +275,7 @@ type benchRecorder struct{ *httptest.ResponseRecorder }
 func (benchRecorder) CloseNotify() <-chan bool { return nil }
 
 // benchPruner is the pruner cmd/focusgate builds, over an in-process cache
-// and a retriever that answers ranges at once.
-// benchPruner is wired as the gateway wires its pruner, with the default
+// and a retriever that answers ranges at once, with the default
 // FOCUSGATE_PAGE_MEMO_BYTES (64 MiB): a quarter for token counts, a quarter
 // for page hashes; the other half is benchFinder's.
 func benchPruner(ranges []prune.Range) *prune.Pruner {

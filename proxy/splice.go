@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 )
@@ -59,6 +60,9 @@ const hexDigits = "0123456789abcdef"
 func appendJSONStringContent(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
+		if i = skipPlain(s, i); i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -107,4 +111,23 @@ func appendJSONStringContent(dst []byte, s string) []byte {
 		i += size
 	}
 	return append(dst, s[start:]...)
+}
+
+// skipPlain returns the offset of the first byte at or after i, among whole
+// words of eight, that may need escaping: a control byte, a quote, a
+// backslash or a byte of a multi-byte character. A page's lines are long runs
+// of such plain bytes.
+func skipPlain(s string, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		// Each term sets the high bit of a byte that needs a look; the lowest
+		// bit set is exact, borrows only disturb higher bytes.
+		if m := ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs | x) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	return i
 }
