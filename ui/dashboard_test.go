@@ -152,7 +152,9 @@ func TestCaptureOffShowsNoPageText(t *testing.T) {
 	d := ui.New(ui.Options{Capture: false})
 	d.Record(pageRecord())
 	all := everything(t, d)
-	for _, secret := range []string{"Secret Shop", "Jane Roe", "4711", "4242", "My orders", "line pruned"} {
+	// The page's numbers are looked for with their words: bare digits turn up
+	// in the request's timestamp now and then.
+	for _, secret := range []string{"Secret Shop", "Jane Roe", "#4711", "card 4242", "My orders", "line pruned"} {
 		if strings.Contains(all, secret) {
 			t.Errorf("capture off, yet the dashboard shows %q", secret)
 		}
