@@ -114,7 +114,7 @@ func (m *Memo[V]) Put(key string, v V, size int) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.store(key, v, size)
+	m.add(key, true, v, size)
 }
 
 // PutBytes is Put for a key held as bytes.
@@ -124,10 +124,7 @@ func (m *Memo[V]) PutBytes(key []byte, v V, size int) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.cur[string(key)]; ok {
-		return
-	}
-	m.put(string(key), entry[V]{v: v, size: len(key) + size + EntryOverhead})
+	m.add(string(key), false, v, size)
 }
 
 // PutAll stores every pair of kvs under one lock, each value holding nothing
@@ -139,15 +136,25 @@ func (m *Memo[V]) PutAll(kvs iter.Seq2[string, V]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, v := range kvs {
-		m.store(k, v, 0)
+		m.add(k, true, v, 0)
 	}
 }
 
-func (m *Memo[V]) store(key string, v V, size int) {
+// add stores v for key unless the current generation has it; clone says
+// whether key must be copied to be the memo's own.
+func (m *Memo[V]) add(key string, clone bool, v V, size int) {
 	if _, ok := m.cur[key]; ok {
 		return
 	}
-	m.put(strings.Clone(key), entry[V]{v: v, size: len(key) + size + EntryOverhead})
+	delete(m.old, key)
+	e := entry[V]{v: v, size: len(key) + size + EntryOverhead}
+	if e.size > m.half {
+		return
+	}
+	if clone {
+		key = strings.Clone(key)
+	}
+	m.put(key, e)
 }
 
 func (m *Memo[V]) lookup(key string) (V, bool) {
@@ -164,9 +171,6 @@ func (m *Memo[V]) lookup(key string) (V, bool) {
 
 // put stores an entry whose key the memo owns.
 func (m *Memo[V]) put(key string, e entry[V]) {
-	if e.size > m.half {
-		return
-	}
 	if m.curBytes+e.size > m.half {
 		m.old, m.cur, m.curBytes = m.cur, make(map[string]entry[V], len(m.cur)), 0
 	}
