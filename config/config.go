@@ -14,57 +14,53 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/focusgate/focusgate"
 )
 
 // Prefix starts the name of every environment variable focusgate reads.
 const Prefix = "FOCUSGATE_"
 
-// Modes are the accepted post-processing modes (FOCUSGATE_MODE).
-var Modes = []string{"remove", "ancestors", "stubs", "off"}
-
-// Prompts are the accepted retriever prompt variants (FOCUSGATE_PROMPT).
-var Prompts = []string{"line", "restrictive", "neutral", "defender"}
-
 // Config is every setting of the gateway. The env tag names the variable
 // (after Prefix), envDefault its default and help its one-line description;
 // the flag of a field is its variable name in lower case with dashes.
 type Config struct {
-	Addr              string        `env:"ADDR" envDefault:":8080" help:"listen address"`
-	UpstreamURL       string        `env:"UPSTREAM_URL" envDefault:"https://api.openai.com/v1" help:"base URL of the action model's API; request paths are joined onto it"`
-	UpstreamAPIKey    string        `env:"UPSTREAM_API_KEY" help:"API key sent upstream: with client keys, in place of the client's gateway key; without, only when the client sends no Authorization"`
-	ClientKeysFile    string        `env:"CLIENT_KEYS_FILE" help:"gateway keys, lines name:key or name:sha256:<hex>; when set, clients authenticate with one and the upstream key is used upstream (reloaded on SIGHUP and on change)"`
-	AllowUnauth       bool          `env:"ALLOW_UNAUTHENTICATED" envDefault:"false" help:"allow an upstream key without client keys on a non-loopback address (otherwise start-up is refused)"`
-	UpstreamTimeout   time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
-	RetrieverURL      string        `env:"RETRIEVER_URL" help:"OpenAI-compatible base URL of the retriever (default: the upstream URL)"`
-	RetrieverAPIKey   string        `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key, else the client's own Authorization)"`
-	RetrieverModel    string        `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
-	RetrieverTimeout  time.Duration `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
-	MaxAnswerTokens   int           `env:"RETRIEVER_MAX_TOKENS" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
-	RetrieverHistory  bool          `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
-	Mode              string        `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
-	Prompt            string        `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
-	MinTokens         int           `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
-	PruneAll          bool          `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
-	RedisURL          string        `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
-	RedisTimeout      time.Duration `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
-	CacheTTL          time.Duration `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
-	CacheMaxBytes     int64         `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
-	PageMemoBytes     int64         `env:"PAGE_MEMO_BYTES" envDefault:"67108864" help:"memory for what focusgate remembers of the pages it has seen (their decoded text, trees and token counts), so that a page sent again, as an older page of a conversation or in a cache hit, costs look-ups; 0 remembers nothing"`
-	MaxBodyBytes      int64         `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
-	InspectBudget     int64         `env:"INSPECT_BUDGET_BYTES" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
-	Prices            string        `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
-	PricesFile        string        `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
-	ExpectedReduction float64       `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
-	SkipUneconomic    bool          `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
-	UI                bool          `env:"UI" envDefault:"true" help:"serve the dashboard at /ui (from loopback; elsewhere with FOCUSGATE_ADMIN_KEY)"`
-	UICapture         bool          `env:"UI_CAPTURE" envDefault:"false" help:"keep the page text of recent requests in memory for the dashboard's detail view"`
-	UIMaxRequests     int           `env:"UI_MAX_REQUESTS" envDefault:"1000" help:"how many recent requests the dashboard keeps in memory"`
-	UIMaxBytes        int64         `env:"UI_MAX_BYTES" envDefault:"33554432" help:"memory bound of the dashboard's recent requests, page text included"`
-	AdminKey          string        `env:"ADMIN_KEY" help:"key that opens the dashboard from addresses other than loopback (bearer token or sign-in form)"`
-	ShutdownDelay     time.Duration `env:"SHUTDOWN_DELAY" envDefault:"5s" help:"on SIGTERM, how long /readyz reports draining while new connections are still accepted (part of the shutdown timeout)"`
-	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
-	LogFormat         string        `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
-	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
+	Addr              string            `env:"ADDR" envDefault:":8080" help:"listen address"`
+	UpstreamURL       string            `env:"UPSTREAM_URL" envDefault:"https://api.openai.com/v1" help:"base URL of the action model's API; request paths are joined onto it"`
+	UpstreamAPIKey    string            `env:"UPSTREAM_API_KEY" help:"API key sent upstream: with client keys, in place of the client's gateway key; without, only when the client sends no Authorization"`
+	ClientKeysFile    string            `env:"CLIENT_KEYS_FILE" help:"gateway keys, lines name:key or name:sha256:<hex>; when set, clients authenticate with one and the upstream key is used upstream (reloaded on SIGHUP and on change)"`
+	AllowUnauth       bool              `env:"ALLOW_UNAUTHENTICATED" envDefault:"false" help:"allow an upstream key without client keys on a non-loopback address (otherwise start-up is refused)"`
+	UpstreamTimeout   time.Duration     `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
+	RetrieverURL      string            `env:"RETRIEVER_URL" help:"OpenAI-compatible base URL of the retriever (default: the upstream URL)"`
+	RetrieverAPIKey   string            `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key, else the client's own Authorization)"`
+	RetrieverModel    string            `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
+	RetrieverTimeout  time.Duration     `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
+	MaxAnswerTokens   int               `env:"RETRIEVER_MAX_TOKENS" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
+	RetrieverHistory  bool              `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
+	Mode              focusgate.Mode    `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
+	Prompt            focusgate.Variant `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
+	MinTokens         int               `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
+	PruneAll          bool              `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
+	RedisURL          string            `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
+	RedisTimeout      time.Duration     `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
+	CacheTTL          time.Duration     `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
+	CacheMaxBytes     int64             `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
+	PageMemoBytes     int64             `env:"PAGE_MEMO_BYTES" envDefault:"67108864" help:"memory for what focusgate remembers of the pages it has seen (their decoded text, trees and token counts), so that a page sent again, as an older page of a conversation or in a cache hit, costs look-ups; 0 remembers nothing"`
+	MaxBodyBytes      int64             `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
+	InspectBudget     int64             `env:"INSPECT_BUDGET_BYTES" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
+	Prices            string            `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
+	PricesFile        string            `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
+	ExpectedReduction float64           `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
+	SkipUneconomic    bool              `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
+	UI                bool              `env:"UI" envDefault:"true" help:"serve the dashboard at /ui (from loopback; elsewhere with FOCUSGATE_ADMIN_KEY)"`
+	UICapture         bool              `env:"UI_CAPTURE" envDefault:"false" help:"keep the page text of recent requests in memory for the dashboard's detail view"`
+	UIMaxRequests     int               `env:"UI_MAX_REQUESTS" envDefault:"1000" help:"how many recent requests the dashboard keeps in memory"`
+	UIMaxBytes        int64             `env:"UI_MAX_BYTES" envDefault:"33554432" help:"memory bound of the dashboard's recent requests, page text included"`
+	AdminKey          string            `env:"ADMIN_KEY" help:"key that opens the dashboard from addresses other than loopback (bearer token or sign-in form)"`
+	ShutdownDelay     time.Duration     `env:"SHUTDOWN_DELAY" envDefault:"5s" help:"on SIGTERM, how long /readyz reports draining while new connections are still accepted (part of the shutdown timeout)"`
+	ShutdownTimeout   time.Duration     `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
+	LogFormat         string            `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
+	LogLevel          string            `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
 }
 
 // Load reads the configuration from the environment through getenv, so that
@@ -145,11 +141,13 @@ func (c Config) Validate() error {
 			bad(name, "must be a positive duration, got %s", d)
 		}
 	}
-	if !slices.Contains(Modes, c.Mode) {
-		bad("MODE", "unknown mode %q (want one of %s)", c.Mode, strings.Join(Modes, ", "))
+	// Load reads both through focusgate.ParseMode and ParseVariant; a
+	// Config built in code is checked the same way.
+	if _, err := focusgate.ParseMode(string(c.Mode)); err != nil {
+		bad("MODE", "%v", err)
 	}
-	if !slices.Contains(Prompts, c.Prompt) {
-		bad("PROMPT", "unknown prompt variant %q (want one of %s)", c.Prompt, strings.Join(Prompts, ", "))
+	if _, err := focusgate.ParseVariant(string(c.Prompt)); err != nil {
+		bad("PROMPT", "%v", err)
 	}
 	if c.MaxAnswerTokens <= 0 {
 		bad("RETRIEVER_MAX_TOKENS", "must be positive, got %d", c.MaxAnswerTokens)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate/config"
+
+	"github.com/focusgate/focusgate"
 )
 
 func getenv(m map[string]string) func(string) string {
@@ -214,5 +216,35 @@ func TestREADMEDocumentsEverySetting(t *testing.T) {
 		if s.Default != "" && !strings.Contains(string(readme), row+" `"+s.Default+"` |") {
 			t.Errorf("README does not give %s's default as `%s`", s.Env, s.Default)
 		}
+	}
+}
+
+// Modes and prompt variants are read the same way from the environment, from
+// flags and (by the pipeline) from request headers: case and surrounding
+// space do not matter, and an unknown name is refused with the variable's
+// name.
+func TestModesAndPromptsReadLikeHeaders(t *testing.T) {
+	cfg, err := config.Load(getenv(map[string]string{"FOCUSGATE_MODE": "Remove", "FOCUSGATE_PROMPT": " DEFENDER "}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Mode != focusgate.Remove || cfg.Prompt != focusgate.Defender {
+		t.Errorf("mode %q, prompt %q: want remove and defender", cfg.Mode, cfg.Prompt)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--mode", "AnCeStOrS", "--prompt", "Neutral"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Mode != focusgate.Ancestors || cfg.Prompt != focusgate.Neutral {
+		t.Errorf("after flags: mode %q, prompt %q: want ancestors and neutral", cfg.Mode, cfg.Prompt)
+	}
+	if err := fs.Parse([]string{"--mode", "shrink"}); err == nil {
+		t.Error("unknown mode flag accepted")
+	}
+	_, err = config.Load(getenv(map[string]string{"FOCUSGATE_MODE": "shrink"}))
+	if err == nil || !strings.Contains(err.Error(), "FOCUSGATE_MODE") {
+		t.Errorf("unknown mode: error %v, want one naming FOCUSGATE_MODE", err)
 	}
 }

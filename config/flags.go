@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding"
 	"flag"
 	"fmt"
 	"io"
@@ -48,7 +49,7 @@ func fields() []reflect.StructField {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	v := reflect.ValueOf(c).Elem()
 	for i, s := range Settings() {
-		fs.Var(fieldValue{v.Field(i)}, s.Flag, s.Help)
+		fs.Var(fieldValue{v.Field(i), s.Env}, s.Flag, s.Help)
 	}
 }
 
@@ -89,7 +90,10 @@ func PrintSettings(w io.Writer, fs *flag.FlagSet) {
 
 // fieldValue lets the flag package set a Config field with the same syntax
 // as its environment variable.
-type fieldValue struct{ v reflect.Value }
+type fieldValue struct {
+	v   reflect.Value
+	env string // the setting's variable, which errors name as Validate's do
+}
 
 func (f fieldValue) String() string {
 	if !f.v.IsValid() {
@@ -101,6 +105,12 @@ func (f fieldValue) String() string {
 func (f fieldValue) IsBoolFlag() bool { return f.v.IsValid() && f.v.Kind() == reflect.Bool }
 
 func (f fieldValue) Set(s string) error {
+	if u, ok := f.v.Addr().Interface().(encoding.TextUnmarshaler); ok {
+		if err := u.UnmarshalText([]byte(s)); err != nil {
+			return fmt.Errorf("%s: %w", f.env, err)
+		}
+		return nil
+	}
 	switch f.v.Interface().(type) {
 	case string:
 		f.v.SetString(s)

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/focusgate/focusgate"
 )
 
 const benchBodyBytes = 1 << 20
@@ -60,14 +62,14 @@ func BenchmarkFind(b *testing.B) {
 		{"genericagent-175KB-tree", single, Options{}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			obs, err := Find(bc.body, Chat, bc.opts)
+			obs, err := Find(bc.body, focusgate.Chat, bc.opts)
 			if err != nil || len(obs) == 0 && bc.name != "prose-1MB" {
 				b.Fatalf("Find = %d observations, %v", len(obs), err)
 			}
 			b.SetBytes(int64(len(bc.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Find(bc.body, Chat, bc.opts); err != nil {
+				if _, err := Find(bc.body, focusgate.Chat, bc.opts); err != nil {
 					b.Fatal(err)
 				}
 			}

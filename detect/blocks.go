@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/focusgate/focusgate"
 )
 
 // runFunc collects the elements of one tree from p, and returns them with the
@@ -183,7 +185,7 @@ func Page(s string) (Block, bool) {
 }
 
 func newBlock(f Format, run []element) Block {
-	b := Block{Start: run[0].Start, End: run[len(run)-1].End, Format: f, Lines: make([]Line, len(run))}
+	b := Block{Start: run[0].Start, End: run[len(run)-1].End, Format: f, Lines: make([]focusgate.Line, len(run))}
 	minDepth, votes := run[0].Depth, 0
 	for _, el := range run {
 		minDepth = min(minDepth, el.Depth)

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/focusgate/focusgate/internal/memo"
+
+	"github.com/focusgate/focusgate"
 )
 
 // role is who wrote a unit of the conversation.
@@ -92,7 +94,7 @@ type conversation struct {
 	seen   *memo.Memo[searched] // the Finder's memory; nil for none
 }
 
-func parseConversation(body []byte, api API) (*conversation, error) {
+func parseConversation(body []byte, api focusgate.API) (*conversation, error) {
 	c := &conversation{body: body}
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
@@ -101,11 +103,11 @@ func parseConversation(body []byte, api API) (*conversation, error) {
 	var instructions *unit
 	i, err := eachMember(body, i, 0, func(key []byte, v int) (int, error) {
 		switch {
-		case api == Chat && string(key) == "messages":
+		case api == focusgate.Chat && string(key) == "messages":
 			return c.messages(v)
-		case api == Responses && string(key) == "input":
+		case api == focusgate.Responses && string(key) == "input":
 			return c.input(v)
-		case api == Responses && string(key) == "instructions":
+		case api == focusgate.Responses && string(key) == "instructions":
 			lit, next, ok, err := stringOrSkip(body, v, 1)
 			if ok {
 				c.segs = append(c.segs, segment{lit: lit, part: -1})
@@ -500,7 +502,7 @@ func (c *conversation) blocks(ui, si int) []Block {
 // searchedSize approximates the bytes a remembered string holds beyond its
 // escaped key.
 func searchedSize(text string, blocks []Block, inner []inner) int {
-	const lineSize, blockSize = int(unsafe.Sizeof(Line{})), int(unsafe.Sizeof(Block{}))
+	const lineSize, blockSize = int(unsafe.Sizeof(focusgate.Line{})), int(unsafe.Sizeof(Block{}))
 	n := len(text)
 	for _, b := range blocks {
 		n += blockSize + len(b.Lines)*lineSize

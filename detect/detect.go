@@ -6,14 +6,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/focusgate/focusgate/internal/memo"
-)
 
-// API says which request shape a body has.
-type API int
-
-const (
-	Chat      API = iota // POST /v1/chat/completions
-	Responses            // POST /v1/responses
+	"github.com/focusgate/focusgate"
 )
 
 // Detection thresholds and the bounds of the context handed to the retriever.
@@ -35,21 +29,12 @@ const (
 // ErrNotJSON is returned, wrapped, by Find when a body is not a JSON object.
 var ErrNotJSON = errors.New("detect: request body is not a JSON object")
 
-// Line is one element of a tree. The field set and order must stay exactly this:
-// package prune declares an identical struct and the gateway converts between them.
-type Line struct {
-	Start, End int    // byte offsets in the block's text; End excludes the line's final '\n'; continuation lines are inside
-	Depth      int    // nesting level, 0 for the root (tab count, or indent/2 for Playwright YAML, etc.)
-	BID        string // element id as the agent uses it in actions ("a212", "1744", "e12", "12"); empty when none
-	Role       string // "link", "StaticText", "button", ...; empty when none
-}
-
 // Block is one tree found in a plain string.
 type Block struct {
 	Start, End int // byte span of the tree in the string: first byte of its first line, end of its last line (no trailing newline)
 	Format     Format
-	Lines      []Line // offsets relative to Start, i.e. into s[Start:End]
-	FocusedBID string // "" when unknown
+	Lines      []focusgate.Line // offsets relative to Start, i.e. into s[Start:End]
+	FocusedBID string           // "" when unknown
 }
 
 // Observation is a Block found inside a request body.
@@ -84,7 +69,7 @@ type Options struct {
 // Trees are looked for in system, user
 // and tool messages (Chat) and in instructions, input messages and function call
 // outputs (Responses); assistant turns are only read as history.
-func Find(body []byte, api API, opts Options) ([]Observation, error) {
+func Find(body []byte, api focusgate.API, opts Options) ([]Observation, error) {
 	return (*Finder)(nil).Find(body, api, opts)
 }
 
@@ -115,7 +100,7 @@ func NewFinder(maxBytes int) *Finder {
 }
 
 // Find is the package's Find, remembering what it decodes and finds.
-func (f *Finder) Find(body []byte, api API, opts Options) ([]Observation, error) {
+func (f *Finder) Find(body []byte, api focusgate.API, opts Options) ([]Observation, error) {
 	c, err := parseConversation(body, api)
 	if err != nil {
 		return nil, err

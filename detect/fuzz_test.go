@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/focusgate/focusgate"
 )
 
 // treeSeeds are small texts around the grammars' edges.
@@ -147,7 +149,7 @@ func FuzzFind(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string, all bool) {
 		b := []byte(body)
 		wantOK := json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))
-		for _, api := range []API{Chat, Responses} {
+		for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
 			obs, err := Find(b, api, Options{All: all})
 			if err != nil && !errors.Is(err, ErrNotJSON) {
 				t.Fatalf("error %v does not wrap ErrNotJSON", err)

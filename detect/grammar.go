@@ -1,6 +1,10 @@
 package detect
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/focusgate/focusgate"
+)
 
 // This file holds one parser per tree grammar. Each parses the element that starts
 // at the line beginning at s[p] and reports it in offsets of s. Parsers never look
@@ -24,7 +28,7 @@ const (
 // element is one parsed tree line. Start and End are offsets in the scanned string and
 // Depth is the absolute indentation; a block makes them relative.
 type element struct {
-	Line
+	focusgate.Line
 	next    int  // start of the line after the element; past len(s) at the end
 	id      bool // carries an element id and counts towards MinIDLines
 	counted bool // counts towards MinLines

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/focusgate/focusgate"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -215,11 +217,11 @@ func requestFiles(t testing.TB) []string {
 	return files
 }
 
-func apiOf(path string) API {
+func apiOf(path string) focusgate.API {
 	if strings.HasPrefix(filepath.Base(path), "responses_") {
-		return Responses
+		return focusgate.Responses
 	}
-	return Chat
+	return focusgate.Chat
 }
 
 // splice replaces body[start:end] with text JSON-escaped nested+1 times, as the

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/focusgate/focusgate"
 )
 
 // pwResult is a Playwright MCP tool result: the code it ran and a snapshot
@@ -66,7 +68,7 @@ const (
 // them, with the goal and history each observation must get.
 func toolLoops(t testing.TB) []struct {
 	name         string
-	api          API
+	api          focusgate.API
 	body         []byte
 	goals, hists []string
 } {
@@ -79,12 +81,12 @@ func toolLoops(t testing.TB) []struct {
 	}
 	return []struct {
 		name         string
-		api          API
+		api          focusgate.API
 		body         []byte
 		goals, hists []string
 	}{
 		{
-			name: "chat: task in the first user message, pages from tools", api: Chat,
+			name: "chat: task in the first user message, pages from tools", api: focusgate.Chat,
 			body: chat(
 				map[string]any{"role": "system", "content": loopSystem},
 				map[string]any{"role": "user", "content": loopTask},
@@ -103,7 +105,7 @@ func toolLoops(t testing.TB) []struct {
 			},
 		},
 		{
-			name: "chat: a follow-up from the user joins the task", api: Chat,
+			name: "chat: a follow-up from the user joins the task", api: focusgate.Chat,
 			body: chat(
 				map[string]any{"role": "system", "content": loopSystem},
 				map[string]any{"role": "user", "content": loopTask},
@@ -117,7 +119,7 @@ func toolLoops(t testing.TB) []struct {
 			hists: []string{navigate, navigate + "\n\n" + clickLink},
 		},
 		{
-			name: "chat: no user text, the system prompt is the task", api: Chat,
+			name: "chat: no user text, the system prompt is the task", api: focusgate.Chat,
 			body: chat(
 				map[string]any{"role": "system", "content": loopSystem},
 				toolCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`, nil),
@@ -127,7 +129,7 @@ func toolLoops(t testing.TB) []struct {
 			hists: []string{navigate},
 		},
 		{
-			name: "responses: task in the first input message", api: Responses,
+			name: "responses: task in the first input message", api: focusgate.Responses,
 			body: mustJSON(t, map[string]any{"model": "gpt-4.1", "instructions": loopSystem, "input": []any{
 				map[string]any{"role": "user", "content": []part{{"input_text", loopTask}}},
 				functionCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`),
@@ -140,7 +142,7 @@ func toolLoops(t testing.TB) []struct {
 			hists: []string{navigate, navigate + "\n\nThe shop is open; I open the 14-inch laptop.\n\n" + clickLink},
 		},
 		{
-			name: "responses: no user text, the instructions are the task", api: Responses,
+			name: "responses: no user text, the instructions are the task", api: focusgate.Responses,
 			body: mustJSON(t, map[string]any{"model": "gpt-4.1", "instructions": loopSystem, "input": []any{
 				functionCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`),
 				functionOutput("c1", snap(1)),
@@ -193,9 +195,9 @@ func TestObservationDependsOnlyOnItsPrefix(t *testing.T) {
 	}
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
-			api, member := Chat, "messages"
+			api, member := focusgate.Chat, "messages"
 			if !gjson.GetBytes(body, member).IsArray() {
-				api, member = Responses, "input"
+				api, member = focusgate.Responses, "input"
 			}
 			full, err := Find(body, api, Options{All: true})
 			if err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -154,7 +156,7 @@ func TestReportGolden(t *testing.T) {
 		}
 		results, skipped, err := Run(context.Background(), sample, Options{
 			Strategies: []Strategy{Truncate{Budget: 1000}, BM25{Budget: 1000}},
-			Mode:       prune.Remove,
+			Mode:       focusgate.Remove,
 			Model:      testModel,
 			Counter:    testCounter,
 		})

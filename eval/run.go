@@ -15,6 +15,8 @@ import (
 
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // counterMemoBytes bounds the token-count memo of a Run given no Counter:
@@ -24,7 +26,7 @@ const counterMemoBytes = 64 << 20
 // Options configure Run.
 type Options struct {
 	Strategies []Strategy
-	Mode       prune.Mode // post-processing of every strategy's selection
+	Mode       focusgate.Mode // post-processing of every strategy's selection
 	Model      string     // the action model, whose tokenizer counts tokens
 	// Counter counts tokens; nil means a new one. One shared with other
 	// work reuses what it has counted before.
@@ -120,7 +122,7 @@ func evaluate(ctx context.Context, t *Trace, opts Options) ([]StepResult, string
 		return nil, "no-tree"
 	}
 	tree := prune.NewTree(t.AXTree[b.Start:b.End], b.Format, b.Lines, b.FocusedBID)
-	target := slices.IndexFunc(tree.Lines, func(l prune.Line) bool { return l.BID == t.TargetBID })
+	target := slices.IndexFunc(tree.Lines, func(l focusgate.Line) bool { return l.BID == t.TargetBID })
 	if target < 0 {
 		return nil, "target-not-in-tree"
 	}
@@ -212,7 +214,7 @@ func failureReason(err error) string {
 	if status, ok := errors.AsType[*prune.StatusError](err); ok {
 		return "retriever-http-" + strconv.Itoa(status.Code)
 	}
-	return prune.Reason(err)
+	return string(prune.Reason(err))
 }
 
 // progress draws a bar for a terminal, redrawing it in place whenever it

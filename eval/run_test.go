@@ -14,6 +14,8 @@ import (
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // retrieverFunc scripts a retriever without a server.
@@ -114,7 +116,7 @@ func TestRun(t *testing.T) {
 	var bar bytes.Buffer
 	results, skipped, err := Run(context.Background(), traces, Options{
 		Strategies:  []Strategy{llm, Truncate{Budget: 100}},
-		Mode:        prune.Remove,
+		Mode:        focusgate.Remove,
 		Model:       testModel,
 		Counter:     testCounter,
 		Concurrency: 2,
@@ -186,7 +188,7 @@ func TestRecallWithAndWithoutTheFocusRule(t *testing.T) {
 	}
 	results, _, err := Run(context.Background(), append(focused, other...), Options{
 		Strategies: []Strategy{rootOnly{}},
-		Mode:       prune.Remove,
+		Mode:       focusgate.Remove,
 		Model:      testModel,
 		Counter:    testCounter,
 	})

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // Strategy chooses the lines of a step's tree to keep. Every strategy's
@@ -94,7 +96,7 @@ type LLM struct {
 	// RetrieverModel names the model behind Retriever, whose price the
 	// report applies to its token usage.
 	RetrieverModel string
-	Variant        prune.Variant
+	Variant        focusgate.Variant
 	// UseHistory sends the episode's earlier actions with the goal.
 	UseHistory bool
 }

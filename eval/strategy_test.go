@@ -9,6 +9,8 @@ import (
 
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // testCounter is shared by the tests so that each page is encoded once.
@@ -27,7 +29,7 @@ func newStep(t testing.TB, text, goal string) *Step {
 	b := slices.MaxFunc(blocks, func(x, y detect.Block) int { return (x.End - x.Start) - (y.End - y.Start) })
 	tree := prune.Tree{Text: text[b.Start:b.End], Format: b.Format, FocusedBID: b.FocusedBID}
 	for _, l := range b.Lines {
-		tree.Lines = append(tree.Lines, prune.Line(l))
+		tree.Lines = append(tree.Lines, focusgate.Line(l))
 	}
 	return &Step{Goal: goal, Tree: tree, LineTokens: lineTokens(testCounter, testModel, tree)}
 }
@@ -171,7 +173,7 @@ func FuzzBaselines(f *testing.F) {
 			if used > budget && used != s.LineTokens[0] {
 				t.Fatalf("%s: %d tokens kept for a budget of %d", st.Name(), used, budget)
 			}
-			if _, err := prune.Apply(s.Tree, sel, prune.Ancestors); err != nil {
+			if _, err := prune.Apply(s.Tree, sel, focusgate.Ancestors); err != nil {
 				t.Fatalf("%s: Apply: %v", st.Name(), err)
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/focusgate/focusgate"
 )
 
 // Price is what a model costs, in US dollars per million tokens.
@@ -71,7 +73,7 @@ func (t *Table) Override(data []byte) (*Table, error) {
 		if p.Input < 0 || p.Output < 0 {
 			return nil, fmt.Errorf("pricing: negative price for %q", model)
 		}
-		out.prices[normalize(model)] = p
+		out.prices[focusgate.BaseModel(model)] = p
 	}
 	return out, nil
 }
@@ -90,7 +92,7 @@ var dated = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{4})$`)
 // known one after a dash ("gpt-4o-mini-search-preview") takes the longest
 // such known name's price.
 func (t *Table) Lookup(model string) (Price, bool) {
-	m := normalize(model)
+	m := focusgate.BaseModel(model)
 	if p, ok := t.prices[m]; ok {
 		return p, true
 	}
@@ -105,14 +107,6 @@ func (t *Table) Lookup(model string) (Price, bool) {
 		}
 		m = m[:i]
 	}
-}
-
-func normalize(model string) string {
-	m := strings.ToLower(strings.TrimSpace(model))
-	if i := strings.LastIndexByte(m, '/'); i >= 0 {
-		m = m[i+1:]
-	}
-	return m
 }
 
 // BreakEven is the share of an observation's tokens that pruning must remove

@@ -52,7 +52,7 @@ func TestUnusableAnswersLeaveThePageWhole(t *testing.T) {
 			pruner := prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000, Counter: counter},
 				prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: time.Minute, MaxTokens: 4096}),
 				cache.New(cache.NewMemory(1<<20, time.Hour), nil))
-			gw := newGateway(t, nil, func(o *proxy.Options) { o.Pruner = pruner })
+			gw := newGateway(t, nil, func(o *gatewayOptions) { o.Pruner = pruner })
 
 			resp := post(t, gw.URL+"/v1/chat/completions", body, nil)
 			if resp.StatusCode != http.StatusOK {

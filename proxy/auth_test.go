@@ -27,6 +27,8 @@ import (
 	"github.com/focusgate/focusgate/internal/testlog"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 const (
@@ -78,7 +80,7 @@ type keyedGateway struct {
 	logs     *testlog.Buffer
 }
 
-func newKeyedGateway(t *testing.T, k proxy.Keys, configure ...func(*proxy.Options)) *keyedGateway {
+func newKeyedGateway(t *testing.T, k proxy.Keys, configure ...func(*gatewayOptions)) *keyedGateway {
 	t.Helper()
 	up := &countingUpstream{}
 	upSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -90,16 +92,16 @@ func newKeyedGateway(t *testing.T, k proxy.Keys, configure ...func(*proxy.Option
 	t.Cleanup(upSrv.Close)
 	base, _ := url.Parse(upSrv.URL + "/tenant-a/v1")
 	logs := testlog.New()
-	opts := proxy.Options{
+	opts := gatewayOptions{proxyOptions: proxy.Options{
 		Upstream:       base,
 		UpstreamAPIKey: upstreamKey,
 		Keys:           k,
 		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	}
+	}}
 	for _, c := range configure {
 		c(&opts)
 	}
-	srv := proxy.New(opts)
+	srv, _ := opts.build()
 	gw := httptest.NewUnstartedServer(srv)
 	gw.Listener = proxy.Harden(gw.Config, gw.Listener)
 	gw.Start()
@@ -226,7 +228,7 @@ func TestGatewayKeysGuardEveryProxiedRoute(t *testing.T) {
 // Authorization at all: the gateway key stays in the gateway.
 func TestGatewayKeyNeverReachesAKeylessUpstream(t *testing.T) {
 	f, _ := openKeys(t, teamKeys)
-	gw := newKeyedGateway(t, f, func(o *proxy.Options) { o.UpstreamAPIKey = "" })
+	gw := newKeyedGateway(t, f, func(o *gatewayOptions) { o.UpstreamAPIKey = "" })
 	if resp, _ := send(t, http.MethodGet, gw.URL+"/v1/models", "Bearer "+aliceKey); resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
@@ -311,8 +313,8 @@ func TestMetricsPerKey(t *testing.T) {
 		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: 10 * time.Second}),
 		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 	f, _ := openKeys(t, teamKeys)
-	gw := newKeyedGateway(t, f, func(o *proxy.Options) {
-		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, prune.Remove, prune.LineVariant, "gpt-4.1-mini"
+	gw := newKeyedGateway(t, f, func(o *gatewayOptions) {
+		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.Remove, focusgate.LineVariant, "gpt-4.1-mini"
 	})
 
 	laptop := readFile(t, laptopRequest)
@@ -607,9 +609,9 @@ func TestRetrieverNeverGetsTheGatewayKey(t *testing.T) {
 		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL + "/v1", Model: "gpt-4.1-mini", Timeout: 10 * time.Second}),
 		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 	f, _ := openKeys(t, teamKeys)
-	gw := newKeyedGateway(t, f, func(o *proxy.Options) {
+	gw := newKeyedGateway(t, f, func(o *gatewayOptions) {
 		o.UpstreamAPIKey = ""
-		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, prune.Remove, prune.LineVariant, "gpt-4.1-mini"
+		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.Remove, focusgate.LineVariant, "gpt-4.1-mini"
 	})
 	resp := post(t, gw.URL+"/v1/chat/completions", readFile(t, laptopRequest), map[string]string{"Authorization": "Bearer " + aliceKey})
 	if got := resp.Header.Get(proxy.HeaderStatus); got != "failed-open; reason=retriever-http-4xx" {

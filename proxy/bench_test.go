@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/focusgate/focusgate/pipeline"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,8 @@ import (
 	"github.com/focusgate/focusgate/internal/loadbench/workload"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 const (
@@ -58,15 +61,13 @@ func BenchmarkPassthrough(b *testing.B) {
 	bare := httptest.NewServer(workload.BareProxy(target))
 	b.Cleanup(bare.Close)
 
-	gateway := httptest.NewServer(proxy.New(proxy.Options{
-		Upstream: base,
+	gw, _ := gatewayOptions{
+		proxyOptions: proxy.Options{Upstream: base},
 		// Never consulted: the body has no observation. It is set so that
 		// focusgate reads and inspects the body, as in production.
-		Pruner:  benchPruner(nil),
-		Finder:  benchFinder(),
-		Mode:    prune.Remove,
-		Variant: prune.LineVariant,
-	}))
+		pipelineOptions: pipeline.Options{Pruner: benchPruner(nil), Finder: benchFinder(), Mode: focusgate.Remove, Variant: focusgate.LineVariant},
+	}.build()
+	gateway := httptest.NewServer(gw)
 	b.Cleanup(gateway.Close)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
@@ -105,15 +106,11 @@ func BenchmarkCacheHitHotPath(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gw := proxy.New(proxy.Options{
-		Upstream:  &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"},
-		Transport: cannedTransport{},
-		Pruner:    benchPruner(workload.Keep(tree.Lines)),
-		Finder:    benchFinder(),
-		Mode:      prune.Remove,
-		Variant:   prune.LineVariant,
-	})
-	serve := func(mode prune.Mode) *httptest.ResponseRecorder {
+	gw, _ := gatewayOptions{
+		proxyOptions:    proxy.Options{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"}, Transport: cannedTransport{}},
+		pipelineOptions: pipeline.Options{Pruner: benchPruner(workload.Keep(tree.Lines)), Finder: benchFinder(), Mode: focusgate.Remove, Variant: focusgate.LineVariant},
+	}.build()
+	serve := func(mode focusgate.Mode) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(tree.Body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer sk-bench")
@@ -123,11 +120,11 @@ func BenchmarkCacheHitHotPath(b *testing.B) {
 		return rec.ResponseRecorder
 	}
 	// The first request asks the retriever and fills the cache.
-	if got := serve(prune.Remove).Header().Get(proxy.HeaderCache); got != string(cache.Miss) {
+	if got := serve(focusgate.Remove).Header().Get(proxy.HeaderCache); got != string(cache.Miss) {
 		b.Fatalf("first request: %s = %q, want %q", proxy.HeaderCache, got, cache.Miss)
 	}
 
-	for _, mode := range []prune.Mode{prune.Remove, prune.Ancestors, prune.Stubs} {
+	for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
 		b.Run(string(mode), func(b *testing.B) {
 			rec := serve(mode)
 			if err := checkHit(rec, tree.Tokens); err != nil {
@@ -182,14 +179,10 @@ func BenchmarkConversation(b *testing.B) {
 				Counter:          prune.NewCounter(16 << 20),
 				PageKeyMemoBytes: tc.keyMemo,
 			}, keepRetriever{}, cache.New(cache.NewMemory(64<<20, 24*time.Hour), nil))
-			gw := proxy.New(proxy.Options{
-				Upstream:  &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"},
-				Transport: cannedTransport{},
-				Pruner:    pruner,
-				Finder:    tc.finder,
-				Mode:      prune.Remove,
-				Variant:   prune.LineVariant,
-			})
+			gw, _ := gatewayOptions{
+				proxyOptions:    proxy.Options{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"}, Transport: cannedTransport{}},
+				pipelineOptions: pipeline.Options{Pruner: pruner, Finder: tc.finder, Mode: focusgate.Remove, Variant: focusgate.LineVariant},
+			}.build()
 			replay := func() (pruned int) {
 				for _, body := range bodies {
 					req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
@@ -199,7 +192,7 @@ func BenchmarkConversation(b *testing.B) {
 					if rec.Code != http.StatusOK {
 						b.Fatalf("status %d: %s", rec.Code, rec.Body)
 					}
-					if rec.Header().Get(proxy.HeaderStatus) == string(prune.Pruned) {
+					if rec.Header().Get(proxy.HeaderStatus) == string(focusgate.Pruned) {
 						pruned++
 					}
 				}
@@ -259,7 +252,7 @@ func checkHit(rec *httptest.ResponseRecorder, tokens int) error {
 	switch {
 	case rec.Code != http.StatusOK:
 		return fmt.Errorf("status %d: %s", rec.Code, rec.Body)
-	case h.Get(proxy.HeaderStatus) != string(prune.Pruned) || h.Get(proxy.HeaderCache) != string(cache.Hit):
+	case h.Get(proxy.HeaderStatus) != string(focusgate.Pruned) || h.Get(proxy.HeaderCache) != string(cache.Hit):
 		return fmt.Errorf("not a pruned cache hit: status %q, cache %q", h.Get(proxy.HeaderStatus), h.Get(proxy.HeaderCache))
 	case h.Get(proxy.HeaderTokensBefore) != strconv.Itoa(tokens):
 		return fmt.Errorf("%s = %s, want %d", proxy.HeaderTokensBefore, h.Get(proxy.HeaderTokensBefore), tokens)

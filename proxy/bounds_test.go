@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/focusgate/focusgate/pipeline"
 	"io"
 	"net"
 	"net/http"
@@ -50,7 +51,7 @@ func TestDeadlineBoundsAllOfFocusgatesWork(t *testing.T) {
 
 	t.Run("large page, hanging retriever", func(t *testing.T) {
 		rt := newRetriever(t, hang)
-		gw := newGateway(t, nil, func(o *proxy.Options) {
+		gw := newGateway(t, nil, func(o *gatewayOptions) {
 			o.Pruner, o.Budget = prunerFor(rt, "m", cache.NewMemory(1<<20, time.Hour)), deadline
 		})
 		body := bigPage(t, 4<<20)
@@ -67,7 +68,7 @@ func TestDeadlineBoundsAllOfFocusgatesWork(t *testing.T) {
 		var gws []*gateway
 		for range 3 {
 			store := redistest.NewStore(t, url)
-			gws = append(gws, newGateway(t, nil, func(o *proxy.Options) {
+			gws = append(gws, newGateway(t, nil, func(o *gatewayOptions) {
 				o.Pruner, o.Budget = prunerFor(rt, model, store), deadline
 			}))
 		}
@@ -87,7 +88,7 @@ func TestDeadlineBoundsAllOfFocusgatesWork(t *testing.T) {
 }
 
 // panickingPruner stands for a defect in pruning.
-type panickingPruner struct{ proxy.Pruner }
+type panickingPruner struct{ pipeline.Pruner }
 
 func (panickingPruner) Prune(context.Context, prune.Input) prune.Result { panic("pruning defect") }
 
@@ -97,7 +98,7 @@ func (panickingPruner) Prune(context.Context, prune.Input) prune.Result { panic(
 func TestAPanicWhileInspectingForwardsTheOriginal(t *testing.T) {
 	for _, size := range []int{16 << 10, 256 << 10} {
 		t.Run(fmt.Sprintf("%d KB page", size>>10), func(t *testing.T) {
-			gw := newGateway(t, nil, func(o *proxy.Options) { o.Pruner = panickingPruner{} })
+			gw := newGateway(t, nil, func(o *gatewayOptions) { o.Pruner = panickingPruner{} })
 			body := bigPage(t, size)
 			resp := post(t, gw.URL+"/v1/chat/completions", body, nil)
 			assertFailedOpen(t, resp, gw.upstream.last(t).Body, body, "internal-error")
@@ -130,7 +131,7 @@ func TestRequestsOverTheInspectionBudgetGoOutUninspected(t *testing.T) {
 		return keep("[a237] combobox")(lines)
 	})
 	body := readFile(t, laptopRequest)
-	gw := newGateway(t, nil, func(o *proxy.Options) {
+	gw := newGateway(t, nil, func(o *gatewayOptions) {
 		o.Pruner = prunerFor(rt, "m", cache.NewMemory(1<<20, time.Hour))
 		o.InspectBudgetBytes = int64(len(body)) * 3 / 2 // room for one such request
 	})
@@ -193,7 +194,7 @@ func TestSlowBodiesAreCutOnEveryRoute(t *testing.T) {
 			gw := newGateway(t, func(w http.ResponseWriter, r *http.Request) {
 				_, err := io.ReadAll(r.Body)
 				gotBody <- err
-			}, func(o *proxy.Options) { o.BodyReadTimeout = 300 * time.Millisecond })
+			}, func(o *gatewayOptions) { o.BodyReadTimeout = 300 * time.Millisecond })
 
 			head := "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
 			conn := rawRequest(t, gw.URL, head, `{"model":`) // and then nothing more
@@ -265,7 +266,7 @@ func TestStopPruningSendsWaitingRequestsOnUnpruned(t *testing.T) {
 		return 0, "" // hang
 	})
 	body := readFile(t, laptopRequest)
-	gw := newGateway(t, nil, func(o *proxy.Options) {
+	gw := newGateway(t, nil, func(o *gatewayOptions) {
 		o.Pruner = prunerFor(rt, "m", cache.NewMemory(1<<20, time.Hour))
 	})
 	gwURL := gw.URL
@@ -280,7 +281,7 @@ func TestStopPruningSendsWaitingRequestsOnUnpruned(t *testing.T) {
 		done <- resp
 	}()
 	<-asked
-	gw.server.StopPruning()
+	gw.pipeline.Stop()
 	resp := <-done
 	if resp == nil {
 		t.FailNow()
@@ -290,6 +291,6 @@ func TestStopPruningSendsWaitingRequestsOnUnpruned(t *testing.T) {
 
 	later := post(t, gwURL+"/v1/chat/completions", body, nil)
 	if got := later.Header.Get(proxy.HeaderStatus); got != "skipped; reason=shutdown" {
-		t.Errorf("after StopPruning: %s = %q, want skipped; reason=shutdown", proxy.HeaderStatus, got)
+		t.Errorf("after Stop: %s = %q, want skipped; reason=shutdown", proxy.HeaderStatus, got)
 	}
 }

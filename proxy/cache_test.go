@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bytes"
 	"context"
+	"github.com/focusgate/focusgate/pipeline"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,7 @@ import (
 // countingPruner counts the requests that have reached pruning, so that a
 // test can hold the retriever until every concurrent request is in flight.
 type countingPruner struct {
-	proxy.Pruner
+	pipeline.Pruner
 	entered atomic.Int32
 	changed chan struct{}
 }
@@ -52,7 +53,7 @@ func replica(t *testing.T, rt *retriever, model string, store cache.Store) (*gat
 	p.Pruner = prune.New(prune.Config{RetrieverModel: model, MinTokens: 1000, UseHistory: true},
 		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: model, Timeout: time.Hour}),
 		cache.New(store, nil))
-	return newGateway(t, nil, func(o *proxy.Options) { o.Pruner = p }), p
+	return newGateway(t, nil, func(o *gatewayOptions) { o.Pruner = p }), p
 }
 
 func TestSecondIdenticalRequestIsACacheHit(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/focusgate/focusgate/pipeline"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -20,6 +21,8 @@ import (
 	"github.com/focusgate/focusgate/internal/redistest"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // playwrightYAML renders a BrowserGym accessibility tree as a Playwright
@@ -155,7 +158,7 @@ var refPattern = regexp.MustCompile(`\[ref=(e\d+)\]`)
 // conversation is an agent's tool loop, rendered once: every request of
 // the loop repeats the same bytes for the turns it shares with the others.
 type conversation struct {
-	api      detect.API
+	api      focusgate.API
 	path     string
 	head     string            // the body up to the first item
 	items    []json.RawMessage // messages (Chat) or input items (Responses)
@@ -194,12 +197,12 @@ func mustMarshal(t testing.TB, v any) json.RawMessage {
 // instructions, the task and function_call / function_call_output items.
 // Tool results alternate between a string and a list of text parts, as
 // agents send both.
-func newConversation(t *testing.T, api detect.API, steps []loopStep) *conversation {
+func newConversation(t *testing.T, api focusgate.API, steps []loopStep) *conversation {
 	t.Helper()
 	c := &conversation{api: api}
 	tools := `"tools":[{"type":"function","function":{"name":"browser_click","description":"Perform click on a web page","parameters":{"type":"object","properties":{"element":{"type":"string"},"ref":{"type":"string"}},"required":["element","ref"]}}},` +
 		`{"type":"function","function":{"name":"browser_navigate","description":"Navigate to a URL","parameters":{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}}}]`
-	if api == detect.Chat {
+	if api == focusgate.Chat {
 		c.path = "/v1/chat/completions"
 		c.head = `{"model":"gpt-4.1","messages":[`
 		c.tail = `],` + tools + `,"tool_choice":"auto","parallel_tool_calls":false}`
@@ -235,9 +238,9 @@ func newConversation(t *testing.T, api detect.API, steps []loopStep) *conversati
 		id := fmt.Sprintf("call_%d", i+1)
 		var content any = result
 		if i%2 == 1 {
-			content = []map[string]string{{"type": map[detect.API]string{detect.Chat: "text", detect.Responses: "input_text"}[api], "text": result}}
+			content = []map[string]string{{"type": map[focusgate.API]string{focusgate.Chat: "text", focusgate.Responses: "input_text"}[api], "text": result}}
 		}
-		if api == detect.Chat {
+		if api == focusgate.Chat {
 			var say any
 			if s.say != "" {
 				say = s.say
@@ -262,9 +265,9 @@ func newConversation(t *testing.T, api detect.API, steps []loopStep) *conversati
 
 // sentItems returns the raw items of the messages or input array of a
 // forwarded body, and the offset in body where the last one ends.
-func sentItems(t *testing.T, api detect.API, body []byte) ([]string, int) {
+func sentItems(t *testing.T, api focusgate.API, body []byte) ([]string, int) {
 	t.Helper()
-	member := map[detect.API]string{detect.Chat: "messages", detect.Responses: "input"}[api]
+	member := map[focusgate.API]string{focusgate.Chat: "messages", focusgate.Responses: "input"}[api]
 	arr := gjson.GetBytes(body, member)
 	if !arr.IsArray() {
 		t.Fatalf("forwarded body has no %s array", member)
@@ -279,10 +282,10 @@ func sentItems(t *testing.T, api detect.API, body []byte) ([]string, int) {
 }
 
 // loopGateway is a pruning gateway whose retriever keeps loopNeedles.
-func loopGateway(t *testing.T, rt *retriever, p proxy.Pruner, configure ...func(*proxy.Options)) *gateway {
+func loopGateway(t *testing.T, rt *retriever, p pipeline.Pruner, configure ...func(*gatewayOptions)) *gateway {
 	t.Helper()
-	return newGateway(t, nil, append([]func(*proxy.Options){func(o *proxy.Options) {
-		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = p, prune.Remove, prune.LineVariant, "gpt-4.1-mini"
+	return newGateway(t, nil, append([]func(*gatewayOptions){func(o *gatewayOptions) {
+		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = p, focusgate.Remove, focusgate.LineVariant, "gpt-4.1-mini"
 	}}, configure...)...)
 }
 
@@ -298,7 +301,7 @@ func loopPruner(rt *retriever, model string, store cache.Store) *prune.Pruner {
 type newestOnly struct{ *prune.Pruner }
 
 func (newestOnly) Reapply(_ context.Context, in prune.Input) prune.Result {
-	return prune.Result{Text: in.Tree.Text, Status: prune.Skipped, Reason: prune.NotCached}
+	return prune.Result{Text: in.Tree.Text, Status: focusgate.Skipped, Reason: focusgate.NotCached}
 }
 
 // run sends every request of c through gw and returns what the upstream
@@ -343,7 +346,7 @@ func run(t *testing.T, gw *gateway, rt *retriever, c *conversation) [][]byte {
 
 // checkTokens holds the token headers to their meaning: every observation
 // of the request is counted, the re-applied older ones included.
-func checkTokens(t *testing.T, k int, h map[string][]string, body []byte, api detect.API) {
+func checkTokens(t *testing.T, k int, h map[string][]string, body []byte, api focusgate.API) {
 	t.Helper()
 	obs, err := detect.Find(body, api, detect.Options{All: true})
 	if err != nil || len(obs) != k+1 {
@@ -380,7 +383,7 @@ func reduction(c *conversation, sent [][]byte) float64 {
 }
 
 func TestToolLoopForwardsEveryEarlierTurnUnchanged(t *testing.T) {
-	for _, api := range []detect.API{detect.Chat, detect.Responses} {
+	for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
 		c := newConversation(t, api, orderLaptop)
 		for _, store := range []string{"memory", "redis"} {
 			t.Run(fmt.Sprintf("%s/%s", strings.TrimPrefix(c.path, "/v1/"), store), func(t *testing.T) {
@@ -467,7 +470,7 @@ func checkRetrieverPrompts(t *testing.T, rt *retriever, c *conversation) {
 // selection for the older pages: they go out as the agent sent them, and
 // only the newest is pruned, with one retriever call.
 func TestToolLoopAfterACacheFlushLeavesOlderPages(t *testing.T) {
-	for _, api := range []detect.API{detect.Chat, detect.Responses} {
+	for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
 		c := newConversation(t, api, orderLaptop)
 		t.Run(strings.TrimPrefix(c.path, "/v1/"), func(t *testing.T) {
 			rt := newRetriever(t, keep(loopNeedles...))
@@ -517,7 +520,7 @@ func checkOlderAsSent(t *testing.T, c *conversation, body, fwd []byte) {
 // them (a restart without persistence), the older pages go out as they came.
 func TestToolLoopOlderPagesFromRedis(t *testing.T) {
 	srv := redistest.Start(t)
-	c := newConversation(t, detect.Chat, orderLaptop)
+	c := newConversation(t, focusgate.Chat, orderLaptop)
 	rt := newRetriever(t, keep(loopNeedles...))
 	last := len(c.requests) - 1
 
@@ -557,7 +560,7 @@ func TestToolLoopOlderPagesFromRedis(t *testing.T) {
 // older pages are re-applied from their stored selections, rendered anew,
 // without a retriever call.
 func TestToolLoopModeChangeReappliesInTheNewMode(t *testing.T) {
-	c := newConversation(t, detect.Chat, orderLaptop)
+	c := newConversation(t, focusgate.Chat, orderLaptop)
 	rt := newRetriever(t, keep(loopNeedles...))
 	gw := loopGateway(t, rt, loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)))
 	last := len(c.requests) - 1
@@ -589,9 +592,9 @@ func TestToolLoopModeChangeReappliesInTheNewMode(t *testing.T) {
 // With FOCUSGATE_PRUNE_ALL, older pages without a stored selection are
 // pruned anew instead of being left.
 func TestToolLoopPruneAllPrunesUnknownOlderPages(t *testing.T) {
-	c := newConversation(t, detect.Responses, orderLaptop)
+	c := newConversation(t, focusgate.Responses, orderLaptop)
 	rt := newRetriever(t, keep(loopNeedles...))
-	gw := loopGateway(t, rt, loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)), func(o *proxy.Options) { o.PruneAll = true })
+	gw := loopGateway(t, rt, loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)), func(o *gatewayOptions) { o.PruneAll = true })
 	last := len(c.requests) - 1
 	body := c.body(last)
 	post(t, gw.URL+c.path, body, nil)
@@ -627,7 +630,7 @@ func slowRedis(t *testing.T, url string) *cache.Redis {
 // and the request reports the failure; the older pages are still re-applied,
 // so the prefix the provider cached is unchanged.
 func TestToolLoopNewestFailsOlderStillReapplied(t *testing.T) {
-	c := newConversation(t, detect.Chat, orderLaptop)
+	c := newConversation(t, focusgate.Chat, orderLaptop)
 	last := len(c.requests) - 1
 	var calls atomic.Int32
 	rt := newRetriever(t, func(lines []string) (int, string) {

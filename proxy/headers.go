@@ -3,6 +3,8 @@ package proxy
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/focusgate/focusgate/pipeline"
 )
 
 // Headers focusgate reads on requests (and strips before forwarding) and adds
@@ -21,16 +23,16 @@ const (
 
 // setHeaders reports the outcome to the client. The status carries its
 // reason as a parameter: "skipped; reason=below-min-tokens".
-func (o outcome) setHeaders(h http.Header) {
+func setHeaders(h http.Header, o pipeline.Outcome) {
 	if o.Status == "" {
 		return
 	}
 	status := string(o.Status)
 	if o.Reason != "" {
-		status += "; reason=" + o.Reason
+		status += "; reason=" + string(o.Reason)
 	}
 	h.Set(HeaderStatus, status)
-	if o.Observations > 0 {
+	if len(o.Pages) > 0 {
 		h.Set(HeaderTokensBefore, strconv.Itoa(o.TokensBefore))
 		h.Set(HeaderTokensAfter, strconv.Itoa(o.TokensAfter))
 	}
@@ -41,7 +43,7 @@ func (o outcome) setHeaders(h http.Header) {
 	if o.Flagged > 0 {
 		h.Set(HeaderFlaggedLines, strconv.Itoa(o.Flagged))
 	}
-	if o.Priced && o.Observations > 0 {
+	if o.Priced && len(o.Pages) > 0 {
 		h.Set(HeaderSavedUSD, strconv.FormatFloat(o.SavedUSD-o.RetrieverUSD, 'f', 6, 64))
 	}
 }

@@ -5,19 +5,20 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/focusgate/focusgate/detect"
-	"github.com/focusgate/focusgate/prune"
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/pipeline"
 )
 
 // inspect handles the routes whose bodies may carry page observations. The
-// body is read whole (under the size cap and a read deadline) and decoded, so
-// that it can be inspected; what goes upstream is the decoded body with a
-// matching Content-Length.
-func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
+// body is read whole (under the size cap and a read deadline) and decoded,
+// then handed to the pipeline; what goes upstream is the body it returns,
+// with a matching Content-Length.
+func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request
 		if r.ContentLength > s.opts.MaxBodyBytes {
@@ -41,7 +42,7 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 			return
 		}
 
-		body, out := raw, outcome{}
+		body, out := raw, pipeline.Outcome{API: api}
 		if enc := r.Header.Get("Content-Encoding"); enc != "" {
 			decoded, err := decode(raw, enc, s.opts.MaxBodyBytes)
 			switch {
@@ -51,20 +52,26 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 			case err != nil:
 				// Not ours to judge: the upstream answers for a body it
 				// cannot read either, so it goes on as it came.
-				out = skipped("undecodable-body")
+				out.Status, out.Reason = focusgate.Skipped, focusgate.Undecodable
 			default:
 				body = decoded
 				r.Header.Del("Content-Encoding")
 			}
 		}
-		if out.Status == "" && s.opts.Pruner != nil {
-			body, out = s.rewriteBounded(r.Context(), kind, body, r.Header)
+		if out.Status == "" && s.opts.Pipeline != nil {
+			body, out = s.opts.Pipeline.Rewrite(r.Context(), pipeline.Request{
+				API:        api,
+				Body:       body,
+				Mode:       r.Header.Get(HeaderMode),
+				Prompt:     r.Header.Get(HeaderPrompt),
+				Credential: credential(r.Header),
+			})
 		}
 		if out.Status != "" {
-			out.setHeaders(c.Writer.Header())
+			setHeaders(c.Writer.Header(), out)
 			s.logOutcome(r.Context(), out)
 			s.metrics.observeOutcome(keyName(r.Context()), out)
-			s.record(r.Context(), kind, out)
+			s.record(r.Context(), out)
 		}
 		setBody(r, body)
 		s.forward(c)
@@ -73,9 +80,9 @@ func (s *Server) inspect(kind detect.API) gin.HandlerFunc {
 
 // logOutcome writes one line per request focusgate tried to prune, with the
 // numbers; requests with nothing to prune are logged at debug level only.
-func (s *Server) logOutcome(ctx context.Context, out outcome) {
+func (s *Server) logOutcome(ctx context.Context, out pipeline.Outcome) {
 	level := slog.LevelInfo
-	if out.Observations == 0 && out.Status == prune.Skipped && out.Reason != "busy" {
+	if out.Quiet() {
 		level = slog.LevelDebug
 	}
 	// Most requests have nothing to prune and are logged at debug level,
@@ -83,7 +90,7 @@ func (s *Server) logOutcome(ctx context.Context, out outcome) {
 	if !s.log.Enabled(ctx, level) {
 		return
 	}
-	s.log.LogAttrs(ctx, level, "observations", append(out.logAttrs(), slog.String("key", keyName(ctx)))...)
+	s.log.LogAttrs(ctx, level, "observations", append(out.LogAttrs(), slog.String("key", keyName(ctx)))...)
 }
 
 // slowBody answers a client that did not send its body within
@@ -98,4 +105,11 @@ func (s *Server) tooLarge(c *gin.Context) {
 	// drain it.
 	c.Header("Connection", "close")
 	writeError(c.Writer, http.StatusRequestEntityTooLarge, errBodyTooLarge.Error(), "invalid_request_error", "request_too_large")
+}
+
+// credential is the client's own API key, which the pipeline may use for the
+// retriever when none is configured: the bearer token of Authorization.
+func credential(h http.Header) string {
+	key, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	return key
 }

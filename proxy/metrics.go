@@ -11,7 +11,9 @@ import (
 
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/keys"
-	"github.com/focusgate/focusgate/prune"
+	"github.com/focusgate/focusgate/pipeline"
+
+	"github.com/focusgate/focusgate"
 )
 
 // metrics are the gateway's Prometheus metrics. Label values are bounded:
@@ -155,16 +157,17 @@ func (m *metrics) observeRequest(c *gin.Context, seconds float64) {
 
 // observeOutcome records what pruning did to one inspected request and to
 // each of its observations, under the name of the gateway key it came with.
-func (m *metrics) observeOutcome(keyName string, o outcome) {
+func (m *metrics) observeOutcome(keyName string, o pipeline.Outcome) {
 	if o.Status == "" {
 		return
 	}
 	key := m.keyLabel(keyName)
-	m.outcomes.WithLabelValues(string(o.Status), o.Reason, key).Inc()
-	if o.Status == prune.Pruned && o.TokensBefore > 0 {
+	m.outcomes.WithLabelValues(string(o.Status), string(o.Reason), key).Inc()
+	if o.Status == focusgate.Pruned && o.TokensBefore > 0 {
 		m.reduction.Observe(1 - float64(o.TokensAfter)/float64(o.TokensBefore))
 	}
-	for _, r := range o.Results {
+	for _, pg := range o.Pages {
+		r := pg.Result
 		m.tokensBefore.WithLabelValues(key).Add(float64(r.TokensBefore))
 		m.tokensAfter.WithLabelValues(key).Add(float64(r.TokensAfter))
 		m.flaggedLines.Add(float64(r.Flagged))
@@ -174,8 +177,8 @@ func (m *metrics) observeOutcome(keyName string, o outcome) {
 		m.cacheLookups.WithLabelValues(string(r.Cache)).Inc()
 		if r.Cache == cache.Miss {
 			result := "ok"
-			if r.Status == prune.FailedOpen {
-				result = r.Reason
+			if r.Status == focusgate.FailedOpen {
+				result = string(r.Reason)
 			}
 			m.retrieverCalls.WithLabelValues(result).Inc()
 			m.retrieverSeconds.Observe(r.RetrieverTime.Seconds())

@@ -176,7 +176,7 @@ func TestUneconomicPairsAreSkipped(t *testing.T) {
 			pruner := prune.New(prune.Config{RetrieverModel: tt.retriever, MinTokens: 1000},
 				prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: tt.retriever, Timeout: time.Minute}),
 				cache.New(cache.NewMemory(1<<20, time.Hour), nil))
-			gw := newGateway(t, nil, func(o *proxy.Options) {
+			gw := newGateway(t, nil, func(o *gatewayOptions) {
 				o.Pruner, o.RetrieverModel = pruner, tt.retriever
 				o.SkipUneconomic, o.ExpectedReduction = tt.skip, 0.5
 			})

@@ -11,6 +11,8 @@ import (
 
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/proxy"
+
+	"github.com/focusgate/focusgate"
 )
 
 // playwrightPage is a Playwright MCP snapshot of a product list large enough
@@ -91,14 +93,14 @@ func TestStringifiedToolResultIsPruned(t *testing.T) {
 func TestRealToolRequestsArePruned(t *testing.T) {
 	tests := []struct {
 		file string
-		api  detect.API
+		api  focusgate.API
 		keep string // the line the retriever keeps
 	}{
-		{"chat_stagehand_observe.json", detect.Chat, "button: Add to cart"},
-		{"responses_stagehand_extract.json", detect.Responses, "button: Add to cart"},
-		{"chat_chrome_devtools_mcp.json", detect.Chat, `button "Add to cart"`},
-		{"chat_playwright_mcp_json_content.json", detect.Chat, `button "Add to cart"`},
-		{"responses_playwright_mcp_json_content.json", detect.Responses, `button "Add to cart"`},
+		{"chat_stagehand_observe.json", focusgate.Chat, "button: Add to cart"},
+		{"responses_stagehand_extract.json", focusgate.Responses, "button: Add to cart"},
+		{"chat_chrome_devtools_mcp.json", focusgate.Chat, `button "Add to cart"`},
+		{"chat_playwright_mcp_json_content.json", focusgate.Chat, `button "Add to cart"`},
+		{"responses_playwright_mcp_json_content.json", focusgate.Responses, `button "Add to cart"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -111,7 +113,7 @@ func TestRealToolRequestsArePruned(t *testing.T) {
 			}
 			o := obs[0]
 			path := "/v1/chat/completions"
-			if tt.api == detect.Responses {
+			if tt.api == focusgate.Responses {
 				path = "/v1/responses"
 			}
 			resp := post(t, gw.URL+path, body, nil)

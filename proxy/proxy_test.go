@@ -7,6 +7,7 @@ import (
 	"compress/zlib"
 	"context"
 	"encoding/json"
+	"github.com/focusgate/focusgate/pipeline"
 	"io"
 	"log/slog"
 	"net/http"
@@ -64,11 +65,36 @@ type gateway struct {
 	upstream *recorder
 	logs     *testlog.Buffer
 	server   *proxy.Server
+	pipeline *pipeline.Pipeline // nil without a Pruner
+}
+
+type (
+	proxyOptions    = proxy.Options
+	pipelineOptions = pipeline.Options
+)
+
+// gatewayOptions are the settings of a gateway and of its request pipeline,
+// which the tests set side by side.
+type gatewayOptions struct {
+	proxyOptions
+	pipelineOptions
+}
+
+// build makes the gateway; given a Pruner, in front of a pipeline that
+// logs where the gateway does.
+func (o gatewayOptions) build() (*proxy.Server, *pipeline.Pipeline) {
+	var pl *pipeline.Pipeline
+	if o.Pruner != nil {
+		o.pipelineOptions.Logger = o.proxyOptions.Logger
+		pl = pipeline.New(o.pipelineOptions)
+		o.Pipeline = pl
+	}
+	return proxy.New(o.proxyOptions), pl
 }
 
 // newGateway starts a fake upstream (handler, or a recorder answering
 // {"ok":true}) under /v1 and focusgate in front of it.
-func newGateway(t *testing.T, handler http.HandlerFunc, configure ...func(*proxy.Options)) *gateway {
+func newGateway(t *testing.T, handler http.HandlerFunc, configure ...func(*gatewayOptions)) *gateway {
 	t.Helper()
 	rec := &recorder{}
 	if handler == nil {
@@ -82,20 +108,22 @@ func newGateway(t *testing.T, handler http.HandlerFunc, configure ...func(*proxy
 	t.Cleanup(up.Close)
 	base, _ := url.Parse(up.URL + "/v1")
 	logs := testlog.New()
-	opts := proxy.Options{
-		Upstream: base,
-		Logger:   slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	opts := gatewayOptions{
+		proxyOptions: proxy.Options{
+			Upstream: base,
+			Logger:   slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		},
 		// No deadline unless a test is about it: a busy machine must not
 		// turn a prune into a timeout.
-		Budget: time.Hour,
+		pipelineOptions: pipeline.Options{Budget: time.Hour},
 	}
 	for _, c := range configure {
 		c(&opts)
 	}
-	s := proxy.New(opts)
+	s, pl := opts.build()
 	gw := httptest.NewServer(s)
 	t.Cleanup(gw.Close)
-	return &gateway{URL: gw.URL, upstream: rec, logs: logs, server: s}
+	return &gateway{URL: gw.URL, upstream: rec, logs: logs, server: s, pipeline: pl}
 }
 
 func post(t *testing.T, url string, body []byte, header map[string]string) *http.Response {
@@ -201,7 +229,7 @@ func TestPathsQueriesAndHeadersPassThrough(t *testing.T) {
 }
 
 func TestUpstreamKeyOnlyWhenClientSendsNone(t *testing.T) {
-	gw := newGateway(t, nil, func(o *proxy.Options) { o.UpstreamAPIKey = "sk-gateway" })
+	gw := newGateway(t, nil, func(o *gatewayOptions) { o.UpstreamAPIKey = "sk-gateway" })
 
 	post(t, gw.URL+"/v1/chat/completions", []byte(`{}`), nil)
 	if got := gw.upstream.last(t).Header.Get("Authorization"); got != "Bearer sk-gateway" {
@@ -241,7 +269,7 @@ func TestUpstreamErrorsArriveVerbatim(t *testing.T) {
 
 func TestOversizedBodiesGet413(t *testing.T) {
 	const limit = 1 << 10
-	gw := newGateway(t, nil, func(o *proxy.Options) { o.MaxBodyBytes = limit })
+	gw := newGateway(t, nil, func(o *gatewayOptions) { o.MaxBodyBytes = limit })
 	big := bytes.Repeat([]byte("a"), limit+1)
 
 	var bomb bytes.Buffer

@@ -21,6 +21,8 @@ import (
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // retriever plays the retriever model over real HTTP. Its answer is computed
@@ -112,13 +114,13 @@ func reply(status int, content string) answerFunc {
 
 // pruningGateway is focusgate with real detection, pruning and an in-process
 // cache, between a recording upstream and a scripted retriever.
-func pruningGateway(t *testing.T, rt *retriever, configure ...func(*proxy.Options)) *gateway {
+func pruningGateway(t *testing.T, rt *retriever, configure ...func(*gatewayOptions)) *gateway {
 	t.Helper()
 	pruner := prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000, UseHistory: true},
 		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: time.Minute}),
 		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
-	return newGateway(t, nil, append([]func(*proxy.Options){func(o *proxy.Options) {
-		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, prune.Remove, prune.LineVariant, "gpt-4.1-mini"
+	return newGateway(t, nil, append([]func(*gatewayOptions){func(o *gatewayOptions) {
+		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.Remove, focusgate.LineVariant, "gpt-4.1-mini"
 	}}, configure...)...)
 }
 
@@ -136,7 +138,7 @@ const laptopRequest = "../testdata/requests/genericagent_workarena_standard_lapt
 // onlyObservation returns the tree span focusgate detects in body.
 func onlyObservation(t *testing.T, body []byte) detect.Observation {
 	t.Helper()
-	obs, err := detect.Find(body, detect.Chat, detect.Options{})
+	obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
 	if err != nil || len(obs) != 1 {
 		t.Fatalf("want one observation in the request, got %d (%v)", len(obs), err)
 	}
@@ -263,7 +265,7 @@ func TestRetrieverFailuresFailOpen(t *testing.T) {
 			pruner := prune.New(prune.Config{RetrieverModel: "m", MinTokens: 1000},
 				prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "m", Timeout: timeout}),
 				cache.New(cache.NewMemory(1<<20, time.Hour), nil))
-			gw := newGateway(t, nil, func(o *proxy.Options) { o.Pruner = pruner })
+			gw := newGateway(t, nil, func(o *gatewayOptions) { o.Pruner = pruner })
 
 			resp := post(t, gw.URL+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer sk-client"})
 			if resp.StatusCode != http.StatusOK {

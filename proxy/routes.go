@@ -3,7 +3,7 @@ package proxy
 import (
 	"github.com/gin-gonic/gin"
 
-	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate"
 )
 
 // routes builds the gin engine. Only the two inference routes are inspected;
@@ -34,8 +34,8 @@ func (s *Server) routes() *gin.Engine {
 	proxied := []gin.HandlerFunc{s.authenticate, s.checkPath}
 	api := e.Group("", proxied...)
 	for _, prefix := range []string{"/v1", ""} {
-		api.POST(prefix+"/chat/completions", s.inspect(detect.Chat))
-		api.POST(prefix+"/responses", s.inspect(detect.Responses))
+		api.POST(prefix+"/chat/completions", s.inspect(focusgate.Chat))
+		api.POST(prefix+"/responses", s.inspect(focusgate.Responses))
 	}
 	e.NoRoute(append(proxied, s.passthrough)...)
 	return e

@@ -1,8 +1,10 @@
 // Package proxy is focusgate's HTTP face: a transparent reverse proxy for
-// OpenAI-compatible APIs that inspects chat-completion and Responses requests,
-// has their page observations pruned, splices the result into the original
-// bytes and streams the upstream's answer back untouched. Every other request
-// passes through as it came.
+// OpenAI-compatible APIs that reads and decodes the bodies of chat-completion
+// and Responses requests under their limits, hands them to the request
+// pipeline (package pipeline) and forwards what it returns, streaming the
+// upstream's answer back untouched. Every other request passes through as it
+// came. Routes, authentication, headers, errors, metrics and the access log
+// live here; nothing about pages does.
 package proxy
 
 import (
@@ -19,9 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/focusgate/focusgate/cache"
-	"github.com/focusgate/focusgate/detect"
-	"github.com/focusgate/focusgate/pricing"
-	"github.com/focusgate/focusgate/prune"
+	"github.com/focusgate/focusgate/pipeline"
 )
 
 // Options configure a Server. Upstream is required; the rest have defaults.
@@ -42,36 +42,11 @@ type Options struct {
 	// on every route; it keeps slow clients from holding memory and
 	// upstream connections.
 	BodyReadTimeout time.Duration
-	// Budget bounds all the work focusgate does on one request's
-	// observations (detection, token counting, the cache, the retriever,
-	// waiting for another request or replica computing the same selection);
-	// past it the original body is forwarded. Default 20s.
-	Budget time.Duration
-	// InspectBudgetBytes bounds the request bytes under inspection at once;
-	// a request that does not fit is forwarded uninspected. Default 64 MiB.
-	InspectBudgetBytes int64
 	// Transport carries requests upstream; nil builds one from the timeouts above.
 	Transport http.RoundTripper
-	// Pruner prunes observations; nil forwards every body as it came.
-	Pruner Pruner
-	// Finder finds the observations of a body and remembers the pages it
-	// has seen; nil finds them every time anew.
-	Finder *detect.Finder
-	// Mode and Variant are the defaults that the X-Focusgate-Mode and
-	// X-Focusgate-Prompt request headers override.
-	Mode    prune.Mode
-	Variant prune.Variant
-	// PruneAll prunes every observation of a conversation, not only the newest.
-	PruneAll bool
-	// Prices estimate each request's savings; nil uses the built-in table.
-	// RetrieverModel names the retriever, whose price is the cost side.
-	Prices         *pricing.Table
-	RetrieverModel string
-	// SkipUneconomic skips pruning when the retriever/action input price
-	// ratio is at least ExpectedReduction: the retriever would cost more
-	// than the pruning saves.
-	SkipUneconomic    bool
-	ExpectedReduction float64
+	// Pipeline rewrites the bodies of the inspected routes; nil forwards
+	// every body as it came.
+	Pipeline Rewriter
 	// Registry receives the gateway's metrics and is served on /metrics;
 	// nil makes one of its own.
 	Registry *prometheus.Registry
@@ -98,15 +73,13 @@ type Server struct {
 	metrics  *metrics
 	gatherer prometheus.Gatherer
 	draining atomic.Bool
+}
 
-	inspecting byteBudget
-	// stopping ends when the server stops pruning for shutdown.
-	stopping context.Context
-	stop     context.CancelCauseFunc
-
-	prices          *pricing.Table
-	retrieverPrice  pricing.Price
-	retrieverPriced bool
+// Rewriter rewrites the body of an inspected request; *pipeline.Pipeline is
+// the implementation. It never fails: a body it cannot handle comes back as
+// it went in, and the outcome says why.
+type Rewriter interface {
+	Rewrite(ctx context.Context, req pipeline.Request) ([]byte, pipeline.Outcome)
 }
 
 // New builds a Server.
@@ -117,12 +90,6 @@ func New(opts Options) *Server {
 	if opts.BodyReadTimeout <= 0 {
 		opts.BodyReadTimeout = time.Minute
 	}
-	if opts.Budget <= 0 {
-		opts.Budget = 20 * time.Second
-	}
-	if opts.InspectBudgetBytes <= 0 {
-		opts.InspectBudgetBytes = 64 << 20
-	}
 	if opts.UpstreamTimeout <= 0 {
 		opts.UpstreamTimeout = 10 * time.Minute
 	}
@@ -132,16 +99,10 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Prices == nil {
-		opts.Prices = pricing.Default()
-	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{opts: opts, log: opts.Logger, prices: opts.Prices, gatherer: opts.Registry}
-	s.inspecting.limit = opts.InspectBudgetBytes
-	s.stopping, s.stop = context.WithCancelCause(context.Background())
-	s.retrieverPrice, s.retrieverPriced = opts.Prices.Lookup(opts.RetrieverModel)
+	s := &Server{opts: opts, log: opts.Logger, gatherer: opts.Registry}
 	s.metrics = newMetrics(opts.Registry)
 	if opts.RedisStats != nil {
 		registerRedis(opts.Registry, opts.RedisStats)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/focusgate/focusgate"
 )
 
 // action is what happens to one line of the tree.
@@ -32,7 +34,7 @@ const (
 // mode (they become a bare marker), even as ancestors and even when focused;
 // a flagged root is kept as a stub. Text before the first line and after the last is
 // copied unchanged, so a tree without a trailing newline gets none.
-func Apply(t Tree, sel Selection, mode Mode) (string, error) {
+func Apply(t Tree, sel Selection, mode focusgate.Mode) (string, error) {
 	out, _, _, err := apply(t, sel, mode)
 	return out, err
 }
@@ -40,10 +42,10 @@ func Apply(t Tree, sel Selection, mode Mode) (string, error) {
 // apply is Apply that also returns how many flagged lines it removed and the
 // lines it kept verbatim (selected, root and focus, less the flagged ones),
 // as sorted disjoint ranges, so that a report can show what was kept.
-func apply(t Tree, sel Selection, mode Mode) (string, int, []Range, error) {
+func apply(t Tree, sel Selection, mode focusgate.Mode) (string, int, []Range, error) {
 	switch mode {
-	case Remove, Ancestors, Stubs:
-	case Off:
+	case focusgate.Remove, focusgate.Ancestors, focusgate.Stubs:
+	case focusgate.Off:
 		return t.Text, 0, []Range{{1, len(t.Lines)}}, nil
 	default:
 		return "", 0, nil, fmt.Errorf("prune: unknown mode %q", mode)
@@ -89,7 +91,7 @@ func apply(t Tree, sel Selection, mode Mode) (string, int, []Range, error) {
 			removed++
 		}
 	}
-	if mode == Ancestors {
+	if mode == focusgate.Ancestors {
 		stubAncestors(t.Lines, acts, flagged)
 	}
 	return render(t, acts, flagged, mode), removed, keptRanges(acts), nil
@@ -112,7 +114,7 @@ func keptRanges(acts []action) []Range {
 
 // stubAncestors marks as stubs the dropped ancestors of every kept line. The
 // parent of a line is the nearest earlier line with a smaller depth.
-func stubAncestors(lines []Line, acts []action, flagged []bool) {
+func stubAncestors(lines []focusgate.Line, acts []action, flagged []bool) {
 	parent := make([]int, len(lines))
 	var open []int // the chain of possible parents, depths increasing
 	for i, l := range lines {
@@ -138,7 +140,7 @@ func stubAncestors(lines []Line, acts []action, flagged []bool) {
 	}
 }
 
-func render(t Tree, acts []action, flagged []bool, mode Mode) string {
+func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) string {
 	var b strings.Builder
 	b.Grow(renderedSize(t, acts))
 	b.WriteString(t.Text[:t.Lines[0].Start])
@@ -152,10 +154,10 @@ func render(t Tree, acts []action, flagged []bool, mode Mode) string {
 		case acts[i] == stub:
 			writeStub(&b, t.Format, line, l, "")
 			i++
-		case mode == Stubs && (flagged == nil || !flagged[i]):
+		case mode == focusgate.Stubs && (flagged == nil || !flagged[i]):
 			writeStub(&b, t.Format, line, l, " (pruned)")
 			i++
-		case mode == Stubs:
+		case mode == focusgate.Stubs:
 			b.WriteString(t.Format.Marker(line, markerNote(1)))
 			i++
 		default:
@@ -201,7 +203,7 @@ func renderedSize(t Tree, acts []action) int {
 // writeStub writes the stub of line in the tree's syntax, then suffix. A
 // line with neither bid nor role has nothing to stand for it, so it becomes
 // a marker.
-func writeStub(b *strings.Builder, syntax Syntax, line string, l Line, suffix string) {
+func writeStub(b *strings.Builder, syntax Syntax, line string, l focusgate.Line, suffix string) {
 	if l.BID == "" && l.Role == "" {
 		b.WriteString(syntax.Marker(line, markerNote(1)))
 		return

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate/detect"
+
+	"github.com/focusgate/focusgate"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -45,7 +47,7 @@ func TestApplyGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: scripted answer: %v", gc.name, err)
 		}
-		for _, mode := range []Mode{Remove, Ancestors, Stubs} {
+		for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
 			t.Run(gc.name+"/"+string(mode), func(t *testing.T) {
 				got, err := Apply(tree, sel, mode)
 				if err != nil {
@@ -77,7 +79,7 @@ var markerRE = regexp.MustCompile(`^[ \t]*\.\.\. (\d+) lines? pruned \.\.\.$`)
 
 // checkApplied asserts what Apply promises, independently of how it does
 // it, for a BrowserGym tree whose lines are one physical line each.
-func checkApplied(t *testing.T, tree Tree, sel Selection, mode Mode, out string) {
+func checkApplied(t *testing.T, tree Tree, sel Selection, mode focusgate.Mode, out string) {
 	t.Helper()
 	n := len(tree.Lines)
 	flagged := map[int]bool{}
@@ -124,7 +126,7 @@ func checkApplied(t *testing.T, tree Tree, sel Selection, mode Mode, out string)
 		}
 	}
 
-	if mode == Stubs {
+	if mode == focusgate.Stubs {
 		if len(outLines) != n {
 			t.Fatalf("stubs mode wrote %d lines for %d", len(outLines), n)
 		}
@@ -152,7 +154,7 @@ func checkApplied(t *testing.T, tree Tree, sel Selection, mode Mode, out string)
 	// Every other output line is a marker or, in ancestors mode, a stub of
 	// a dropped line; markers never touch, and they count every dropped line.
 	stubs := map[string]bool{}
-	if mode == Ancestors {
+	if mode == focusgate.Ancestors {
 		for i, l := range tree.Lines {
 			if !kept[i] && !flagged[i] {
 				text := lineText(tree, i)
@@ -186,7 +188,7 @@ func checkApplied(t *testing.T, tree Tree, sel Selection, mode Mode, out string)
 		t.Errorf("markers count %d, stubs %d, kept %d: want a total of %d lines", pruned, stubbed, len(kept), n)
 	}
 
-	if mode == Ancestors {
+	if mode == focusgate.Ancestors {
 		// Every ancestor of a kept line sits above it, verbatim or as a stub.
 		for i := range kept {
 			for a := ancestorsOf(tree, i); len(a) > 0; a = a[1:] {
@@ -225,7 +227,7 @@ func ancestorsOf(tree Tree, i int) []int {
 }
 
 // stubOf is the BrowserGym stub of a line.
-func stubOf(l Line) string {
+func stubOf(l focusgate.Line) string {
 	if l.BID == "" {
 		return l.Role
 	}
@@ -238,13 +240,13 @@ func TestApplyFormats(t *testing.T) {
 	tests := []struct {
 		format          detect.Format
 		text            string
-		lines           []Line
+		lines           []focusgate.Line
 		ancestors, stub string
 	}{
 		{
 			format: detect.BrowserGym,
 			text:   "RootWebArea 'Shop'\n\t[a212] navigation 'Main'\n\t\t[a213] link 'Cart'\n\tStaticText 'Footer'",
-			lines: []Line{{Start: 0, End: 18}, {Start: 19, End: 44, Depth: 1, BID: "a212", Role: "navigation"},
+			lines: []focusgate.Line{{Start: 0, End: 18}, {Start: 19, End: 44, Depth: 1, BID: "a212", Role: "navigation"},
 				{Start: 45, End: 65, Depth: 2, BID: "a213", Role: "link"}, {Start: 66, End: 86, Depth: 1, Role: "StaticText"}},
 			ancestors: "RootWebArea 'Shop'\n\t[a212] navigation\n\t\t[a213] link 'Cart'\n\t... 1 line pruned ...",
 			stub:      "RootWebArea 'Shop'\n\t[a212] navigation (pruned)\n\t\t[a213] link 'Cart'\n\tStaticText (pruned)",
@@ -252,7 +254,7 @@ func TestApplyFormats(t *testing.T) {
 		{
 			format: detect.WebArena,
 			text:   "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop' focused: True\n\t[2] navigation 'Main'\n\t\t[3] link 'Cart'\n\t[4] StaticText 'Footer'\n",
-			lines: []Line{{Start: 23, End: 59, BID: "1", Role: "RootWebArea"}, {Start: 60, End: 82, Depth: 1, BID: "2", Role: "navigation"},
+			lines: []focusgate.Line{{Start: 23, End: 59, BID: "1", Role: "RootWebArea"}, {Start: 60, End: 82, Depth: 1, BID: "2", Role: "navigation"},
 				{Start: 83, End: 100, Depth: 2, BID: "3", Role: "link"}, {Start: 101, End: 125, Depth: 1, BID: "4", Role: "StaticText"}},
 			ancestors: "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop' focused: True\n\t[2] navigation\n\t\t[3] link 'Cart'\n\t... 1 line pruned ...\n",
 			stub:      "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop' focused: True\n\t[2] navigation (pruned)\n\t\t[3] link 'Cart'\n\t[4] StaticText (pruned)\n",
@@ -260,7 +262,7 @@ func TestApplyFormats(t *testing.T) {
 		{
 			format: detect.AgentOccam,
 			text:   "RootWebArea [2634] 'My Account'\n\tnavigation [3987] 'Main'\n\t\tlink [3989] 'Cart'\n\ttext 'Footer'",
-			lines: []Line{{Start: 0, End: 31, BID: "2634", Role: "RootWebArea"}, {Start: 32, End: 57, Depth: 1, BID: "3987", Role: "navigation"},
+			lines: []focusgate.Line{{Start: 0, End: 31, BID: "2634", Role: "RootWebArea"}, {Start: 32, End: 57, Depth: 1, BID: "3987", Role: "navigation"},
 				{Start: 58, End: 78, Depth: 2, BID: "3989", Role: "link"}, {Start: 79, End: 93, Depth: 1, Role: "text"}},
 			ancestors: "RootWebArea [2634] 'My Account'\n\tnavigation [3987]\n\t\tlink [3989] 'Cart'\n\t... 1 line pruned ...",
 			stub:      "RootWebArea [2634] 'My Account'\n\tnavigation [3987] (pruned)\n\t\tlink [3989] 'Cart'\n\ttext (pruned)",
@@ -268,7 +270,7 @@ func TestApplyFormats(t *testing.T) {
 		{
 			format: detect.Playwright,
 			text:   "- generic [ref=e1]:\n  - navigation \"Main\" [ref=e12]:\n    - link \"Cart\" [ref=e13]\n  - text: Footer",
-			lines: []Line{{Start: 0, End: 19, BID: "e1", Role: "generic"}, {Start: 20, End: 52, Depth: 1, BID: "e12", Role: "navigation"},
+			lines: []focusgate.Line{{Start: 0, End: 19, BID: "e1", Role: "generic"}, {Start: 20, End: 52, Depth: 1, BID: "e12", Role: "navigation"},
 				{Start: 53, End: 80, Depth: 2, BID: "e13", Role: "link"}, {Start: 81, End: 97, Depth: 1, Role: "text"}},
 			ancestors: "- generic [ref=e1]:\n  - navigation [ref=e12]\n    - link \"Cart\" [ref=e13]\n  - ... 1 line pruned ...",
 			stub:      "- generic [ref=e1]:\n  - navigation [ref=e12] (pruned)\n    - link \"Cart\" [ref=e13]\n  - text (pruned)",
@@ -276,7 +278,7 @@ func TestApplyFormats(t *testing.T) {
 		{
 			format: detect.BrowserUse,
 			text:   "[1]<body />\n\t[12]<nav />\n\t\t*[13]<a href=/cart />\n\tFooter",
-			lines: []Line{{Start: 0, End: 11, BID: "1", Role: "body"}, {Start: 12, End: 24, Depth: 1, BID: "12", Role: "nav"},
+			lines: []focusgate.Line{{Start: 0, End: 11, BID: "1", Role: "body"}, {Start: 12, End: 24, Depth: 1, BID: "12", Role: "nav"},
 				{Start: 25, End: 48, Depth: 2, BID: "13", Role: "a"}, {Start: 49, End: 56, Depth: 1}},
 			ancestors: "[1]<body />\n\t[12]<nav />\n\t\t*[13]<a href=/cart />\n\t... 1 line pruned ...",
 			stub:      "[1]<body />\n\t[12]<nav /> (pruned)\n\t\t*[13]<a href=/cart />\n\t... 1 line pruned ...",
@@ -284,7 +286,7 @@ func TestApplyFormats(t *testing.T) {
 		{
 			format: detect.Stagehand,
 			text:   "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html\n    [0-40] link: Cart\n  [0-50] StaticText: Footer",
-			lines: []Line{{Start: 0, End: 28, BID: "0-2", Role: "RootWebArea"}, {Start: 29, End: 54, Depth: 1, BID: "0-31", Role: "scrollable, html"},
+			lines: []focusgate.Line{{Start: 0, End: 28, BID: "0-2", Role: "RootWebArea"}, {Start: 29, End: 54, Depth: 1, BID: "0-31", Role: "scrollable, html"},
 				{Start: 55, End: 76, Depth: 2, BID: "0-40", Role: "link"}, {Start: 77, End: 104, Depth: 1, BID: "0-50", Role: "StaticText"}},
 			ancestors: "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html\n    [0-40] link: Cart\n  ... 1 line pruned ...",
 			stub:      "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html (pruned)\n    [0-40] link: Cart\n  [0-50] StaticText (pruned)",
@@ -292,7 +294,7 @@ func TestApplyFormats(t *testing.T) {
 		{
 			format: detect.ChromeDevTools,
 			text:   "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation \"Main\"\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  uid=1_3 \"Footer\"",
-			lines: []Line{{Start: 0, End: 43, BID: "1_0", Role: "RootWebArea"}, {Start: 44, End: 71, Depth: 1, BID: "1_1", Role: "navigation"},
+			lines: []focusgate.Line{{Start: 0, End: 43, BID: "1_0", Role: "RootWebArea"}, {Start: 44, End: 71, Depth: 1, BID: "1_1", Role: "navigation"},
 				{Start: 72, End: 116, Depth: 2, BID: "1_2", Role: "link"}, {Start: 117, End: 135, Depth: 1, BID: "1_3"}},
 			ancestors: "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  ... 1 line pruned ...",
 			stub:      "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation (pruned)\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  uid=1_3 (pruned)",
@@ -307,7 +309,7 @@ func TestApplyFormats(t *testing.T) {
 					t.Fatalf("test line %d offsets [%d,%d) do not frame a line", i+1, l.Start, l.End)
 				}
 			}
-			for mode, want := range map[Mode]string{Ancestors: tt.ancestors, Stubs: tt.stub} {
+			for mode, want := range map[focusgate.Mode]string{focusgate.Ancestors: tt.ancestors, focusgate.Stubs: tt.stub} {
 				got, err := Apply(tree, sel, mode)
 				if err != nil {
 					t.Fatal(err)
@@ -334,63 +336,63 @@ func TestApplyRules(t *testing.T) {
 		name    string
 		focused string
 		sel     Selection
-		mode    Mode
+		mode    focusgate.Mode
 		want    string
 	}{
 		{
 			name: "root always kept, runs become one marker each",
 			sel:  Selection{Ranges: []Range{{4, 4}}},
-			mode: Remove,
+			mode: focusgate.Remove,
 			want: "RootWebArea 'Form'\n\t... 2 lines pruned ...\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name:    "focused line kept though not selected",
 			focused: "11",
 			sel:     Selection{Ranges: []Range{{4, 4}}},
-			mode:    Remove,
+			mode:    focusgate.Remove,
 			want:    "RootWebArea 'Form'\n\t... 1 line pruned ...\n\t\t[11] textbox 'Name', focused\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name: "flagged line dropped even when selected",
 			sel:  Selection{Ranges: []Range{{5, 7}}, Flagged: []int{6}},
-			mode: Remove,
+			mode: focusgate.Remove,
 			want: "RootWebArea 'Form'\n\t... 3 lines pruned ...\n\t[20] dialog 'Notice'\n\t\t... 1 line pruned ...\n\t\t[22] button 'Close'\n\t... 1 line pruned ...",
 		},
 		{
 			name: "flagged line is a bare marker in stubs mode",
 			sel:  Selection{Ranges: []Range{{7, 7}}, Flagged: []int{6}},
-			mode: Stubs,
+			mode: focusgate.Stubs,
 			want: "RootWebArea 'Form'\n\t[10] form (pruned)\n\t\t[11] textbox (pruned)\n\t\t[12] button (pruned)\n\t[20] dialog (pruned)\n\t\t... 1 line pruned ...\n\t\t[22] button 'Close'\n\t[30] contentinfo (pruned)",
 		},
 		{
 			name: "flagged ancestor gets no stub",
 			sel:  Selection{Ranges: []Range{{7, 7}}, Flagged: []int{5}},
-			mode: Ancestors,
+			mode: focusgate.Ancestors,
 			want: "RootWebArea 'Form'\n\t... 5 lines pruned ...\n\t\t[22] button 'Close'\n\t... 1 line pruned ...",
 		},
 		{
 			name: "flagged root keeps only its role",
 			sel:  Selection{Ranges: []Range{{4, 4}}, Flagged: []int{1}},
-			mode: Remove,
+			mode: focusgate.Remove,
 			want: "RootWebArea\n\t... 2 lines pruned ...\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name:    "flag beats focus: a pop-up may hold the focus",
 			focused: "21",
 			sel:     Selection{Ranges: []Range{{4, 4}}, Flagged: []int{6}},
-			mode:    Remove,
+			mode:    focusgate.Remove,
 			want:    "RootWebArea 'Form'\n\t... 2 lines pruned ...\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name: "out-of-range and reversed ranges are tolerated",
 			sel:  Selection{Ranges: []Range{{8, 7}, {20, 30}, {-3, 0}}, Flagged: []int{0, 99}},
-			mode: Remove,
+			mode: focusgate.Remove,
 			want: "RootWebArea 'Form'\n\t... 5 lines pruned ...\n\t\t[22] button 'Close'\n\t[30] contentinfo ''",
 		},
 		{
 			name: "off leaves the text alone",
 			sel:  Selection{Ranges: []Range{{4, 4}}},
-			mode: Off,
+			mode: focusgate.Off,
 			want: text,
 		},
 	}
@@ -414,12 +416,12 @@ func TestApplyErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		tree Tree
-		mode Mode
+		mode focusgate.Mode
 	}{
 		{"unknown mode", good, "shuffle"},
-		{"no lines", Tree{Text: "RootWebArea 'a'"}, Remove},
-		{"line past the text", Tree{Text: "abc", Lines: []Line{{Start: 0, End: 9}}}, Stubs},
-		{"overlapping lines", Tree{Text: "abc\ndef", Lines: []Line{{Start: 0, End: 5}, {Start: 4, End: 7}}}, Ancestors},
+		{"no lines", Tree{Text: "RootWebArea 'a'"}, focusgate.Remove},
+		{"line past the text", Tree{Text: "abc", Lines: []focusgate.Line{{Start: 0, End: 9}}}, focusgate.Stubs},
+		{"overlapping lines", Tree{Text: "abc\ndef", Lines: []focusgate.Line{{Start: 0, End: 5}, {Start: 4, End: 7}}}, focusgate.Ancestors},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,10 @@
 package prune
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/focusgate/focusgate"
+)
 
 // BenchmarkHotPath measures what a cache hit costs the gateway: rendering a
 // cached selection of the 80k-token amazon tree and counting the result's
@@ -8,7 +12,7 @@ import "testing"
 func BenchmarkHotPath(b *testing.B) {
 	tree := readTree(b, "bgym-pr301_web_amazon_macbook.txt")
 	sel := Selection{Ranges: []Range{{40, 120}, {600, 700}, {1200, 1210}}}
-	for _, mode := range []Mode{Remove, Ancestors, Stubs} {
+	for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
 		b.Run(string(mode), func(b *testing.B) {
 			c := NewCounter(64 << 20)
 			before := c.Count("gpt-4.1", tree.Text)

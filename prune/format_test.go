@@ -8,6 +8,8 @@ import (
 
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // TestApplyOnEveryFormat runs post-processing on the trees that detection
@@ -26,9 +28,9 @@ func TestApplyOnEveryFormat(t *testing.T) {
 	requests, _ := filepath.Glob("../detect/testdata/requests/*.json")
 	more, _ := filepath.Glob("../testdata/requests/*.json")
 	for _, f := range append(requests, more...) {
-		api := detect.Chat
+		api := focusgate.Chat
 		if strings.HasPrefix(filepath.Base(f), "responses_") {
-			api = detect.Responses
+			api = focusgate.Responses
 		}
 		obs, err := detect.Find(readBytes(t, f), api, detect.Options{})
 		if err != nil || len(obs) == 0 {
@@ -58,7 +60,7 @@ func TestApplyOnEveryFormat(t *testing.T) {
 		for i := 1; i <= len(tree.Lines); i += 4 {
 			sel.Ranges = append(sel.Ranges, prune.Range{From: i, To: i})
 		}
-		for _, mode := range []prune.Mode{prune.Remove, prune.Ancestors, prune.Stubs} {
+		for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
 			t.Run(s.name+"/"+string(mode), func(t *testing.T) {
 				out, err := prune.Apply(tree, sel, mode)
 				if err != nil {
@@ -70,7 +72,7 @@ func TestApplyOnEveryFormat(t *testing.T) {
 						t.Errorf("kept line %d is not verbatim in the output", r.From)
 					}
 				}
-				if mode == prune.Remove && len(out) >= len(tree.Text) {
+				if mode == focusgate.Remove && len(out) >= len(tree.Text) {
 					t.Errorf("output is not smaller: %d >= %d bytes", len(out), len(tree.Text))
 				}
 				// Stubs keep one line per element; a pruned element whose name
@@ -82,7 +84,7 @@ func TestApplyOnEveryFormat(t *testing.T) {
 					}
 					want -= strings.Count(tree.Text[l.Start:l.End], "\n")
 				}
-				if got := strings.Count(out, "\n"); mode == prune.Stubs && got != want {
+				if got := strings.Count(out, "\n"); mode == focusgate.Stubs && got != want {
 					t.Errorf("stubs mode wrote %d line breaks, want %d (one line per element)", got, want)
 				}
 				if testing.Verbose() {

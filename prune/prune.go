@@ -21,6 +21,8 @@ import (
 
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/memo"
+
+	"github.com/focusgate/focusgate"
 )
 
 // keyVersion starts every cache key; bump it whenever the meaning of a
@@ -31,23 +33,14 @@ const keyVersion = "prune-selection-v3"
 // defaultMemoBytes bounds the token-count memo when Config.Counter is nil.
 const defaultMemoBytes = 32 << 20
 
-// Status says whether an observation was pruned.
-type Status string
-
-const (
-	Pruned     Status = "pruned"      // Text is the pruned observation
-	Skipped    Status = "skipped"     // pruning was not attempted or did not pay
-	FailedOpen Status = "failed-open" // something failed; the original goes out
-)
-
 // Input is one observation of one request.
 type Input struct {
 	Tree    Tree
 	Goal    string
 	History string
-	Mode    Mode    // empty means Remove
-	Variant Variant // empty means LineVariant
-	Model   string  // the action model: picks the token encoding
+	Mode    focusgate.Mode    // empty means Remove
+	Variant focusgate.Variant // empty means LineVariant
+	Model   string            // the action model: picks the token encoding
 	// APIKey is the client's key (without "Bearer "), passed on to
 	// Query.APIKey; it is never logged and never part of a cache key.
 	APIKey string
@@ -57,13 +50,9 @@ type Input struct {
 // Status is Pruned.
 type Result struct {
 	Text   string
-	Status Status
-	// Reason explains a status other than Pruned. It is short, stable and
-	// of low cardinality, for use as a metric label: mode-off,
-	// below-min-tokens, no-gain, bad-input, timeout, canceled,
-	// retriever-error, retriever-http-4xx, retriever-http-5xx, bad-answer,
-	// cache-error, postprocess-error, internal-error.
-	Reason        string
+	Status focusgate.Status
+	// Reason explains a status other than Pruned.
+	Reason        focusgate.Reason
 	TokensBefore  int
 	TokensAfter   int
 	Cache         cache.Outcome // empty when the retriever was not consulted
@@ -185,7 +174,7 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 		// expires: forget it and ask once more.
 		d, ok := p.cache.(deleter)
 		if res.Cache == cache.Miss || !ok {
-			return p.failOpen(ctx, res, "cache-error", err)
+			return p.failOpen(ctx, res, focusgate.CacheError, err)
 		}
 		p.log.LogAttrs(ctx, slog.LevelWarn, "prune: cached selection does not decode; deleted and computed again", slog.Any("error", err))
 		d.Delete(ctx, j.key)
@@ -196,7 +185,7 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 			return p.failOpen(ctx, res, Reason(err), err)
 		}
 		if sel, err = decodeSelection(raw); err != nil {
-			return p.failOpen(ctx, res, "cache-error", err)
+			return p.failOpen(ctx, res, focusgate.CacheError, err)
 		}
 	}
 	if r := reasoning.Load(); r != nil && res.Cache == cache.Miss {
@@ -215,7 +204,7 @@ func decodeSelection(raw []byte) (Selection, error) {
 
 // job is what Prune and Reapply work out before they need a selection.
 type job struct {
-	mode Mode
+	mode focusgate.Mode
 	q    Query // without Numbered, which only the retriever needs
 	key  string
 }
@@ -223,18 +212,18 @@ type job struct {
 // prepare checks the input, counts its tokens and builds the cache key. It
 // returns false, with res filled in, when there is nothing more to do.
 func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool) {
-	mode, err := ParseMode(string(in.Mode))
+	mode, err := focusgate.ParseMode(string(in.Mode))
 	if err != nil {
-		*res = p.failOpen(ctx, *res, "bad-input", err)
+		*res = p.failOpen(ctx, *res, focusgate.BadInput, err)
 		return job{}, false
 	}
-	if mode == Off {
-		*res = skip(*res, "mode-off")
+	if mode == focusgate.Off {
+		*res = skip(*res, focusgate.ModeOff)
 		return job{}, false
 	}
-	variant, err := ParseVariant(string(in.Variant))
+	variant, err := focusgate.ParseVariant(string(in.Variant))
 	if err != nil {
-		*res = p.failOpen(ctx, *res, "bad-input", err)
+		*res = p.failOpen(ctx, *res, focusgate.BadInput, err)
 		return job{}, false
 	}
 	res.TokensBefore, err = p.cfg.Counter.CountContext(ctx, in.Model, in.Tree.Text)
@@ -244,11 +233,11 @@ func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool)
 	}
 	res.TokensAfter = res.TokensBefore
 	if res.TokensBefore < p.cfg.MinTokens {
-		*res = skip(*res, "below-min-tokens")
+		*res = skip(*res, focusgate.BelowMinTokens)
 		return job{}, false
 	}
 	if err := validate(in.Tree); err != nil {
-		*res = p.failOpen(ctx, *res, "postprocess-error", err)
+		*res = p.failOpen(ctx, *res, focusgate.PostprocessError, err)
 		return job{}, false
 	}
 	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), APIKey: in.APIKey}
@@ -281,16 +270,16 @@ func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, res
 
 	out, flagged, kept, err := apply(in.Tree, sel, j.mode)
 	if err != nil {
-		return p.failOpen(ctx, res, "postprocess-error", err)
+		return p.failOpen(ctx, res, focusgate.PostprocessError, err)
 	}
 	after, err := p.cfg.Counter.CountContext(ctx, in.Model, out)
 	if err != nil {
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
 	if after >= res.TokensBefore {
-		return skip(res, "no-gain")
+		return skip(res, focusgate.NoGain)
 	}
-	res.Text, res.Status, res.TokensAfter, res.Flagged, res.Kept = out, Pruned, after, flagged, kept
+	res.Text, res.Status, res.TokensAfter, res.Flagged, res.Kept = out, focusgate.Pruned, after, flagged, kept
 	return res
 }
 
@@ -300,39 +289,39 @@ func (p *Pruner) recoverPanic(ctx context.Context, in Input, res *Result) {
 	if v := recover(); v != nil {
 		p.log.LogAttrs(ctx, slog.LevelError, "prune: panic, observation sent unpruned",
 			slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-		*res = Result{Text: in.Tree.Text, Status: FailedOpen, Reason: "internal-error",
+		*res = Result{Text: in.Tree.Text, Status: focusgate.FailedOpen, Reason: focusgate.InternalError,
 			TokensBefore: res.TokensBefore, TokensAfter: res.TokensBefore}
 	}
 }
 
-func skip(res Result, reason string) Result {
-	res.Status, res.Reason = Skipped, reason
+func skip(res Result, reason focusgate.Reason) Result {
+	res.Status, res.Reason = focusgate.Skipped, reason
 	return res
 }
 
-func (p *Pruner) failOpen(ctx context.Context, res Result, reason string, err error) Result {
+func (p *Pruner) failOpen(ctx context.Context, res Result, reason focusgate.Reason, err error) Result {
 	p.log.LogAttrs(ctx, slog.LevelWarn, "prune: observation sent unpruned",
-		slog.String("reason", reason), slog.Any("error", err))
-	res.Status, res.Reason = FailedOpen, reason
+		slog.String("reason", string(reason)), slog.Any("error", err))
+	res.Status, res.Reason = focusgate.FailedOpen, reason
 	return res
 }
 
 // Reason maps an error from a Retriever to the fail-open reason the gateway
 // reports for it (Result.Reason).
-func Reason(err error) string {
+func Reason(err error) focusgate.Reason {
 	var status *StatusError
 	var netErr net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return "timeout"
+		return focusgate.Timeout
 	case errors.Is(err, context.Canceled):
-		return "canceled"
+		return focusgate.Canceled
 	case errors.Is(err, ErrBadAnswer):
-		return "bad-answer"
+		return focusgate.BadAnswer
 	case errors.As(err, &status) && status.Code >= 500:
-		return "retriever-http-5xx"
+		return focusgate.RetrieverHTTP5xx
 	case errors.As(err, &status):
-		return "retriever-http-4xx"
+		return focusgate.RetrieverHTTP4xx
 	}
-	return "retriever-error"
+	return focusgate.RetrieverError
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate/cache"
+
+	"github.com/focusgate/focusgate"
 )
 
 // retrieverFunc lets a test script a selection without a server.
@@ -77,14 +79,14 @@ func TestPrunePrunesWithScriptedRetriever(t *testing.T) {
 	in := laptopInput(t)
 	res := p.Prune(context.Background(), in)
 
-	if res.Status != Pruned || res.Reason != "" {
+	if res.Status != focusgate.Pruned || res.Reason != "" {
 		t.Fatalf("Status = %s (%s), want pruned", res.Status, res.Reason)
 	}
 	sel, err := ParseAnswer(laptopAnswer, len(in.Tree.Lines))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := Apply(in.Tree, sel, Remove)
+	want, err := Apply(in.Tree, sel, focusgate.Remove)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func TestPruneFailsOpen(t *testing.T) {
 		replies []reply
 		url     string // overrides the fake server
 		ctx     context.Context
-		reason  string
+		reason  focusgate.Reason
 	}{
 		{name: "timeout", replies: []reply{{hang: true}}, reason: "timeout"},
 		{name: "client gave up", replies: []reply{{hang: true}}, ctx: canceled, reason: "canceled"},
@@ -150,7 +152,7 @@ func TestPruneFailsOpen(t *testing.T) {
 			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: url, Model: "gpt-4.1-mini", Timeout: timeout})
 			in := laptopInput(t)
 			res := New(Config{MinTokens: 1000}, r, &mapCache{}).Prune(ctx, in)
-			if res.Status != FailedOpen || res.Reason != tt.reason {
+			if res.Status != focusgate.FailedOpen || res.Reason != tt.reason {
 				t.Errorf("Status = %s, Reason = %q; want failed-open, %q", res.Status, res.Reason, tt.reason)
 			}
 			if res.Text != in.Tree.Text {
@@ -166,17 +168,17 @@ func TestPruneFailsOpen(t *testing.T) {
 func TestPruneSkips(t *testing.T) {
 	tests := []struct {
 		name      string
-		mode      Mode
+		mode      focusgate.Mode
 		minTokens int
 		answer    string
-		reason    string
+		reason    focusgate.Reason
 		asked     bool
 		text      string // the tree; the laptop form when empty
 	}{
-		{name: "mode off", mode: Off, reason: "mode-off"},
+		{name: "mode off", mode: focusgate.Off, reason: "mode-off"},
 		{name: "small observation", minTokens: 1 << 20, reason: "below-min-tokens"},
 		{name: "selection keeps everything", answer: "<answer>[(1,199)]</answer>", reason: "no-gain", asked: true},
-		{name: "stubs longer than the lines they replace", mode: Stubs, answer: "<answer>[(1,1)]</answer>", reason: "no-gain", asked: true,
+		{name: "stubs longer than the lines they replace", mode: focusgate.Stubs, answer: "<answer>[(1,1)]</answer>", reason: "no-gain", asked: true,
 			text: "RootWebArea 'Hi'\n" + strings.Repeat("\tStaticText 'a'\n", 50)},
 	}
 	for _, tt := range tests {
@@ -192,7 +194,7 @@ func TestPruneSkips(t *testing.T) {
 			}
 			in.Mode = tt.mode
 			res := New(Config{MinTokens: tt.minTokens}, r, nil).Prune(context.Background(), in)
-			if res.Status != Skipped || res.Reason != tt.reason {
+			if res.Status != focusgate.Skipped || res.Reason != tt.reason {
 				t.Errorf("Status = %s, Reason = %q; want skipped, %q", res.Status, res.Reason, tt.reason)
 			}
 			if res.Text != in.Tree.Text || res.TokensAfter != res.TokensBefore {
@@ -213,12 +215,12 @@ func TestPruneRefusesBadInput(t *testing.T) {
 	tests := []struct {
 		name   string
 		edit   func(*Input)
-		reason string
+		reason focusgate.Reason
 	}{
 		{"unknown mode", func(in *Input) { in.Mode = "shuffle" }, "bad-input"},
 		{"unknown variant", func(in *Input) { in.Variant = "paranoid" }, "bad-input"},
 		{"lines outside the text", func(in *Input) {
-			in.Tree.Lines = append([]Line(nil), in.Tree.Lines...)
+			in.Tree.Lines = append([]focusgate.Line(nil), in.Tree.Lines...)
 			in.Tree.Lines[3].End = len(in.Tree.Text) + 10
 		}, "postprocess-error"},
 		{"no lines", func(in *Input) { in.Tree.Lines = nil }, "postprocess-error"},
@@ -228,7 +230,7 @@ func TestPruneRefusesBadInput(t *testing.T) {
 			in := good
 			tt.edit(&in)
 			res := New(Config{}, never, nil).Prune(context.Background(), in)
-			if res.Status != FailedOpen || res.Reason != tt.reason || res.Text != in.Tree.Text {
+			if res.Status != focusgate.FailedOpen || res.Reason != tt.reason || res.Text != in.Tree.Text {
 				t.Errorf("Status = %s, Reason = %q; want failed-open, %q, original text", res.Status, res.Reason, tt.reason)
 			}
 		})
@@ -239,7 +241,7 @@ func TestPruneSurvivesPanickingRetriever(t *testing.T) {
 	r := retrieverFunc(func(context.Context, Query) (Selection, error) { panic("boom") })
 	in := laptopInput(t)
 	res := New(Config{}, r, nil).Prune(context.Background(), in)
-	if res.Status != FailedOpen || res.Reason != "internal-error" || res.Text != in.Tree.Text {
+	if res.Status != focusgate.FailedOpen || res.Reason != "internal-error" || res.Text != in.Tree.Text {
 		t.Errorf("Status = %s, Reason = %q; want failed-open, internal-error, original text", res.Status, res.Reason)
 	}
 }
@@ -259,19 +261,19 @@ func TestPruneCachesSelections(t *testing.T) {
 	first := laptopInput(t)
 	first.APIKey = "key-one"
 	res := p.Prune(ctx, first)
-	if res.Status != Pruned || res.Cache != cache.Miss || res.Usage.PromptTokens != 3000 {
+	if res.Status != focusgate.Pruned || res.Cache != cache.Miss || res.Usage.PromptTokens != 3000 {
 		t.Fatalf("first: %s %q cache=%q usage=%+v; want a pruned miss with usage", res.Status, res.Reason, res.Cache, res.Usage)
 	}
 
 	// Another client key and another mode reuse the cached selection.
 	again := first
 	again.APIKey = "key-two"
-	again.Mode = Ancestors
+	again.Mode = focusgate.Ancestors
 	res = p.Prune(ctx, again)
-	if res.Status != Pruned || res.Cache != cache.Hit || res.RetrieverTime != 0 || res.Usage != (Usage{}) {
+	if res.Status != focusgate.Pruned || res.Cache != cache.Hit || res.RetrieverTime != 0 || res.Usage != (Usage{}) {
 		t.Errorf("second: %s cache=%q time=%v usage=%+v; want a pruned hit, no time, no usage", res.Status, res.Cache, res.RetrieverTime, res.Usage)
 	}
-	want, _ := Apply(first.Tree, mustParse(t, laptopAnswer, len(first.Tree.Lines)), Ancestors)
+	want, _ := Apply(first.Tree, mustParse(t, laptopAnswer, len(first.Tree.Lines)), focusgate.Ancestors)
 	if res.Text != want {
 		t.Error("hit not rendered in the requested mode")
 	}
@@ -282,7 +284,7 @@ func TestPruneCachesSelections(t *testing.T) {
 	// What the retriever sees is the key: goal and variant change it.
 	for _, edit := range []func(*Input){
 		func(in *Input) { in.Goal = "Order an iPad" },
-		func(in *Input) { in.Variant = Restrictive },
+		func(in *Input) { in.Variant = focusgate.Restrictive },
 	} {
 		in := first
 		edit(&in)
@@ -311,7 +313,7 @@ func TestPruneKeysDoNotDependOnThePageKeyMemo(t *testing.T) {
 	for i, p := range []*Pruner{remembering, remembering, forgetting, remembering} {
 		in.Tree.Text = strings.Clone(in.Tree.Text)
 		res := p.Prune(ctx, in)
-		if want := map[bool]cache.Outcome{true: cache.Miss, false: cache.Hit}[i == 0]; res.Status != Pruned || res.Cache != want {
+		if want := map[bool]cache.Outcome{true: cache.Miss, false: cache.Hit}[i == 0]; res.Status != focusgate.Pruned || res.Cache != want {
 			t.Fatalf("request %d: %s, cache %q; want pruned, %q", i+1, res.Status, res.Cache, want)
 		}
 	}
@@ -354,9 +356,9 @@ func TestPruneReportsFlaggedInjection(t *testing.T) {
 	tree := readTree(t, "agentlab-tutorial_webarena_shopping_prompt_0_with_doomarena_popup_injection_tabs-restored.txt")
 	srv := newChatServer(t, reply{content: goldenCases[1].answer})
 	p := New(Config{}, NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), nil)
-	for _, mode := range []Mode{Remove, Ancestors, Stubs} {
-		res := p.Prune(context.Background(), Input{Tree: tree, Goal: "Buy the headphones in Black & Gold", Mode: mode, Variant: Defender})
-		if res.Status != Pruned || res.Flagged != 5 {
+	for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
+		res := p.Prune(context.Background(), Input{Tree: tree, Goal: "Buy the headphones in Black & Gold", Mode: mode, Variant: focusgate.Defender})
+		if res.Status != focusgate.Pruned || res.Flagged != 5 {
 			t.Errorf("%s: Status = %s (%s), Flagged = %d; want pruned, 5", mode, res.Status, res.Reason, res.Flagged)
 		}
 		if strings.Contains(res.Text, "NOTICE FOR AGENTS") || strings.Contains(res.Text, "localhost:4321") {
@@ -387,7 +389,7 @@ func TestResultReportsTheSelection(t *testing.T) {
 	p := New(Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000},
 		NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), &mapCache{})
 	in := laptopInput(t)
-	in.Variant = Defender
+	in.Variant = focusgate.Defender
 	focused := 0
 	for i, l := range in.Tree.Lines {
 		if l.BID == in.Tree.FocusedBID {
@@ -396,7 +398,7 @@ func TestResultReportsTheSelection(t *testing.T) {
 	}
 
 	miss := p.Prune(context.Background(), in)
-	if miss.Status != Pruned || miss.Cache != cache.Miss {
+	if miss.Status != focusgate.Pruned || miss.Cache != cache.Miss {
 		t.Fatalf("first call: %s, %s", miss.Status, miss.Cache)
 	}
 	if want := []Range{{61, 61}, {133, 147}}; fmt.Sprint(miss.Ranges) != fmt.Sprint(want) {

@@ -6,12 +6,9 @@ import (
 	"log/slog"
 
 	"github.com/focusgate/focusgate/cache"
-)
 
-// NotCached is the Reason Reapply gives when no selection is stored for the
-// observation: the gateway restarted, the entry expired or was evicted, or
-// the observation was never pruned by this gateway.
-const NotCached = "not-cached"
+	"github.com/focusgate/focusgate"
+)
 
 // Reapply prunes an observation that is no longer the newest of its
 // conversation exactly as Prune pruned it when it was: with the selection
@@ -34,7 +31,7 @@ func (p *Pruner) Reapply(ctx context.Context, in Input) (res Result) {
 		return res
 	}
 	if p.cache == nil {
-		return skip(res, NotCached)
+		return skip(res, focusgate.NotCached)
 	}
 	raw, err := p.cache.Lookup(ctx, j.key)
 	if err != nil {
@@ -44,14 +41,14 @@ func (p *Pruner) Reapply(ctx context.Context, in Input) (res Result) {
 			p.log.LogAttrs(ctx, slog.LevelDebug, "prune: selection look-up failed, older observation left as it is",
 				slog.Any("error", err))
 		}
-		return skip(res, NotCached)
+		return skip(res, focusgate.NotCached)
 	}
 	sel, err := decodeSelection(raw)
 	if err != nil {
 		// Prune repairs it the next time this page is the newest.
 		p.log.LogAttrs(ctx, slog.LevelDebug, "prune: stored selection does not decode, older observation left as it is",
 			slog.Any("error", err))
-		return skip(res, NotCached)
+		return skip(res, focusgate.NotCached)
 	}
 	res.Cache = cache.Hit
 	return p.finish(ctx, in, j, sel, res)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate/cache"
+
+	"github.com/focusgate/focusgate"
 )
 
 // failingLookup is a cache whose store is down for look-ups.
@@ -33,38 +35,38 @@ func TestReapplyRepeatsThePrunedText(t *testing.T) {
 		name   string
 		cache  func() Cache // nil: the cache the newest was pruned with
 		edit   func(*Input)
-		status Status
-		reason string
+		status focusgate.Status
+		reason focusgate.Reason
 		cached cache.Outcome
 		// want is the expected text given the newest's pruned text; nil
 		// means the original tree.
 		want func(t *testing.T, pruned string) string
 	}{
 		{
-			name: "same input", status: Pruned, cached: cache.Hit,
+			name: "same input", status: focusgate.Pruned, cached: cache.Hit,
 			want: func(_ *testing.T, pruned string) string { return pruned },
 		},
 		{
-			name: "another client key", edit: func(in *Input) { in.APIKey = "sk-other" }, status: Pruned, cached: cache.Hit,
+			name: "another client key", edit: func(in *Input) { in.APIKey = "sk-other" }, status: focusgate.Pruned, cached: cache.Hit,
 			want: func(_ *testing.T, pruned string) string { return pruned },
 		},
 		{
-			name: "another mode", edit: func(in *Input) { in.Mode = Ancestors }, status: Pruned, cached: cache.Hit,
+			name: "another mode", edit: func(in *Input) { in.Mode = focusgate.Ancestors }, status: focusgate.Pruned, cached: cache.Hit,
 			want: func(t *testing.T, _ string) string {
-				text, err := Apply(newest.Tree, mustParse(t, laptopAnswer, len(newest.Tree.Lines)), Ancestors)
+				text, err := Apply(newest.Tree, mustParse(t, laptopAnswer, len(newest.Tree.Lines)), focusgate.Ancestors)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return text
 			},
 		},
-		{name: "mode off", edit: func(in *Input) { in.Mode = Off }, status: Skipped, reason: "mode-off"},
-		{name: "another goal", edit: func(in *Input) { in.Goal = "Order an iPad" }, status: Skipped, reason: NotCached},
-		{name: "another history", edit: func(in *Input) { in.History += "\nbrowser_click()" }, status: Skipped, reason: NotCached},
-		{name: "another prompt variant", edit: func(in *Input) { in.Variant = Restrictive }, status: Skipped, reason: NotCached},
-		{name: "cache emptied", cache: func() Cache { return &mapCache{} }, status: Skipped, reason: NotCached},
-		{name: "no cache", cache: func() Cache { return nil }, status: Skipped, reason: NotCached},
-		{name: "store down", cache: func() Cache { return &failingLookup{} }, status: Skipped, reason: NotCached},
+		{name: "mode off", edit: func(in *Input) { in.Mode = focusgate.Off }, status: focusgate.Skipped, reason: "mode-off"},
+		{name: "another goal", edit: func(in *Input) { in.Goal = "Order an iPad" }, status: focusgate.Skipped, reason: focusgate.NotCached},
+		{name: "another history", edit: func(in *Input) { in.History += "\nbrowser_click()" }, status: focusgate.Skipped, reason: focusgate.NotCached},
+		{name: "another prompt variant", edit: func(in *Input) { in.Variant = focusgate.Restrictive }, status: focusgate.Skipped, reason: focusgate.NotCached},
+		{name: "cache emptied", cache: func() Cache { return &mapCache{} }, status: focusgate.Skipped, reason: focusgate.NotCached},
+		{name: "no cache", cache: func() Cache { return nil }, status: focusgate.Skipped, reason: focusgate.NotCached},
+		{name: "store down", cache: func() Cache { return &failingLookup{} }, status: focusgate.Skipped, reason: focusgate.NotCached},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +74,7 @@ func TestReapplyRepeatsThePrunedText(t *testing.T) {
 			c := &mapCache{}
 			cfg := Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000, UseHistory: true}
 			first := New(cfg, r, c).Prune(context.Background(), newest)
-			if first.Status != Pruned {
+			if first.Status != focusgate.Pruned {
 				t.Fatalf("newest: %s %q, want pruned", first.Status, first.Reason)
 			}
 
@@ -95,7 +97,7 @@ func TestReapplyRepeatsThePrunedText(t *testing.T) {
 			if res.Text != want {
 				t.Errorf("Reapply gave other text than expected (%d bytes, want %d)", len(res.Text), len(want))
 			}
-			if res.Status == Pruned && tt.edit == nil && (res.TokensBefore != first.TokensBefore || res.TokensAfter != first.TokensAfter) {
+			if res.Status == focusgate.Pruned && tt.edit == nil && (res.TokensBefore != first.TokensBefore || res.TokensAfter != first.TokensAfter) {
 				t.Errorf("tokens %d -> %d, want the newest's %d -> %d", res.TokensBefore, res.TokensAfter, first.TokensBefore, first.TokensAfter)
 			}
 			if res.RetrieverTime != 0 || res.Usage != (Usage{}) {
@@ -115,11 +117,11 @@ func TestReapplyKeepsTheGainCheck(t *testing.T) {
 	all := fmt.Sprintf("<answer>[(1,%d)]</answer>", len(in.Tree.Lines))
 	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) { return ParseAnswer(all, q.Lines) })
 	p := New(Config{MinTokens: 1000}, r, &mapCache{})
-	if res := p.Prune(context.Background(), in); res.Status != Skipped || res.Reason != "no-gain" {
+	if res := p.Prune(context.Background(), in); res.Status != focusgate.Skipped || res.Reason != "no-gain" {
 		t.Fatalf("newest: %s %q, want skipped no-gain", res.Status, res.Reason)
 	}
 	res := p.Reapply(context.Background(), in)
-	if res.Status != Skipped || res.Reason != "no-gain" || res.Text != in.Tree.Text || res.Cache != cache.Hit {
+	if res.Status != focusgate.Skipped || res.Reason != "no-gain" || res.Text != in.Tree.Text || res.Cache != cache.Hit {
 		t.Errorf("Reapply: %s %q cache=%q; want skipped no-gain from a hit, original text", res.Status, res.Reason, res.Cache)
 	}
 }
@@ -129,7 +131,7 @@ func TestReapplySkipsSmallPages(t *testing.T) {
 	c := &countingLookups{}
 	in := laptopInput(t)
 	res := New(Config{MinTokens: 1 << 20}, nil, c).Reapply(context.Background(), in)
-	if res.Status != Skipped || res.Reason != "below-min-tokens" || c.lookups != 0 {
+	if res.Status != focusgate.Skipped || res.Reason != "below-min-tokens" || c.lookups != 0 {
 		t.Errorf("Reapply: %s %q after %d look-ups; want below-min-tokens without a look-up", res.Status, res.Reason, c.lookups)
 	}
 }

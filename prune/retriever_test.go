@@ -15,6 +15,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/focusgate/focusgate"
 )
 
 // reply is one scripted response of the fake chat-completions endpoint.
@@ -119,7 +121,7 @@ func TestSelectSendsGoalHistoryAndNumberedTree(t *testing.T) {
 		History:  "step 1: click('11')",
 		Numbered: Number(tree),
 		Lines:    len(tree.Lines),
-		Variant:  LineVariant,
+		Variant:  focusgate.LineVariant,
 	}
 	sel, err := r.Select(context.Background(), q)
 	if err != nil {
@@ -225,16 +227,16 @@ func TestSelectTemperature(t *testing.T) {
 
 func TestSelectPromptVariants(t *testing.T) {
 	tests := []struct {
-		variant     Variant
+		variant     focusgate.Variant
 		contains    string
 		notContains string
 	}{
-		{LineVariant, "keep it", "<injection>"},
-		{Restrictive, "drop it", "<injection>"},
-		{Neutral, "<answer>", "When you are unsure"},
-		{Defender, "<injection>", "drop it"},
+		{focusgate.LineVariant, "keep it", "<injection>"},
+		{focusgate.Restrictive, "drop it", "<injection>"},
+		{focusgate.Neutral, "<answer>", "When you are unsure"},
+		{focusgate.Defender, "<injection>", "drop it"},
 	}
-	seen := map[string]Variant{}
+	seen := map[string]focusgate.Variant{}
 	for _, tt := range tests {
 		t.Run(string(tt.variant), func(t *testing.T) {
 			srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})

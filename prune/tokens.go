@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/focusgate/focusgate/internal/memo"
+
+	"github.com/focusgate/focusgate"
 )
 
 const (
@@ -24,25 +26,13 @@ var encodings = map[string]func() (*bpe, error){
 	cl100k: sync.OnceValues(func() (*bpe, error) { return loadBPE(cl100k+".tiktoken", cl100kPattern) }),
 }
 
-// baseModel lowercases a model name and drops a provider prefix such as
-// "openai/", so that names routed through LiteLLM or OpenRouter match too.
-func baseModel(model string) string {
-	m := strings.ToLower(strings.TrimSpace(model))
-	if i := strings.LastIndexByte(m, '/'); i >= 0 {
-		m = m[i+1:]
-	}
-	return m
-}
-
 // encodingFor picks the encoding of a model: o200k_base for the GPT-4o
 // generation and later, cl100k_base for GPT-4 and GPT-3.5 and for every
 // model it does not know, whose tokenizer is unknown anyway.
 func encodingFor(model string) string {
-	m := baseModel(model)
-	for _, p := range []string{"gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "gpt-oss", "o1", "o3", "o4"} {
-		if strings.HasPrefix(m, p) {
-			return o200k
-		}
+	switch focusgate.FamilyOf(model) {
+	case focusgate.GPT4o, focusgate.Reasoning:
+		return o200k
 	}
 	return cl100k
 }

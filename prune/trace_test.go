@@ -10,6 +10,8 @@ import (
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/eval"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // scripted plays a retriever that found the right element: it keeps the
@@ -39,9 +41,9 @@ func TestTraceReduction(t *testing.T) {
 		t.Fatalf("reading traces: %d steps, %v", len(steps), err)
 	}
 	const neighbours = 20
-	modes := []prune.Mode{prune.Remove, prune.Ancestors, prune.Stubs}
-	sums := map[prune.Mode]float64{}
-	pruned := map[prune.Mode]int{}
+	modes := []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs}
+	sums := map[focusgate.Mode]float64{}
+	pruned := map[focusgate.Mode]int{}
 	sel := &scripted{}
 	p := prune.New(prune.Config{Counter: prune.NewCounter(64 << 20)}, sel, nil)
 	for k, step := range steps {
@@ -51,7 +53,7 @@ func TestTraceReduction(t *testing.T) {
 		}
 		b := blocks[0]
 		tree := prune.NewTree(step.AXTree[b.Start:b.End], b.Format, b.Lines, b.FocusedBID)
-		target := slices.IndexFunc(tree.Lines, func(l prune.Line) bool { return l.BID == step.TargetBID })
+		target := slices.IndexFunc(tree.Lines, func(l focusgate.Line) bool { return l.BID == step.TargetBID })
 		if target < 0 {
 			t.Fatalf("step %d: target %q not in the tree", k, step.TargetBID)
 		}
@@ -59,27 +61,27 @@ func TestTraceReduction(t *testing.T) {
 		targetLine := tree.Text[tree.Lines[target].Start:tree.Lines[target].End]
 		for _, mode := range modes {
 			res := p.Prune(context.Background(), prune.Input{Tree: tree, Goal: step.Goal, Mode: mode, Model: "gpt-4o"})
-			if res.Status == prune.FailedOpen {
+			if res.Status == focusgate.FailedOpen {
 				t.Fatalf("step %d %s: failed open: %s", k, mode, res.Reason)
 			}
 			if !strings.Contains(res.Text, targetLine) {
 				t.Errorf("step %d %s: target line %q lost", k, mode, targetLine)
 			}
-			if mode == prune.Stubs && strings.Count(res.Text, "\n") != strings.Count(tree.Text, "\n") {
+			if mode == focusgate.Stubs && strings.Count(res.Text, "\n") != strings.Count(tree.Text, "\n") {
 				t.Errorf("step %d: stubs changed the line count", k)
 			}
 			sums[mode] += 1 - float64(res.TokensAfter)/float64(res.TokensBefore)
-			if res.Status == prune.Pruned {
+			if res.Status == focusgate.Pruned {
 				pruned[mode]++
 			}
 		}
 	}
-	mean := map[prune.Mode]float64{}
+	mean := map[focusgate.Mode]float64{}
 	for _, mode := range modes {
 		mean[mode] = sums[mode] / float64(len(steps))
 		t.Logf("%-9s mean token reduction %.1f%% over %d steps (%d pruned, the rest no-gain)", mode, 100*mean[mode], len(steps), pruned[mode])
 	}
-	if !(mean[prune.Remove] >= mean[prune.Ancestors] && mean[prune.Ancestors] >= mean[prune.Stubs] && mean[prune.Stubs] > 0) {
+	if !(mean[focusgate.Remove] >= mean[focusgate.Ancestors] && mean[focusgate.Ancestors] >= mean[focusgate.Stubs] && mean[focusgate.Stubs] > 0) {
 		t.Errorf("want remove >= ancestors >= stubs > 0, got %v", mean)
 	}
 }

@@ -4,84 +4,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/focusgate/focusgate"
 )
 
-// Mode says how the lines the retriever did not choose are written back.
-type Mode string
-
-// The post-processing modes; see DESIGN.md, "Retriever and pruning", step 5.
-const (
-	Remove    Mode = "remove"
-	Ancestors Mode = "ancestors"
-	Stubs     Mode = "stubs"
-	Off       Mode = "off"
-)
-
-// ParseMode reads a mode from configuration or a request header. It ignores
-// case and surrounding space, and an empty value means the default, Remove,
-// so that an unset variable or header behaves like an absent one.
-func ParseMode(s string) (Mode, error) {
-	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
-	case "":
-		return Remove, nil
-	case Remove, Ancestors, Stubs, Off:
-		return m, nil
-	}
-	return "", fmt.Errorf("prune: unknown mode %q (want remove, ancestors, stubs or off)", s)
-}
-
-// Variant names the instructions given to the retriever.
-type Variant string
-
-// The prompt variants; see retriever.go for what each asks.
-const (
-	LineVariant Variant = "line"
-	Restrictive Variant = "restrictive"
-	Neutral     Variant = "neutral"
-	Defender    Variant = "defender"
-)
-
-// ParseVariant reads a prompt variant the same way ParseMode reads a mode;
-// an empty value means LineVariant.
-func ParseVariant(s string) (Variant, error) {
-	switch v := Variant(strings.ToLower(strings.TrimSpace(s))); v {
-	case "":
-		return LineVariant, nil
-	case LineVariant, Restrictive, Neutral, Defender:
-		return v, nil
-	}
-	return "", fmt.Errorf("prune: unknown prompt variant %q (want line, restrictive, neutral or defender)", s)
-}
-
-// Line is one element of a tree. It has the same fields as detect.Line, so
-// that NewTree takes detection's lines as they are.
-type Line struct {
-	// Start and End are byte offsets in Tree.Text. Start is where the line
-	// begins, indentation included; End excludes the final '\n'. A line may
-	// span continuation lines (a name with a newline in it).
-	Start, End int
-	Depth      int
-	BID        string
-	Role       string
-}
-
-// lineShape is any struct type with exactly Line's fields, such as
-// detect.Line.
-type lineShape interface {
-	~struct {
-		Start, End, Depth int
-		BID, Role         string
-	}
-}
-
-// NewTree builds a Tree from lines of any type with Line's fields, so that
-// the lines detection finds become a Tree without prune importing detect.
-func NewTree[L lineShape](text string, format Syntax, lines []L, focusedBID string) Tree {
-	t := Tree{Text: text, Format: format, Lines: make([]Line, len(lines)), FocusedBID: focusedBID}
-	for i, l := range lines {
-		t.Lines[i] = Line(l)
-	}
-	return t
+// NewTree builds a Tree from detection's lines.
+func NewTree(text string, format Syntax, lines []focusgate.Line, focusedBID string) Tree {
+	return Tree{Text: text, Format: format, Lines: lines, FocusedBID: focusedBID}
 }
 
 // Syntax writes the lines that stand for pruned elements in a page format's
@@ -106,7 +35,7 @@ type Tree struct {
 	// Format writes stubs and markers in the tree's own syntax; it is
 	// required (a detect.Format).
 	Format     Syntax
-	Lines      []Line
+	Lines      []focusgate.Line
 	FocusedBID string
 }
 

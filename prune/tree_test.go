@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate/detect"
+
+	"github.com/focusgate/focusgate"
 )
 
 // browserGymTree builds a Tree from tab-indented BrowserGym text: one Line
@@ -24,7 +26,7 @@ func browserGymTree(text string) Tree {
 		}
 		if line := text[start:end]; strings.TrimSpace(line) != "" {
 			body := strings.TrimLeft(line, "\t")
-			l := Line{Start: start, End: end, Depth: len(line) - len(body)}
+			l := focusgate.Line{Start: start, End: end, Depth: len(line) - len(body)}
 			if rest, ok := strings.CutPrefix(body, "["); ok {
 				if bid, after, ok := strings.Cut(rest, "] "); ok {
 					l.BID, body = bid, after
@@ -68,7 +70,7 @@ func TestNumber(t *testing.T) {
 			tree: Tree{
 				Format: detect.BrowserGym,
 				Text:   "RootWebArea 'a'\n\t[3] textbox 'line one\nline two'\n\t[4] button 'OK'",
-				Lines:  []Line{{Start: 0, End: 15}, {Start: 16, End: 48, Depth: 1}, {Start: 49, End: 65, Depth: 1}},
+				Lines:  []focusgate.Line{{Start: 0, End: 15}, {Start: 16, End: 48, Depth: 1}, {Start: 49, End: 65, Depth: 1}},
 			},
 			want: "   1 RootWebArea 'a'\n   2 \t[3] textbox 'line one\n     line two'\n   3 \t[4] button 'OK'",
 		},
@@ -77,7 +79,7 @@ func TestNumber(t *testing.T) {
 			tree: Tree{
 				Format: detect.BrowserGym,
 				Text:   "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop'\n\t[2] link 'Home'\n",
-				Lines:  []Line{{Start: 23, End: 45}, {Start: 46, End: 62, Depth: 1}},
+				Lines:  []focusgate.Line{{Start: 23, End: 45}, {Start: 46, End: 62, Depth: 1}},
 			},
 			want: "   1 [1] RootWebArea 'Shop'\n   2 \t[2] link 'Home'",
 		},
@@ -116,16 +118,16 @@ func TestValidate(t *testing.T) {
 	text := "RootWebArea 'a'\n\t[1] link 'b'"
 	tests := []struct {
 		name  string
-		lines []Line
+		lines []focusgate.Line
 		ok    bool
 	}{
-		{"valid", []Line{{Start: 0, End: 15}, {Start: 16, End: 29, Depth: 1}}, true},
+		{"valid", []focusgate.Line{{Start: 0, End: 15}, {Start: 16, End: 29, Depth: 1}}, true},
 		{"no lines", nil, false},
-		{"end past text", []Line{{Start: 0, End: 15}, {Start: 16, End: 30}}, false},
-		{"negative start", []Line{{Start: -1, End: 15}}, false},
-		{"reversed offsets", []Line{{Start: 15, End: 0}}, false},
-		{"overlapping lines", []Line{{Start: 0, End: 15}, {Start: 10, End: 29}}, false},
-		{"out of order", []Line{{Start: 16, End: 29}, {Start: 0, End: 15}}, false},
+		{"end past text", []focusgate.Line{{Start: 0, End: 15}, {Start: 16, End: 30}}, false},
+		{"negative start", []focusgate.Line{{Start: -1, End: 15}}, false},
+		{"reversed offsets", []focusgate.Line{{Start: 15, End: 0}}, false},
+		{"overlapping lines", []focusgate.Line{{Start: 0, End: 15}, {Start: 10, End: 29}}, false},
+		{"out of order", []focusgate.Line{{Start: 16, End: 29}, {Start: 0, End: 15}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,18 +142,18 @@ func TestValidate(t *testing.T) {
 func TestParseMode(t *testing.T) {
 	tests := []struct {
 		in   string
-		want Mode
+		want focusgate.Mode
 		ok   bool
 	}{
-		{"", Remove, true},
-		{"remove", Remove, true},
-		{" Ancestors ", Ancestors, true},
-		{"STUBS", Stubs, true},
-		{"off", Off, true},
+		{"", focusgate.Remove, true},
+		{"remove", focusgate.Remove, true},
+		{" Ancestors ", focusgate.Ancestors, true},
+		{"STUBS", focusgate.Stubs, true},
+		{"off", focusgate.Off, true},
 		{"keep", "", false},
 	}
 	for _, tt := range tests {
-		got, err := ParseMode(tt.in)
+		got, err := focusgate.ParseMode(tt.in)
 		if got != tt.want || (err == nil) != tt.ok {
 			t.Errorf("ParseMode(%q) = %q, %v; want %q, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
@@ -161,18 +163,18 @@ func TestParseMode(t *testing.T) {
 func TestParseVariant(t *testing.T) {
 	tests := []struct {
 		in   string
-		want Variant
+		want focusgate.Variant
 		ok   bool
 	}{
-		{"", LineVariant, true},
-		{"line", LineVariant, true},
-		{"Restrictive", Restrictive, true},
-		{"neutral", Neutral, true},
-		{" defender", Defender, true},
+		{"", focusgate.LineVariant, true},
+		{"line", focusgate.LineVariant, true},
+		{"Restrictive", focusgate.Restrictive, true},
+		{"neutral", focusgate.Neutral, true},
+		{" defender", focusgate.Defender, true},
 		{"paranoid", "", false},
 	}
 	for _, tt := range tests {
-		got, err := ParseVariant(tt.in)
+		got, err := focusgate.ParseVariant(tt.in)
 		if got != tt.want || (err == nil) != tt.ok {
 			t.Errorf("ParseVariant(%q) = %q, %v; want %q, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}

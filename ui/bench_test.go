@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
 	"github.com/focusgate/focusgate/ui"
+
+	"github.com/focusgate/focusgate"
 )
 
 // realRecord is a captured record of the doomarena page (220 lines, 10 KB),
@@ -21,10 +22,10 @@ func realRecord(b *testing.B) ui.Record {
 		b.Fatal(err)
 	}
 	text := strings.TrimRight(string(raw), "\n")
-	var lines []detect.Line
+	var lines []focusgate.Line
 	start := 0
 	for _, l := range strings.Split(text, "\n") {
-		lines = append(lines, detect.Line{Start: start, End: start + len(l)})
+		lines = append(lines, focusgate.Line{Start: start, End: start + len(l)})
 		start += len(l) + 1
 	}
 	r := pageRecord()

@@ -221,7 +221,7 @@ func (d *Dashboard) requests(w http.ResponseWriter, r *http.Request) {
 	}
 	list := make([]RequestSummary, 0, min(limit, 64))
 	d.ring.newest(func(e *entry) bool {
-		if status == "" || e.rec.Status == status {
+		if status == "" || string(e.rec.Status) == status {
 			list = append(list, e.summary())
 		}
 		return len(list) < limit

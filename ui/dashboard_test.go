@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"encoding/json"
+	"github.com/focusgate/focusgate/cache"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
 	"github.com/focusgate/focusgate/ui"
+
+	"github.com/focusgate/focusgate"
 )
 
 const adminKey = "admin-key-for-tests-0123456789"
@@ -23,7 +25,7 @@ const page = "RootWebArea 'Secret Shop'\n\t[12] link 'Order #4711 for Jane Roe'\
 
 func pageRecord() ui.Record {
 	second, third := strings.Index(page, "\t[12]"), strings.Index(page, "\t[13]")
-	lines := []detect.Line{{Start: 0, End: second - 1, Depth: 0, Role: "RootWebArea"},
+	lines := []focusgate.Line{{Start: 0, End: second - 1, Depth: 0, Role: "RootWebArea"},
 		{Start: second, End: third - 1, Depth: 1, BID: "12", Role: "link"},
 		{Start: third, End: len(page), Depth: 1, BID: "13", Role: "button"}}
 	return ui.Record{
@@ -214,7 +216,7 @@ func mustJSON(v any) string {
 func TestOverviewAddsUp(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 30, 0, time.UTC)
 	d := ui.New(ui.Options{Now: func() time.Time { return now }})
-	rec := func(ago time.Duration, status, reason, cache, model, key string, ms int) ui.Record {
+	rec := func(ago time.Duration, status focusgate.Status, reason focusgate.Reason, cache cache.Outcome, model, key string, ms int) ui.Record {
 		r := ui.Record{Time: now.Add(-ago), Model: model, Key: key, Status: status, Reason: reason,
 			TokensBefore: 1000, TokensAfter: 1000, Cache: cache}
 		if status == "pruned" {
@@ -289,14 +291,14 @@ func rowNames(rows []ui.Row) []string {
 
 func TestRecentRequestsNewestFirstAndFiltered(t *testing.T) {
 	d := ui.New(ui.Options{})
-	for _, st := range []string{"pruned", "skipped", "failed-open", "pruned"} {
+	for _, st := range []focusgate.Status{focusgate.Pruned, focusgate.Skipped, focusgate.FailedOpen, focusgate.Pruned} {
 		d.Record(ui.Record{Status: st})
 	}
 	var list struct{ Requests []ui.RequestSummary }
 	decode(t, d, "/ui/api/requests", &list)
 	var got []string
 	for _, r := range list.Requests {
-		got = append(got, r.Status)
+		got = append(got, string(r.Status))
 	}
 	if mustJSON(got) != `["pruned","failed-open","skipped","pruned"]` {
 		t.Errorf("newest first: %v", got)

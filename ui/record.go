@@ -11,7 +11,9 @@ package ui
 import (
 	"time"
 
-	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/prune"
 )
 
@@ -20,17 +22,17 @@ import (
 // dashboard copies what it keeps and drops them when capture is off.
 type Record struct {
 	Time   time.Time
-	Route  string // "chat" or "responses"
+	Route  string // the API: "chat", "responses" or "messages"
 	Model  string // the action model named in the request
 	Key    string // name of the gateway key the client used; "" without client keys
-	Status string // pruned, skipped or failed-open
-	Reason string // why not pruned
-	Mode   string
-	Prompt string // the retriever prompt variant
+	Status focusgate.Status
+	Reason focusgate.Reason // why not pruned
+	Mode   focusgate.Mode
+	Prompt focusgate.Variant
 
 	TokensBefore int
 	TokensAfter  int
-	Cache        string        // hit, miss, shared, or "" when the retriever was not consulted
+	Cache        cache.Outcome // hit, miss, shared, or "" when the retriever was not consulted
 	Retriever    time.Duration // longest wait for a selection
 	Flagged      int           // lines removed as prompt injection
 
@@ -46,11 +48,11 @@ type Record struct {
 // Observation is one page observation of a request and what became of it.
 type Observation struct {
 	Format       string
-	Status       string
-	Reason       string
+	Status       focusgate.Status
+	Reason       focusgate.Reason
 	TokensBefore int
 	TokensAfter  int
-	Cache        string
+	Cache        cache.Outcome
 	Retriever    time.Duration
 
 	Ranges  []prune.Range // the lines the retriever chose
@@ -60,7 +62,7 @@ type Observation struct {
 	// Lines are the tree's elements, with offsets into Original, and
 	// FocusedBID the focused element's id: the dashboard numbers lines as
 	// the retriever saw them and marks the focus.
-	Lines      []detect.Line
+	Lines      []focusgate.Line
 	FocusedBID string
 
 	// Page text, kept only with capture on.
@@ -69,4 +71,38 @@ type Observation struct {
 	Reasoning string
 	Original  string // the observation as the agent sent it
 	Forwarded string // the observation as the action model received it
+}
+
+// Observe records what the pipeline did to one request, sent with the gateway
+// key named key ("" without gateway keys). It is the gateway's way in;
+// Record is the dashboard's own.
+func (d *Dashboard) Observe(key string, out pipeline.Outcome) {
+	d.Record(recordOf(key, out))
+}
+
+// recordOf is what the dashboard reads of an outcome. It refers to the
+// outcome's own strings and slices: the ring copies what it keeps.
+func recordOf(key string, out pipeline.Outcome) Record {
+	rec := Record{
+		Route: out.API.String(), Model: out.Model, Key: key,
+		Status: out.Status, Reason: out.Reason,
+		Mode: out.Mode, Prompt: out.Variant,
+		TokensBefore: out.TokensBefore, TokensAfter: out.TokensAfter,
+		Cache: out.Cache, Retriever: out.Retriever, Flagged: out.Flagged,
+		Priced: out.Priced, SavedUSD: out.SavedUSD, RetrieverUSD: out.RetrieverUSD,
+		Observations: make([]Observation, len(out.Pages)),
+	}
+	for i, pg := range out.Pages {
+		o, r := pg.Observation, pg.Result
+		rec.Observations[i] = Observation{
+			Format: string(o.Format), Status: r.Status, Reason: r.Reason,
+			TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter,
+			Cache: r.Cache, Retriever: r.RetrieverTime,
+			Ranges: r.Ranges, Kept: r.Kept, Flagged: r.FlaggedLines,
+			Lines: o.Lines, FocusedBID: o.FocusedBID,
+			Goal: o.Goal, History: o.History, Reasoning: r.Reasoning,
+			Original: o.Text, Forwarded: r.Text,
+		}
+	}
+	return rec
 }

@@ -2,9 +2,12 @@ package ui
 
 import (
 	"cmp"
+	"github.com/focusgate/focusgate/cache"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/focusgate/focusgate"
 )
 
 const (
@@ -29,7 +32,10 @@ var latencyBounds = func() []float64 {
 	return b
 }()
 
-type reasonKey struct{ status, reason string }
+type reasonKey struct {
+	status focusgate.Status
+	reason focusgate.Reason
+}
 
 // tally adds up records. Its zero value is ready to use.
 type tally struct {
@@ -46,11 +52,11 @@ type tally struct {
 func (t *tally) add(r *Record) {
 	t.requests++
 	switch r.Status {
-	case "pruned":
+	case focusgate.Pruned:
 		t.pruned++
-	case "skipped":
+	case focusgate.Skipped:
 		t.skipped++
-	case "failed-open":
+	case focusgate.FailedOpen:
 		t.failedOpen++
 	}
 	if r.Reason != "" {
@@ -71,16 +77,16 @@ func (t *tally) add(r *Record) {
 	// them.
 	for _, o := range r.Observations {
 		switch o.Cache {
-		case "hit":
+		case cache.Hit:
 			t.hit++
-		case "miss":
+		case cache.Miss:
 			t.miss++
-		case "shared":
+		case cache.Shared:
 			t.shared++
 		default:
 			continue
 		}
-		if o.Cache != "hit" {
+		if o.Cache != cache.Hit {
 			if t.latency == nil {
 				t.latency = make([]int64, len(latencyBounds)+1)
 			}
@@ -176,9 +182,9 @@ type Summary struct {
 // ReasonCount is how many requests were skipped or failed open for one
 // reason.
 type ReasonCount struct {
-	Status string `json:"status"`
-	Reason string `json:"reason"`
-	Count  int64  `json:"count"`
+	Status focusgate.Status `json:"status"`
+	Reason focusgate.Reason `json:"reason"`
+	Count  int64            `json:"count"`
 }
 
 func (t *tally) summary() Summary {

@@ -1,28 +1,31 @@
 package ui
 
 import (
+	"github.com/focusgate/focusgate/cache"
 	"time"
 
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // RequestSummary is one row of the recent requests table.
 type RequestSummary struct {
-	ID           uint64    `json:"id"`
-	Time         time.Time `json:"time"`
-	Route        string    `json:"route"`
-	Model        string    `json:"model"`
-	Key          string    `json:"key"`
-	Status       string    `json:"status"`
-	Reason       string    `json:"reason"`
-	Observations int       `json:"observations"`
-	TokensBefore int       `json:"tokens_before"`
-	TokensAfter  int       `json:"tokens_after"`
-	Cache        string    `json:"cache"`
-	RetrieverMs  int64     `json:"retriever_ms"`
-	Flagged      int       `json:"flagged"`
-	Priced       bool      `json:"priced"`
-	NetUSD       float64   `json:"net_usd"`
+	ID           uint64           `json:"id"`
+	Time         time.Time        `json:"time"`
+	Route        string           `json:"route"`
+	Model        string           `json:"model"`
+	Key          string           `json:"key"`
+	Status       focusgate.Status `json:"status"`
+	Reason       focusgate.Reason `json:"reason"`
+	Observations int              `json:"observations"`
+	TokensBefore int              `json:"tokens_before"`
+	TokensAfter  int              `json:"tokens_after"`
+	Cache        cache.Outcome    `json:"cache"`
+	RetrieverMs  int64            `json:"retriever_ms"`
+	Flagged      int              `json:"flagged"`
+	Priced       bool             `json:"priced"`
+	NetUSD       float64          `json:"net_usd"`
 }
 
 func (e *entry) summary() RequestSummary {
@@ -38,10 +41,10 @@ func (e *entry) summary() RequestSummary {
 // RequestDetail is one request's page.
 type RequestDetail struct {
 	RequestSummary
-	Mode         string  `json:"mode"`
-	Prompt       string  `json:"prompt"`
-	SavedUSD     float64 `json:"saved_usd"`
-	RetrieverUSD float64 `json:"retriever_usd"`
+	Mode         focusgate.Mode    `json:"mode"`
+	Prompt       focusgate.Variant `json:"prompt"`
+	SavedUSD     float64           `json:"saved_usd"`
+	RetrieverUSD float64           `json:"retriever_usd"`
 	// Captured says whether page text was kept for this request;
 	// TextDropped that it was, but did not fit in the ring's byte bound.
 	Captured    bool              `json:"captured"`
@@ -52,19 +55,19 @@ type RequestDetail struct {
 // ObservationView is one observation of a request as the detail view shows
 // it. The text fields are empty unless page text was captured.
 type ObservationView struct {
-	Format       string        `json:"format"`
-	Status       string        `json:"status"`
-	Reason       string        `json:"reason"`
-	TokensBefore int           `json:"tokens_before"`
-	TokensAfter  int           `json:"tokens_after"`
-	Cache        string        `json:"cache"`
-	RetrieverMs  int64         `json:"retriever_ms"`
-	Lines        int           `json:"lines"`
-	FocusedLine  int           `json:"focused_line"`
-	Ranges       []prune.Range `json:"ranges"`
-	Kept         []prune.Range `json:"kept"`
-	Flagged      []int         `json:"flagged"`
-	Segments     []Segment     `json:"segments"`
+	Format       string           `json:"format"`
+	Status       focusgate.Status `json:"status"`
+	Reason       focusgate.Reason `json:"reason"`
+	TokensBefore int              `json:"tokens_before"`
+	TokensAfter  int              `json:"tokens_after"`
+	Cache        cache.Outcome    `json:"cache"`
+	RetrieverMs  int64            `json:"retriever_ms"`
+	Lines        int              `json:"lines"`
+	FocusedLine  int              `json:"focused_line"`
+	Ranges       []prune.Range    `json:"ranges"`
+	Kept         []prune.Range    `json:"kept"`
+	Flagged      []int            `json:"flagged"`
+	Segments     []Segment        `json:"segments"`
 
 	Goal      string `json:"goal"`
 	History   string `json:"history"`

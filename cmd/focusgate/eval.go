@@ -15,6 +15,8 @@ import (
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/eval"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // defaultTraces is the dev set in the repository, evaluated when the
@@ -131,7 +133,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 			strategies = append(strategies, &eval.LLM{
 				Retriever:      newRetriever(cfg, key),
 				RetrieverModel: cfg.RetrieverModel,
-				Variant:        prune.Variant(cfg.Prompt),
+				Variant:        focusgate.Variant(cfg.Prompt),
 				UseHistory:     cfg.RetrieverHistory,
 			})
 		case "truncate":
@@ -148,7 +150,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 	start := time.Now()
 	results, skipped, err := eval.Run(ctx, traces, eval.Options{
 		Strategies:  strategies,
-		Mode:        prune.Mode(cfg.Mode),
+		Mode:        focusgate.Mode(cfg.Mode),
 		Model:       model,
 		Counter:     prune.NewCounter(evalMemoBytes),
 		Concurrency: concurrency,

@@ -10,6 +10,8 @@ import (
 
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // errFailedOpen makes the prune command exit 1 after printing the original
@@ -64,8 +66,8 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 		Tree:    prune.NewTree(string(page[b.Start:b.End]), b.Format, b.Lines, b.FocusedBID),
 		Goal:    goal,
 		History: history,
-		Mode:    prune.Mode(cfg.Mode),
-		Variant: prune.Variant(cfg.Prompt),
+		Mode:    focusgate.Mode(cfg.Mode),
+		Variant: focusgate.Variant(cfg.Prompt),
 		Model:   model,
 		// Without a configured key, a command-line user's own key serves.
 		APIKey: getenv("OPENAI_API_KEY"),
@@ -75,7 +77,7 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	fmt.Fprintf(stderr, "%s: %s, %d lines (%s), %d -> %d tokens", name, res.Status, len(b.Lines), b.Format, res.TokensBefore, res.TokensAfter)
-	if res.TokensBefore > 0 && res.Status == prune.Pruned {
+	if res.TokensBefore > 0 && res.Status == focusgate.Pruned {
 		fmt.Fprintf(stderr, " (%.1f%% fewer)", 100*(1-float64(res.TokensAfter)/float64(res.TokensBefore)))
 	}
 	if res.Reason != "" {
@@ -86,7 +88,7 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stderr, ", %d injection lines removed", res.Flagged)
 	}
 	fmt.Fprintln(stderr)
-	if res.Status == prune.FailedOpen {
+	if res.Status == focusgate.FailedOpen {
 		return fmt.Errorf("%w: %s", errFailedOpen, res.Reason)
 	}
 	return nil

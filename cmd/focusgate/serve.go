@@ -16,11 +16,11 @@ import (
 
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
-	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/proxy"
-	"github.com/focusgate/focusgate/prune"
 	"github.com/focusgate/focusgate/ui"
 )
+
+var _ proxy.Dashboard = (*ui.Dashboard)(nil)
 
 func cacheKind(cfg config.Config) string {
 	if cfg.RedisURL == "" {
@@ -48,10 +48,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("upstream URL: %w", err)
 	}
 
-	prices, err := loadPrices(cfg)
-	if err != nil {
-		return err
-	}
 	pr, err := newPruning(cfg, log)
 	if err != nil {
 		return err
@@ -77,27 +73,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		})
 	}
 	gateway := proxy.New(proxy.Options{
-		Upstream:           upstream,
-		UpstreamAPIKey:     cfg.UpstreamAPIKey,
-		Keys:               gatewayKeys(clientKeys),
-		UpstreamTimeout:    cfg.UpstreamTimeout,
-		MaxBodyBytes:       cfg.MaxBodyBytes,
-		Budget:             cfg.RetrieverTimeout,
-		InspectBudgetBytes: cfg.InspectBudget,
-		Pruner:             pr.pruner,
-		Finder:             detect.NewFinder(int(cfg.PageMemoBytes / 2)),
-		Mode:               prune.Mode(cfg.Mode),
-		Variant:            prune.Variant(cfg.Prompt),
-		PruneAll:           cfg.PruneAll,
-		Prices:             prices,
-		RetrieverModel:     cfg.RetrieverModel,
-		SkipUneconomic:     cfg.SkipUneconomic,
-		ExpectedReduction:  cfg.ExpectedReduction,
-		Registry:           registry,
-		RedisStats:         redisStats,
-		Checks:             checks,
-		Dashboard:          dashboard,
-		Logger:             log,
+		Upstream:        upstream,
+		UpstreamAPIKey:  cfg.UpstreamAPIKey,
+		Keys:            gatewayKeys(clientKeys),
+		UpstreamTimeout: cfg.UpstreamTimeout,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		Pipeline:        pr.pipeline,
+		Registry:        registry,
+		RedisStats:      redisStats,
+		Checks:          checks,
+		Dashboard:       dashboard,
+		Logger:          log,
 	})
 	if clientKeys != nil {
 		watchKeys(ctx, cfg, clientKeys, gateway, secrets)
@@ -116,7 +102,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("listen: %w", err)
 	}
 	ln = proxy.Harden(srv, ln)
-	logEconomics(log, cfg, prices)
+	logEconomics(log, cfg, pr.prices)
 	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL),
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg),
 		"dashboard", dashboardState(cfg))
@@ -144,7 +130,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
 	}
-	gateway.StopPruning()
+	pr.pipeline.Stop()
 	if err := srv.Shutdown(graceCtx); err != nil {
 		log.Warn("grace period over: closing the remaining connections", "err", err)
 		_ = srv.Close()

@@ -14,20 +14,31 @@ import (
 
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
+	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
 )
 
-// pruning is the pruning side of the gateway, built from the configuration.
+// pruning is the pruning side of the gateway, built from the configuration:
+// the request pipeline and what it is made of. `serve` and `prune` build it
+// the same way, so that `prune --request` prints what the gateway forwards.
 type pruning struct {
-	pruner *prune.Pruner
+	pipeline *pipeline.Pipeline
+	pruner   *prune.Pruner
+	prices   *pricing.Table
 	// redis is set when the cache lives in Redis, for readiness and metrics.
 	redis *cache.Redis
 }
 
-// newPruning builds the cache store, the retriever and the pruner.
+// newPruning builds the cache store, the retriever, the pruner and the
+// pipeline.
 func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
-	p := &pruning{}
+	prices, err := loadPrices(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &pruning{prices: prices}
 	var store cache.Store
 	if cfg.RedisURL == "" {
 		store = cache.NewMemory(cfg.CacheMaxBytes, cfg.CacheTTL)
@@ -43,7 +54,7 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 	}
 
 	retriever := newRetriever(cfg, cfg.RetrieverKey())
-	// Half of the page memory is detection's (see serve); the rest holds
+	// Half of the page memory is detection's (the Finder); the rest holds
 	// token counts and the pages' hashes.
 	counter := prune.NewCounter(int(cfg.PageMemoBytes / 4))
 	p.pruner = prune.New(prune.Config{
@@ -54,6 +65,20 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 		PageKeyMemoBytes: int(cfg.PageMemoBytes / 4),
 		Logger:           log,
 	}, retriever, cache.New(store, log))
+	p.pipeline = pipeline.New(pipeline.Options{
+		Pruner:             p.pruner,
+		Finder:             detect.NewFinder(int(cfg.PageMemoBytes / 2)),
+		Mode:               cfg.Mode,
+		Variant:            cfg.Prompt,
+		PruneAll:           cfg.PruneAll,
+		Budget:             cfg.RetrieverTimeout,
+		InspectBudgetBytes: cfg.InspectBudget,
+		Prices:             prices,
+		RetrieverModel:     cfg.RetrieverModel,
+		SkipUneconomic:     cfg.SkipUneconomic,
+		ExpectedReduction:  cfg.ExpectedReduction,
+		Logger:             log,
+	})
 
 	// Loading a BPE table takes a few hundred milliseconds; do it now rather
 	// than in the first agent's request.

@@ -22,6 +22,8 @@ import (
 
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // Completion is the upstream's answer to a chat-completion request: a small,
@@ -144,7 +146,7 @@ func NewTree(requestFile, treeFile string, maxTokens int) (Tree, error) {
 }
 
 func onlyObservation(body []byte) (detect.Observation, error) {
-	obs, err := detect.Find(body, detect.Chat, detect.Options{})
+	obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
 	if err != nil {
 		return detect.Observation{}, err
 	}

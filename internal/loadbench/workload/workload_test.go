@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate/detect"
+
+	"github.com/focusgate/focusgate"
 )
 
 const (
@@ -25,7 +27,7 @@ func TestChatHasNothingToPrune(t *testing.T) {
 		if err := json.Unmarshal(body, &req); err != nil || req.Stream != stream {
 			t.Errorf("Chat(%v): stream = %v, err = %v", stream, req.Stream, err)
 		}
-		obs, err := detect.Find(body, detect.Chat, detect.Options{All: true})
+		obs, err := detect.Find(body, focusgate.Chat, detect.Options{All: true})
 		if err != nil || len(obs) != 0 {
 			t.Errorf("Chat(%v): detect found %d observations (err %v), want none", stream, len(obs), err)
 		}

@@ -1,4 +1,4 @@
-package proxy
+package pipeline
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate/detect"
+
+	"github.com/focusgate/focusgate"
 )
 
 // treeRequest is a chat request whose page has one line named by the JSON
@@ -39,7 +41,7 @@ func FuzzKeptTextRoundTrips(f *testing.F) {
 			t.Skip("a newline makes another line")
 		}
 		body := treeRequest(appendJSONStringContent(nil, s))
-		obs, err := detect.Find(body, detect.Chat, detect.Options{})
+		obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
 		if err != nil || len(obs) != 1 {
 			t.Skipf("not one observation (%d, %v)", len(obs), err)
 		}
@@ -58,7 +60,7 @@ func FuzzKeptTextRoundTrips(f *testing.F) {
 func TestLoneSurrogateEscapesLeaveAsTheyCame(t *testing.T) {
 	for _, name := range []string{`\ud83d broken emoji`, `low \udc00 alone`, `two highs \ud800\ud801`, `reversed \ude00\ud83d`, "raw \xff\xfe bytes"} {
 		body := treeRequest([]byte(name))
-		obs, err := detect.Find(body, detect.Chat, detect.Options{})
+		obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
 		if err != nil || len(obs) != 1 {
 			t.Fatalf("%s: %d observations, %v", name, len(obs), err)
 		}

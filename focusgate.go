@@ -1,0 +1,234 @@
+// Package focusgate declares the names that several of focusgate's packages
+// share: the APIs it inspects, the line of a page tree, the post-processing
+// modes and retriever prompt variants, what became of a request (status and
+// reason) and the model families it tells apart. Each is declared here once,
+// so that detection, pruning, the pipeline, the gateway, the dashboard and
+// the metrics speak of the same thing by the same name.
+//
+// The package holds no behaviour beyond parsing and naming these values, and
+// imports nothing of the project's own.
+package focusgate
+
+import (
+	"fmt"
+	"strings"
+)
+
+// API is the shape of a request body: which provider API it was sent to.
+type API uint8
+
+const (
+	Chat      API = iota // OpenAI chat completions: POST /v1/chat/completions
+	Responses            // OpenAI Responses: POST /v1/responses
+	Messages             // Anthropic Messages: POST /v1/messages
+)
+
+// APIs lists every API, in the order of their constants.
+var APIs = []API{Chat, Responses, Messages}
+
+// String is the API's name in routes, metrics, logs and the dashboard.
+func (a API) String() string {
+	switch a {
+	case Chat:
+		return "chat"
+	case Responses:
+		return "responses"
+	case Messages:
+		return "messages"
+	}
+	return fmt.Sprintf("API(%d)", a)
+}
+
+// ParseAPI reads an API name ("chat", "responses", "messages"), ignoring case.
+func ParseAPI(s string) (API, error) {
+	for _, a := range APIs {
+		if strings.EqualFold(strings.TrimSpace(s), a.String()) {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown API %q (want chat, responses or messages)", s)
+}
+
+// Line is one element of a page tree, as detection finds it and pruning
+// writes it back.
+type Line struct {
+	// Start and End are byte offsets in the tree's text. Start is where the
+	// line begins, indentation included; End excludes the final '\n'. A line
+	// may span continuation lines (a name with a newline in it).
+	Start, End int
+	Depth      int    // nesting level, 0 for the root
+	BID        string // element id as the agent uses it in actions ("a212", "1744", "e12"); empty when none
+	Role       string // "link", "StaticText", "button", ...; empty when none
+}
+
+// Mode says how the lines the retriever did not choose are written back.
+type Mode string
+
+// The post-processing modes; see DESIGN.md, "Retriever and pruning", step 5.
+const (
+	Remove    Mode = "remove"
+	Ancestors Mode = "ancestors"
+	Stubs     Mode = "stubs"
+	Off       Mode = "off"
+)
+
+// Modes lists the modes a setting or header may name.
+var Modes = []Mode{Remove, Ancestors, Stubs, Off}
+
+// ParseMode reads a mode from configuration, a flag or a request header, all
+// the same way: case and surrounding space are ignored, and an empty value
+// means the default, Remove, so that an unset variable or header behaves like
+// an absent one.
+func ParseMode(s string) (Mode, error) {
+	return parseName(s, Modes, Remove, "mode")
+}
+
+// UnmarshalText reads a mode with ParseMode, for settings and flags.
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := ParseMode(string(b))
+	if err == nil {
+		*m = v
+	}
+	return err
+}
+
+// Variant names the instructions given to the retriever.
+type Variant string
+
+// The prompt variants; see prune/retriever.go for what each asks.
+const (
+	LineVariant Variant = "line"
+	Restrictive Variant = "restrictive"
+	Neutral     Variant = "neutral"
+	Defender    Variant = "defender"
+)
+
+// Variants lists the prompt variants a setting or header may name.
+var Variants = []Variant{LineVariant, Restrictive, Neutral, Defender}
+
+// ParseVariant reads a prompt variant the way ParseMode reads a mode; an
+// empty value means LineVariant.
+func ParseVariant(s string) (Variant, error) {
+	return parseName(s, Variants, LineVariant, "prompt variant")
+}
+
+// UnmarshalText reads a variant with ParseVariant, for settings and flags.
+func (v *Variant) UnmarshalText(b []byte) error {
+	p, err := ParseVariant(string(b))
+	if err == nil {
+		*v = p
+	}
+	return err
+}
+
+func parseName[T ~string](s string, names []T, empty T, what string) (T, error) {
+	v := T(strings.ToLower(strings.TrimSpace(s)))
+	if v == "" {
+		return empty, nil
+	}
+	for _, n := range names {
+		if v == n {
+			return v, nil
+		}
+	}
+	want := make([]string, len(names))
+	for i, n := range names {
+		want[i] = string(n)
+	}
+	return "", fmt.Errorf("unknown %s %q (want %s)", what, s, strings.Join(want, ", "))
+}
+
+// Status says what focusgate did to an observation or a request.
+type Status string
+
+const (
+	Pruned     Status = "pruned"      // sent pruned
+	Skipped    Status = "skipped"     // pruning was not attempted or did not pay
+	FailedOpen Status = "failed-open" // something failed; the original went out
+)
+
+// Reason says why an observation or a request was not pruned. Reasons are
+// short, stable and few, for use as metric labels; each is documented in the
+// README ("Reasons for skipped", "Failing open").
+type Reason string
+
+// Reasons for Skipped.
+const (
+	NoObservation  Reason = "no-observation"   // the body holds no page
+	BelowMinTokens Reason = "below-min-tokens" // the page is smaller than FOCUSGATE_MIN_TOKENS
+	ModeOff        Reason = "mode-off"         // the mode is off
+	NoGain         Reason = "no-gain"          // the pruned page was not smaller
+	Uneconomic     Reason = "uneconomic"       // the retriever costs more than pruning can save
+	NotJSON        Reason = "not-json"         // the body is not a JSON object
+	Undecodable    Reason = "undecodable-body" // the body's Content-Encoding could not be decoded
+	BadHeader      Reason = "bad-header"       // an unknown X-Focusgate-Mode or X-Focusgate-Prompt
+	Busy           Reason = "busy"             // the inspection budget was full
+	NotCached      Reason = "not-cached"       // an older page with no stored selection, left as it came
+)
+
+// Reasons for FailedOpen; Shutdown also skips requests that arrive while
+// the gateway stops.
+const (
+	Timeout          Reason = "timeout"            // past the request's deadline
+	Canceled         Reason = "canceled"           // the client went away
+	Shutdown         Reason = "shutdown"           // the gateway is shutting down
+	RetrieverError   Reason = "retriever-error"    // the retriever could not be reached
+	RetrieverHTTP4xx Reason = "retriever-http-4xx" // the retriever refused the call
+	RetrieverHTTP5xx Reason = "retriever-http-5xx" // the retriever failed
+	BadAnswer        Reason = "bad-answer"         // the retriever's answer named no usable lines, twice
+	BadInput         Reason = "bad-input"          // an unknown mode or variant reached the pruner
+	PostprocessError Reason = "postprocess-error"  // the selection could not be applied to the tree
+	CacheError       Reason = "cache-error"        // a stored selection could not be read
+	InternalError    Reason = "internal-error"     // a bug, recovered from
+)
+
+// Family is a group of models that share a tokenizer and the way a retriever
+// call to them is made.
+type Family uint8
+
+const (
+	// OtherFamily is every model focusgate does not know, and OpenAI's
+	// older models (GPT-4, GPT-3.5): cl100k_base.
+	OtherFamily Family = iota
+	// GPT4o is OpenAI's GPT-4o generation and its non-reasoning successors
+	// (gpt-4.1, gpt-4.5, gpt-oss): o200k_base.
+	GPT4o
+	// Reasoning is OpenAI's reasoning models (o-series, gpt-5): o200k_base,
+	// no temperature, max_completion_tokens.
+	Reasoning
+	// Claude is Anthropic's models, whose tokenizer is not public.
+	Claude
+)
+
+// families maps name prefixes, after BaseModel, to families; the first
+// match wins, so longer prefixes come first where they overlap.
+var families = []struct {
+	prefix string
+	family Family
+}{
+	{"gpt-4o", GPT4o}, {"chatgpt-4o", GPT4o}, {"gpt-4.1", GPT4o}, {"gpt-4.5", GPT4o}, {"gpt-oss", GPT4o},
+	{"gpt-5", Reasoning}, {"o1", Reasoning}, {"o3", Reasoning}, {"o4", Reasoning},
+	{"claude", Claude},
+}
+
+// FamilyOf says which family a model belongs to.
+func FamilyOf(model string) Family {
+	m := BaseModel(model)
+	for _, f := range families {
+		if strings.HasPrefix(m, f.prefix) {
+			return f.family
+		}
+	}
+	return OtherFamily
+}
+
+// BaseModel lowercases a model name and drops a provider prefix such as
+// "openai/" or "anthropic/", so that names routed through LiteLLM or
+// OpenRouter match too.
+func BaseModel(model string) string {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	return m
+}

@@ -1,0 +1,157 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/focusgate/focusgate"
+)
+
+// byteBudget admits work while the bytes it holds stay within a limit. It
+// never waits: work that does not fit is not done, which for an inspection
+// means the request is forwarded as it came.
+type byteBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// acquire takes n bytes of the budget, or reports false when they do not fit.
+func (b *byteBudget) acquire(n int64) bool {
+	if b.used.Add(n) > b.limit {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *byteBudget) release(n int64) { b.used.Add(-n) }
+
+// inlineBytes is the largest body whose observations are looked for on the
+// caller's own goroutine. Detection of so few bytes takes well under a
+// millisecond, so it needs no deadline, and a request without an observation
+// (most of a gateway's traffic) then goes on without a goroutine or a timer.
+const inlineBytes = 64 << 10
+
+// Rewrite returns the body to forward for req and what was done to it. It
+// never fails: whatever it cannot handle leaves the body as it came.
+//
+// It works under two bounds: the bytes under inspection at once
+// (Options.InspectBudgetBytes) and the time it may spend on a request
+// (Options.Budget). Past the deadline, or once Stop was called, the original
+// body is returned at once.
+//
+// Detection cannot be interrupted, so the work runs on its own goroutine
+// whose result is abandoned at the deadline. The context it runs under ends
+// at the same moment, so the steps after detection (token counting, the
+// retriever, waiting for another request's selection) stop at their next
+// check, and the abandoned goroutine holds its share of the byte budget until
+// it has returned: the work left running after a deadline is bounded by the
+// budget.
+func (p *Pipeline) Rewrite(ctx context.Context, req Request) ([]byte, Outcome) {
+	body, out := p.rewriteBounded(ctx, req)
+	out.API = req.API
+	return body, out
+}
+
+func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Outcome) {
+	body := req.Body
+	if p.stopping.Err() != nil {
+		return body, skipped(focusgate.Shutdown)
+	}
+	n := int64(len(body))
+	if !p.inspecting.acquire(n) {
+		return body, skipped(focusgate.Busy)
+	}
+	var pl plan
+	planned := false
+	if n <= inlineBytes {
+		b, out := p.guarded(ctx, body, func() ([]byte, Outcome) {
+			var out Outcome
+			pl, out, planned = p.plan(req)
+			return body, out
+		})
+		if !planned {
+			p.inspecting.release(n)
+			return b, out
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.Budget)
+	defer cancel()
+	stop := context.AfterFunc(p.stopping, cancel)
+	defer stop()
+
+	type result struct {
+		body []byte
+		out  Outcome
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer p.inspecting.release(n)
+		b, out := p.guarded(ctx, body, func() ([]byte, Outcome) {
+			if !planned {
+				var out Outcome
+				var ok bool
+				if pl, out, ok = p.plan(req); !ok {
+					return body, out
+				}
+			}
+			return p.rewrite(ctx, body, pl)
+		})
+		done <- result{b, out}
+	}()
+
+	select {
+	case r := <-done:
+		return r.body, p.blame(ctx, r.out)
+	case <-ctx.Done():
+	}
+	// A result that came in at the same moment is still good.
+	select {
+	case r := <-done:
+		return r.body, p.blame(ctx, r.out)
+	default:
+	}
+	return body, Outcome{Status: focusgate.FailedOpen, Reason: p.endReason(ctx)}
+}
+
+// guarded runs f, turning a panic into a fail-open outcome: the request is
+// forwarded as it came.
+func (p *Pipeline) guarded(ctx context.Context, body []byte, f func() ([]byte, Outcome)) (b []byte, out Outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.logPanic(ctx, v)
+			b, out = body, Outcome{Status: focusgate.FailedOpen, Reason: focusgate.InternalError}
+		}
+	}()
+	return f()
+}
+
+func (p *Pipeline) logPanic(ctx context.Context, v any) {
+	p.log.LogAttrs(ctx, slog.LevelError, "panic inspecting a request; forwarded as it came",
+		slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+}
+
+// blame names the real cause of an inspection that failed open because its
+// context ended: the work itself only sees a cancelled context, which the
+// deadline, the shutdown and a client that left all look like.
+func (p *Pipeline) blame(ctx context.Context, out Outcome) Outcome {
+	if out.Status == focusgate.FailedOpen && (out.Reason == focusgate.Canceled || out.Reason == focusgate.Timeout) && ctx.Err() != nil {
+		out.Reason = p.endReason(ctx)
+	}
+	return out
+}
+
+// endReason says why ctx, an inspection's context, ended.
+func (p *Pipeline) endReason(ctx context.Context) focusgate.Reason {
+	switch {
+	case p.stopping.Err() != nil:
+		return focusgate.Shutdown
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return focusgate.Timeout
+	default:
+		return focusgate.Canceled
+	}
+}

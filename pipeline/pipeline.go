@@ -1,0 +1,131 @@
+// Package pipeline is what focusgate does to one request body: it finds the
+// page observations, has the newest pruned and the older ones pruned again as
+// they were, and splices the results into the original bytes. It knows
+// nothing of HTTP: a body, its API and the request's settings go in; the
+// bytes to forward and an Outcome come out. The gateway (package proxy),
+// `focusgate prune --request` and the tests share it, so what the command
+// prints is what the gateway forwards.
+//
+// Everything here fails open: whatever goes wrong, the body goes out as it
+// came (older pages re-applied from the cache aside), and the Outcome says
+// why.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/pricing"
+	"github.com/focusgate/focusgate/prune"
+)
+
+// Pruner prunes one observation; *prune.Pruner is the implementation. It
+// never fails: a Result that is not Pruned carries the original text.
+type Pruner interface {
+	Prune(ctx context.Context, in prune.Input) prune.Result
+	// Reapply prunes an older observation with the selection stored for it
+	// when it was the newest, without asking the retriever, so that it is
+	// forwarded byte-identical to that earlier request.
+	Reapply(ctx context.Context, in prune.Input) prune.Result
+}
+
+var _ Pruner = (*prune.Pruner)(nil)
+
+// Options configure a Pipeline. Pruner is required; the rest have defaults.
+type Options struct {
+	// Pruner prunes observations.
+	Pruner Pruner
+	// Finder finds the observations of a body and remembers the pages it
+	// has seen; nil finds them every time anew.
+	Finder *detect.Finder
+	// Mode and Variant are the defaults a Request's Mode and Prompt
+	// override.
+	Mode    focusgate.Mode
+	Variant focusgate.Variant
+	// PruneAll prunes every observation of a conversation that has no
+	// stored selection, not only the newest.
+	PruneAll bool
+	// Budget bounds all the work done on one request (detection, token
+	// counting, the cache, the retriever, waiting for another request or
+	// replica computing the same selection); past it the original body is
+	// returned. Default 20s.
+	Budget time.Duration
+	// InspectBudgetBytes bounds the request bytes under inspection at once;
+	// a request that does not fit is returned uninspected. Default 64 MiB.
+	InspectBudgetBytes int64
+	// Prices estimate each request's savings; nil uses the built-in table.
+	// RetrieverModel names the retriever, whose price is the cost side.
+	Prices         *pricing.Table
+	RetrieverModel string
+	// SkipUneconomic skips pruning when the retriever/action input price
+	// ratio is at least ExpectedReduction: the retriever would cost more
+	// than the pruning saves.
+	SkipUneconomic    bool
+	ExpectedReduction float64
+	Logger            *slog.Logger
+}
+
+// Request is one request body and the settings it came with.
+type Request struct {
+	API  focusgate.API
+	Body []byte
+	// Mode and Prompt override the pipeline's default mode and prompt
+	// variant when not empty; they are read with focusgate.ParseMode and
+	// ParseVariant, and an unknown value skips the request (bad-header).
+	Mode, Prompt string
+	// Credential is the client's own API key, for a retriever that has
+	// none configured. It is never logged and never part of a cache key.
+	Credential string
+}
+
+// Pipeline rewrites request bodies. It is safe for concurrent use.
+type Pipeline struct {
+	opts       Options
+	log        *slog.Logger
+	inspecting byteBudget
+	// stopping ends when the pipeline stops pruning for shutdown.
+	stopping context.Context
+	stop     context.CancelCauseFunc
+
+	retrieverPrice  pricing.Price
+	retrieverPriced bool
+}
+
+// New returns a Pipeline.
+func New(opts Options) *Pipeline {
+	if opts.Budget <= 0 {
+		opts.Budget = 20 * time.Second
+	}
+	if opts.InspectBudgetBytes <= 0 {
+		opts.InspectBudgetBytes = 64 << 20
+	}
+	if opts.Prices == nil {
+		opts.Prices = pricing.Default()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Pipeline{opts: opts, log: opts.Logger}
+	p.inspecting.limit = opts.InspectBudgetBytes
+	p.stopping, p.stop = context.WithCancelCause(context.Background())
+	p.retrieverPrice, p.retrieverPriced = opts.Prices.Lookup(opts.RetrieverModel)
+	return p
+}
+
+// errShutdown ends the inspections still running once the pipeline stops
+// pruning for shutdown.
+var errShutdown = errors.New("pipeline: shutting down")
+
+// Stop makes the pipeline return every body from now on without waiting for
+// a selection: inspections in progress give up and return the original
+// (failed-open; reason=shutdown), later ones are skipped (skipped;
+// reason=shutdown). The gateway calls it when it stops accepting
+// connections, so that the grace period is left to the upstream's answers
+// rather than spent waiting for the retriever.
+func (p *Pipeline) Stop() {
+	p.stop(errShutdown)
+}
