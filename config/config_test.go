@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/focusgate/focusgate/config"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/config"
 )
 
 func getenv(m map[string]string) func(string) string {

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/focusgate/focusgate/internal/memo"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/internal/memo"
 )
 
 // role is who wrote a unit of the conversation.

@@ -5,9 +5,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/focusgate/focusgate/internal/memo"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/internal/memo"
 )
 
 // Detection thresholds and the bounds of the context handed to the retriever.

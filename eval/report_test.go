@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -13,10 +13,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 // counterMemoBytes bounds the token-count memo of a Run given no Counter:
@@ -27,7 +26,7 @@ const counterMemoBytes = 64 << 20
 type Options struct {
 	Strategies []Strategy
 	Mode       focusgate.Mode // post-processing of every strategy's selection
-	Model      string     // the action model, whose tokenizer counts tokens
+	Model      string         // the action model, whose tokenizer counts tokens
 	// Counter counts tokens; nil means a new one. One shared with other
 	// work reuses what it has counted before.
 	Counter *prune.Counter

@@ -11,11 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 // retrieverFunc scripts a retriever without a server.

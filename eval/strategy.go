@@ -4,9 +4,8 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/focusgate/focusgate/prune"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/prune"
 )
 
 // Strategy chooses the lines of a step's tree to keep. Every strategy's

@@ -7,10 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 // testCounter is shared by the tests so that each page is encoded once.

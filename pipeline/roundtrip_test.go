@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/focusgate/focusgate/detect"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
 )
 
 // treeRequest is a chat request whose page has one line named by the JSON

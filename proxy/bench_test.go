@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/pipeline"
 	"io"
 	"net/http"
@@ -25,8 +26,6 @@ import (
 	"github.com/focusgate/focusgate/internal/loadbench/workload"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 const (

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/pipeline"
 	"net/http"
 	"regexp"
@@ -21,8 +22,6 @@ import (
 	"github.com/focusgate/focusgate/internal/redistest"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 // playwrightYAML renders a BrowserGym accessibility tree as a Playwright

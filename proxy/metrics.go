@@ -9,11 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/keys"
 	"github.com/focusgate/focusgate/pipeline"
-
-	"github.com/focusgate/focusgate"
 )
 
 // metrics are the gateway's Prometheus metrics. Label values are bounded:

@@ -9,10 +9,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/proxy"
-
-	"github.com/focusgate/focusgate"
 )
 
 // playwrightPage is a Playwright MCP snapshot of a product list large enough

@@ -17,12 +17,11 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 // retriever plays the retriever model over real HTTP. Its answer is computed

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/focusgate/focusgate/detect"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 // TestApplyOnEveryFormat runs post-processing on the trees that detection

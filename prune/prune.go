@@ -19,10 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/memo"
-
-	"github.com/focusgate/focusgate"
 )
 
 // keyVersion starts every cache key; bump it whenever the meaning of a

@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/focusgate/focusgate/cache"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/cache"
 )
 
 // retrieverFunc lets a test script a selection without a server.

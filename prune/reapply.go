@@ -5,9 +5,8 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/focusgate/focusgate/cache"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/cache"
 )
 
 // Reapply prunes an observation that is no longer the newest of its

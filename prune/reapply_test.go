@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/focusgate/focusgate/cache"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/cache"
 )
 
 // failingLookup is a cache whose store is down for look-ups.

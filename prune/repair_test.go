@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/redistest"
-
-	"github.com/focusgate/focusgate"
 )
 
 // keyRecorder remembers the keys written to a store, so that a test can

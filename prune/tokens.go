@@ -9,9 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/focusgate/focusgate/internal/memo"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/internal/memo"
 )
 
 const (

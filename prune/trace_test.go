@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/eval"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 // scripted plays a retriever that found the right element: it keeps the

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/focusgate/focusgate/detect"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
 )
 
 // browserGymTree builds a Tree from tab-indented BrowserGym text: one Line

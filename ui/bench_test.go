@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/prune"
 	"github.com/focusgate/focusgate/ui"
-
-	"github.com/focusgate/focusgate"
 )
 
 // realRecord is a captured record of the doomarena page (220 lines, 10 KB),

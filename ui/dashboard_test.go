@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"encoding/json"
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"io"
 	"net/http"
@@ -13,8 +14,6 @@ import (
 
 	"github.com/focusgate/focusgate/prune"
 	"github.com/focusgate/focusgate/ui"
-
-	"github.com/focusgate/focusgate"
 )
 
 const adminKey = "admin-key-for-tests-0123456789"

@@ -2,12 +2,11 @@ package ui
 
 import (
 	"cmp"
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/focusgate/focusgate"
 )
 
 const (

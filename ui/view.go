@@ -1,12 +1,11 @@
 package ui
 
 import (
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"time"
 
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 // RequestSummary is one row of the recent requests table.

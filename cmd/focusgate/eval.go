@@ -12,11 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/eval"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 // defaultTraces is the dev set in the repository, evaluated when the

@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
-	"github.com/focusgate/focusgate/detect"
-	"github.com/focusgate/focusgate/prune"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/config"
+	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/pipeline"
+	"github.com/focusgate/focusgate/prune"
 )
 
 // errFailedOpen makes the prune command exit 1 after printing the original
@@ -20,36 +22,27 @@ var errFailedOpen = errors.New("the observation could not be pruned")
 
 // prunePage prunes one observation from a file or stdin with the configured
 // retriever: the page with its tree pruned on stdout, statistics on stderr.
+// With --request, the input is a whole request body instead (see
+// pruneRequest).
 func prunePage(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var goal, history, model string
-	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
+	var goal, history, model, api string
+	var request bool
+	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
 		fs.StringVar(&goal, "goal", "", "the agent's goal at this step")
 		fs.StringVar(&history, "history", "", "what the agent did so far (optional)")
 		fs.StringVar(&model, "model", "gpt-4.1", "the action model, whose tokenizer counts the tokens")
+		fs.BoolVar(&request, "request", false, "the input is a whole request body: print exactly the bytes the gateway would forward, and the outcome on stderr")
+		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses or messages (default: told from the body's shape)")
 	})
 	if err != nil {
 		return err
 	}
-	in, name := stdin, "stdin"
-	switch fs.NArg() {
-	case 0:
-	case 1:
-		name = fs.Arg(0)
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
-	default:
-		return fmt.Errorf("prune takes at most one FILE, got %d", fs.NArg())
-	}
-	page, err := io.ReadAll(io.LimitReader(in, cfg.MaxBodyBytes+1))
+	name, page, err := readInput(fs, stdin, cfg.MaxBodyBytes)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", name, err)
+		return err
 	}
-	if int64(len(page)) > cfg.MaxBodyBytes {
-		return fmt.Errorf("%s is larger than %d bytes (FOCUSGATE_MAX_BODY_BYTES)", name, cfg.MaxBodyBytes)
+	if request {
+		return pruneRequest(ctx, cfg, getenv, name, page, api, stdout, stderr)
 	}
 	b, ok := detect.Page(string(page))
 	if !ok {
@@ -90,6 +83,71 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 	fmt.Fprintln(stderr)
 	if res.Status == focusgate.FailedOpen {
 		return fmt.Errorf("%w: %s", errFailedOpen, res.Reason)
+	}
+	return nil
+}
+
+// readInput reads FILE, the flag set's only argument, or stdin without one,
+// up to limit bytes.
+func readInput(fs *flag.FlagSet, stdin io.Reader, limit int64) (string, []byte, error) {
+	in, name := stdin, "stdin"
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		name = fs.Arg(0)
+		f, err := os.Open(name)
+		if err != nil {
+			return name, nil, err
+		}
+		defer f.Close()
+		in = f
+	default:
+		return name, nil, fmt.Errorf("prune takes at most one FILE, got %d", fs.NArg())
+	}
+	data, err := io.ReadAll(io.LimitReader(in, limit+1))
+	if err != nil {
+		return name, nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if int64(len(data)) > limit {
+		return name, nil, fmt.Errorf("%s is larger than %d bytes (FOCUSGATE_MAX_BODY_BYTES)", name, limit)
+	}
+	return name, data, nil
+}
+
+// pruneRequest runs a whole request body through the pipeline the gateway
+// runs, built from the same settings (FOCUSGATE_REDIS_URL included, so that
+// with the team's Redis it sees the gateway's stored selections and
+// re-applies them to older pages as the gateway does): stdout gets exactly
+// the bytes the gateway would forward, stderr the outcome. Like the gateway,
+// it fails open: a body it cannot prune is printed as it came, and the
+// command then exits 1 if pruning failed (not if it was skipped).
+func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) string, name string, body []byte, api string, stdout, stderr io.Writer) error {
+	kind := detect.APIOf(body)
+	if api != "" {
+		var err error
+		if kind, err = focusgate.ParseAPI(api); err != nil {
+			return fmt.Errorf("--api: %w", err)
+		}
+	}
+	log := newLogger(cfg, stderr)
+	pr, err := newPruning(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{
+		API:  kind,
+		Body: body,
+		// Without a configured key, a command-line user's own key serves.
+		Credential: getenv("OPENAI_API_KEY"),
+	})
+	if _, err := stdout.Write(out); err != nil {
+		return err
+	}
+	report := slog.New(slog.NewTextHandler(stderr, nil))
+	report.LogAttrs(ctx, slog.LevelInfo, name, outcome.LogAttrs()...)
+	if outcome.Status == focusgate.FailedOpen {
+		return fmt.Errorf("%w: %s", errFailedOpen, outcome.Reason)
 	}
 	return nil
 }

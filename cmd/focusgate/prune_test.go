@@ -5,12 +5,17 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/focusgate/focusgate/internal/redistest"
 )
 
 // scriptedRetriever answers every chat completion with content, or fails
@@ -99,4 +104,93 @@ func TestPruneCommandFailures(t *testing.T) {
 			t.Errorf("error %v, want no page observation found", err)
 		}
 	})
+}
+
+// `focusgate prune --request` prints the very bytes the gateway forwards with
+// the same settings. With the team's Redis, it also sees the selections the
+// gateway stored, so the older pages of a conversation come out re-applied
+// exactly as the gateway sent them: every request of each conversation is
+// sent through a running gateway, then given to the command.
+func TestPruneRequestPrintsWhatTheGatewayForwards(t *testing.T) {
+	redis := redistest.Start(t)
+	retriever := newElementRetriever(t)
+	upstream := newRecordingUpstream(t)
+	env := map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":  upstream.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_URL": retriever.URL + "/v1",
+		"FOCUSGATE_REDIS_URL":     redis.URL(),
+		"FOCUSGATE_REDIS_TIMEOUT": redistest.CallTimeout.String(),
+		"FOCUSGATE_MODE":          "ancestors",
+	}
+	gw := startGateway(t, maps.Clone(env))
+	getenv := func(k string) string { return env[k] }
+
+	for _, conv := range []string{
+		"../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
+		"../../testdata/agents/playwright-mcp/chat",
+		"../../testdata/agents/playwright-mcp/chat-json-content",
+		"../../testdata/agents/openai-agents/responses-stream",
+		"../../testdata/agents/chrome-devtools-mcp/chat",
+		"../../testdata/agents/stagehand/responses",
+	} {
+		files := []string{conv}
+		if filepath.Ext(conv) != ".json" {
+			files, _ = filepath.Glob(filepath.Join(conv, "*.json"))
+			slices.Sort(files)
+		}
+		pruned := 0
+		for _, f := range files {
+			body, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := "/v1/chat/completions"
+			if strings.Contains(filepath.Base(f), "responses") {
+				path = "/v1/responses"
+			}
+			resp, err := http.Post(gw.URL+path, "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			status := resp.Header.Get("X-Focusgate-Status")
+			forwarded := upstream.next(t)
+
+			var stdout, stderr bytes.Buffer
+			err = run(context.Background(), []string{"focusgate", "prune", "--request", f}, getenv, nil, &stdout, &stderr)
+			if err != nil {
+				t.Fatalf("%s: prune --request: %v\n%s", f, err, stderr.String())
+			}
+			if !bytes.Equal(stdout.Bytes(), forwarded) {
+				t.Errorf("%s (gateway: %s): prune --request printed %d bytes, the gateway forwarded %d other ones", f, status, stdout.Len(), len(forwarded))
+			}
+			want := "status=" + strings.SplitN(status, ";", 2)[0]
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("%s: stderr %q does not say %s", f, stderr.String(), want)
+			}
+			if strings.HasPrefix(status, "pruned") {
+				pruned++
+			}
+		}
+		if pruned == 0 {
+			t.Errorf("%s: no request was pruned: the comparison proved nothing", conv)
+		}
+	}
+}
+
+func TestPruneRequestAPIFlag(t *testing.T) {
+	body := []byte(`{"model":"gpt-4.1","messages":[{"role":"user","content":"hello"}]}`)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"focusgate", "prune", "--request", "--api", "responses"}, func(string) string { return "" }, bytes.NewReader(body), &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stdout.Bytes(), body) || !strings.Contains(stderr.String(), "api=responses") || !strings.Contains(stderr.String(), "reason=no-observation") {
+		t.Errorf("stdout %q, stderr %q: want the body unchanged, api=responses, no-observation", stdout.String(), stderr.String())
+	}
+	err = run(context.Background(), []string{"focusgate", "prune", "--request", "--api", "soap"}, func(string) string { return "" }, bytes.NewReader(body), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "--api") {
+		t.Errorf("unknown --api accepted: %v", err)
+	}
 }

@@ -20,10 +20,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
-
-	"github.com/focusgate/focusgate"
 )
 
 // Completion is the upstream's answer to a chat-completion request: a small,

@@ -7,9 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/focusgate/focusgate/detect"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
 )
 
 const (

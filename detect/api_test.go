@@ -1,0 +1,61 @@
+package detect_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
+)
+
+func TestAPIOf(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want focusgate.API
+	}{
+		{"chat", `{"model":"gpt-4.1","messages":[{"role":"system","content":"x"},{"role":"user","content":"y"}]}`, focusgate.Chat},
+		{"chat tool loop", `{"messages":[{"role":"assistant","tool_calls":[]},{"role":"tool","tool_call_id":"1","content":"z"}]}`, focusgate.Chat},
+		{"user and assistant strings only", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":10}`, focusgate.Chat},
+		{"responses input", `{"model":"gpt-4.1","input":"hi"}`, focusgate.Responses},
+		{"responses instructions only", `{"instructions":"be brief"}`, focusgate.Responses},
+		{"messages with system", `{"model":"claude","system":"x","messages":[{"role":"user","content":"y"}]}`, focusgate.Messages},
+		{"messages with tool_result", `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"p"}]}]}`, focusgate.Messages},
+		{"messages with thinking", `{"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"}]}]}`, focusgate.Messages},
+		{"not JSON", `nope`, focusgate.Chat},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := detect.APIOf([]byte(tt.body)); got != tt.want {
+				t.Errorf("APIOf = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// Every captured agent body is told apart by its shape alone: the folder
+// names its endpoint.
+func TestAPIOfCapturedBodies(t *testing.T) {
+	files, err := filepath.Glob("../testdata/agents/*/*/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no captured bodies: %v", err)
+	}
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := focusgate.Chat
+		switch base := filepath.Base(f); {
+		case strings.Contains(base, "responses"):
+			want = focusgate.Responses
+		case strings.Contains(base, "messages") || strings.Contains(base, "count_tokens"):
+			want = focusgate.Messages
+		}
+		if got := detect.APIOf(body); got != want {
+			t.Errorf("%s: APIOf = %s, want %s", f, got, want)
+		}
+	}
+}
