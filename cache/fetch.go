@@ -19,6 +19,14 @@ type claimer interface {
 	claim(ctx context.Context, key string) (val []byte, release func(), err error)
 }
 
+var (
+	_ claimer = (*Redis)(nil)
+	_ Store   = (*Redis)(nil)
+	_ Store   = (*Memory)(nil)
+	_ deleter = (*Redis)(nil)
+	_ deleter = (*Memory)(nil)
+)
+
 // Cache is a get-or-compute front for a Store: a value is computed at most
 // once per key while it stays stored, and identical concurrent Fetch calls
 // share one computation. The zero value is not usable; call New.

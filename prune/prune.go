@@ -91,6 +91,11 @@ type deleter interface {
 	Delete(ctx context.Context, key string)
 }
 
+var (
+	_ Cache   = (*cache.Cache)(nil)
+	_ deleter = (*cache.Cache)(nil)
+)
+
 // Config configures a Pruner.
 type Config struct {
 	RetrieverModel string // part of the cache key

@@ -16,11 +16,18 @@ import (
 
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
+	clientkeys "github.com/focusgate/focusgate/internal/keys"
+	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/ui"
 )
 
-var _ proxy.Dashboard = (*ui.Dashboard)(nil)
+// The concrete types serve wires into the gateway.
+var (
+	_ proxy.Dashboard = (*ui.Dashboard)(nil)
+	_ proxy.Rewriter  = (*pipeline.Pipeline)(nil)
+	_ proxy.Keys      = (*clientkeys.File)(nil)
+)
 
 func cacheKind(cfg config.Config) string {
 	if cfg.RedisURL == "" {
