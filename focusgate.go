@@ -164,6 +164,8 @@ const (
 	BadHeader      Reason = "bad-header"       // an unknown X-Focusgate-Mode or X-Focusgate-Prompt
 	Busy           Reason = "busy"             // the inspection budget was full
 	NotCached      Reason = "not-cached"       // an older page with no stored selection, left as it came
+	Relook         Reason = "re-look"          // the agent looked at the page it was just shown pruned again: sent whole
+	BypassModel    Reason = "bypass-model"     // the action model matches FOCUSGATE_BYPASS_MODELS
 )
 
 // Reasons for FailedOpen; Shutdown also skips requests that arrive while

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -41,6 +42,7 @@ type Config struct {
 	Prompt            focusgate.Variant `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
 	MinTokens         int               `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
 	PruneAll          bool              `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
+	BypassModels      string            `env:"BYPASS_MODELS" help:"comma-separated glob patterns of action models never pruned, e.g. o3*,gpt-5*"`
 	RedisURL          string            `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
 	RedisTimeout      time.Duration     `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
 	CacheTTL          time.Duration     `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
@@ -149,6 +151,11 @@ func (c Config) Validate() error {
 	if _, err := focusgate.ParseVariant(string(c.Prompt)); err != nil {
 		bad("PROMPT", "%v", err)
 	}
+	for _, p := range c.BypassPatterns() {
+		if _, err := path.Match(p, ""); err != nil {
+			bad("BYPASS_MODELS", "pattern %q: %v", p, err)
+		}
+	}
 	if c.MaxAnswerTokens <= 0 {
 		bad("RETRIEVER_MAX_TOKENS", "must be positive, got %d", c.MaxAnswerTokens)
 	}
@@ -201,6 +208,18 @@ func (c Config) RetrieverBaseURL() string {
 		return c.RetrieverURL
 	}
 	return c.UpstreamURL
+}
+
+// BypassPatterns are the patterns of FOCUSGATE_BYPASS_MODELS, trimmed, empty
+// ones dropped.
+func (c Config) BypassPatterns() []string {
+	var pats []string
+	for p := range strings.SplitSeq(c.BypassModels, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			pats = append(pats, p)
+		}
+	}
+	return pats
 }
 
 // RetrieverKey is the key the retriever is called with: its own, else the

@@ -49,9 +49,13 @@ func (wordRetriever) Select(_ context.Context, q prune.Query) (prune.Selection, 
 // the word retriever and an in-process cache, so that older pages of a
 // conversation are re-applied as in production.
 func newGoldenPipeline() *pipeline.Pipeline {
+	return pipeline.New(goldenOptions())
+}
+
+func goldenOptions() pipeline.Options {
 	pr := prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000, UseHistory: true},
 		wordRetriever{}, cache.New(cache.NewMemory(64<<20, time.Hour), nil))
-	return pipeline.New(pipeline.Options{
+	return pipeline.Options{
 		Pruner:            pr,
 		Finder:            detect.NewFinder(16 << 20),
 		Mode:              focusgate.Remove,
@@ -60,7 +64,7 @@ func newGoldenPipeline() *pipeline.Pipeline {
 		RetrieverModel:    "gpt-4.1-mini",
 		SkipUneconomic:    true,
 		ExpectedReduction: 0.5,
-	})
+	}
 }
 
 // conversations are the captured agent requests, one folder per

@@ -29,6 +29,9 @@ type Outcome struct {
 	Usage        prune.Usage // retriever tokens spent for this request
 	Pages        []Page      // the observations considered, oldest first
 	Older        Older       // what happened to the observations before the newest
+	// Relook says the newest page was a re-look: the agent looked again at
+	// the page it had just been shown pruned, and got it whole.
+	Relook bool
 
 	// Priced is set when both models have a price: SavedUSD is the
 	// action-model input the pruning avoided, RetrieverUSD what this

@@ -49,6 +49,9 @@ type Options struct {
 	// PruneAll prunes every observation of a conversation that has no
 	// stored selection, not only the newest.
 	PruneAll bool
+	// BypassModels are glob patterns (path.Match syntax, matched against
+	// focusgate.BaseModel of the action model) of models never pruned.
+	BypassModels []string
 	// Budget bounds all the work done on one request (detection, token
 	// counting, the cache, the retriever, waiting for another request or
 	// replica computing the same selection); past it the original body is

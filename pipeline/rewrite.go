@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"path"
 	"sync"
 
 	"github.com/focusgate/focusgate"
@@ -59,6 +60,14 @@ func (p *Pipeline) plan(req Request) (plan, Outcome, bool) {
 			looked = true
 		}
 	}
+	if len(p.opts.BypassModels) > 0 {
+		lookUp()
+		if p.bypassed(pl.model) {
+			// Older pages are left as they came too: a conversation with
+			// such a model was never pruned, or must now go whole.
+			return pl, skipped(focusgate.BypassModel), false
+		}
+	}
 	// The defender prompt is chosen for safety, not savings.
 	if p.opts.SkipUneconomic && pl.variant != focusgate.Defender {
 		lookUp()
@@ -87,38 +96,36 @@ func (p *Pipeline) plan(req Request) (plan, Outcome, bool) {
 
 // rewrite has the observations of a plan pruned and splices the results
 // into the original bytes. Whatever it cannot handle leaves body as it is.
+//
+// Older pages are pruned again as they were when each was the newest, all at
+// once. So is the newest, unless it repeats the page before it: whether it is
+// a re-look (see relook) depends on how that page went out, so it waits for
+// it.
 func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, Outcome) {
 	obs := pl.obs
 	pages := make([]Page, len(obs))
-	var wg sync.WaitGroup
 	newest := len(obs) - 1
-	for i, o := range obs {
-		pages[i].Observation = o
-		in := prune.Input{
-			Tree:    prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID),
-			Goal:    o.Goal,
-			History: o.History,
-			Mode:    pl.mode,
-			Variant: pl.variant,
-			Model:   pl.model,
-			APIKey:  pl.credential,
+	repeated := newest > 0 && obs[newest].Text == obs[newest-1].Text
+	var wg sync.WaitGroup
+	for i := range obs {
+		pages[i].Observation = obs[i]
+		if i < newest || !repeated {
+			wg.Go(func() { pages[i].Result = p.prunePage(ctx, pl, obs[i], i == newest) })
 		}
-		wg.Go(func() {
-			// A panic here would end the process, not just this request.
-			defer func() {
-				if v := recover(); v != nil {
-					p.logPanic(ctx, v)
-					pages[i].Result = prune.Result{Text: o.Text, Status: focusgate.FailedOpen, Reason: focusgate.InternalError}
-				}
-			}()
-			if i == newest || p.opts.PruneAll {
-				pages[i].Result = p.opts.Pruner.Prune(ctx, in)
-			} else {
-				pages[i].Result = p.opts.Pruner.Reapply(ctx, in)
-			}
-		})
 	}
 	wg.Wait()
+	for i := 1; i < newest; i++ {
+		if relook(pages[i-1], pages[i]) {
+			pages[i].Result = sentWhole(pages[i-1], pages[i])
+		}
+	}
+	if repeated {
+		if relook(pages[newest-1], pages[newest]) {
+			pages[newest].Result = sentWhole(pages[newest-1], pages[newest])
+		} else {
+			pages[newest].Result = p.prunePage(ctx, pl, obs[newest], true)
+		}
+	}
 
 	out := Outcome{Model: pl.model, Mode: pl.mode, Variant: pl.variant, Pages: pages}
 	// The newest observation is folded in first, so that a request with
@@ -126,6 +133,11 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 	out.add(pages[newest].Result)
 	for _, pg := range pages[:newest] {
 		out.addOlder(pg.Result)
+	}
+	if pages[newest].Result.Reason == focusgate.Relook {
+		// The step is about the newest page, which went out whole on
+		// purpose: older pages re-applied do not make the request pruned.
+		out.Status, out.Reason, out.Relook = focusgate.Skipped, focusgate.Relook, true
 	}
 	var edits []edit
 	for _, pg := range pages {
@@ -143,4 +155,61 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 		return body, out
 	}
 	return splice(body, edits), out
+}
+
+// prunePage prunes one observation: the newest (or, with PruneAll, any) with
+// a selection from the cache or the retriever, an older one with the
+// selection stored when it was the newest.
+func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation, newest bool) (res prune.Result) {
+	// A panic here would end the process, not just this request.
+	defer func() {
+		if v := recover(); v != nil {
+			p.logPanic(ctx, v)
+			res = prune.Result{Text: o.Text, Status: focusgate.FailedOpen, Reason: focusgate.InternalError}
+		}
+	}()
+	in := prune.Input{
+		Tree:    prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID),
+		Goal:    o.Goal,
+		History: o.History,
+		Mode:    pl.mode,
+		Variant: pl.variant,
+		Model:   pl.model,
+		APIKey:  pl.credential,
+	}
+	if newest || p.opts.PruneAll {
+		return p.opts.Pruner.Prune(ctx, in)
+	}
+	return p.opts.Pruner.Reapply(ctx, in)
+}
+
+// relook says whether page is a re-look: the agent was shown prev pruned and
+// then looked at the very same tree again (a new snapshot with no action
+// between, or an action that changed nothing), which is what an agent does
+// when the page it got did not hold what it needed. Such a page goes out
+// whole, so that the agent is never left blind twice. The rule reads only the
+// conversation up to the page, so every later request makes the same
+// decision about it and forwards the same prefix.
+func relook(prev, page Page) bool {
+	return prev.Result.Status == focusgate.Pruned && prev.Observation.Text == page.Observation.Text
+}
+
+// sentWhole is the result of a re-look: the page as it came, counted like
+// the page before it, which has the same text.
+func sentWhole(prev, page Page) prune.Result {
+	n := prev.Result.TokensBefore
+	return prune.Result{Text: page.Observation.Text, Status: focusgate.Skipped, Reason: focusgate.Relook, TokensBefore: n, TokensAfter: n}
+}
+
+// bypassed says whether model matches one of the BypassModels patterns.
+// Both are compared as focusgate.BaseModel gives them (lower case, no
+// provider prefix), so "o3*" matches "azure/O3-mini".
+func (p *Pipeline) bypassed(model string) bool {
+	m := focusgate.BaseModel(model)
+	for _, pat := range p.opts.BypassModels {
+		if ok, _ := path.Match(focusgate.BaseModel(pat), m); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -36,6 +36,10 @@ type metrics struct {
 	spentUSD         *prometheus.CounterVec
 	netUSD           *prometheus.GaugeVec
 	older            *prometheus.CounterVec
+	relooks          *prometheus.CounterVec
+	prunedPages      *prometheus.CounterVec
+	// models bounds the model label: model names come from request bodies.
+	models boundedNames
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -104,8 +108,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "focusgate_older_observations_total",
 			Help: "Observations before the newest of a request, by result: reapplied (pruned again with the selection stored when each was the newest), left (forwarded as they came: no selection known, or none that paid), pruned (a new selection, with FOCUSGATE_PRUNE_ALL).",
 		}, []string{"result"}),
+		relooks: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "focusgate_relooks_total",
+			Help: "Re-looks: requests whose newest page repeated the page the agent had just been shown pruned, sent whole; by page format, action model and gateway key name. Divided by focusgate_pruned_pages_total, the share of pruned pages after which the agent looked again.",
+		}, []string{"format", "model", "key"}),
+		prunedPages: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "focusgate_pruned_pages_total",
+			Help: "Newest pages of requests sent pruned, by page format, action model and gateway key name: the denominator of the re-look rate.",
+		}, []string{"format", "model", "key"}),
+		models: boundedNames{max: maxModelLabels},
 	}
-	m.keyLabels.vecs = []deleter{m.requests, m.outcomes, m.tokensBefore, m.tokensAfter, m.savedUSD, m.spentUSD, m.netUSD}
+	m.keyLabels.vecs = []deleter{m.requests, m.outcomes, m.tokensBefore, m.tokensAfter, m.savedUSD, m.spentUSD, m.netUSD, m.relooks, m.prunedPages}
 	return m
 }
 
@@ -185,6 +198,16 @@ func (m *metrics) observeOutcome(keyName string, o pipeline.Outcome) {
 			m.retrieverTokens.WithLabelValues("completion").Add(float64(r.Usage.CompletionTokens))
 		}
 	}
+	if n := len(o.Pages); n > 0 {
+		newest := o.Pages[n-1]
+		format, model := string(newest.Observation.Format), m.models.label(focusgate.BaseModel(o.Model))
+		switch {
+		case o.Relook:
+			m.relooks.WithLabelValues(format, model, key).Inc()
+		case newest.Result.Status == focusgate.Pruned:
+			m.prunedPages.WithLabelValues(format, model, key).Inc()
+		}
+	}
 	m.older.WithLabelValues("reapplied").Add(float64(o.Older.Reapplied))
 	m.older.WithLabelValues("left").Add(float64(o.Older.Left))
 	m.older.WithLabelValues("pruned").Add(float64(o.Older.Pruned))
@@ -198,6 +221,35 @@ func (m *metrics) observeOutcome(keyName string, o pipeline.Outcome) {
 func (s *Server) serveMetrics() gin.HandlerFunc {
 	h := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
 	return func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
+}
+
+// maxModelLabels bounds the distinct values of the model label.
+const maxModelLabels = 64
+
+// boundedNames hands out label values for names that come from clients: the
+// first max distinct names as they are, every later one as "other", so that a
+// client cannot grow the metrics without bound by inventing names.
+type boundedNames struct {
+	max int
+
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (b *boundedNames) label(name string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen[name] {
+		return name
+	}
+	if len(b.seen) >= b.max {
+		return "other"
+	}
+	if b.seen == nil {
+		b.seen = map[string]bool{}
+	}
+	b.seen[name] = true
+	return name
 }
 
 // deleter is the part of a metric vector that forgets series.

@@ -1,6 +1,8 @@
 package proxy_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -189,4 +191,44 @@ func TestUneconomicPairsAreSkipped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A re-look is answered skipped; reason=re-look and counted by format and
+// action model, next to the pruned pages it is a share of.
+func TestRelooksAreCounted(t *testing.T) {
+	rt := newRetriever(t, keep("RootWebArea"))
+	gw := pruningGateway(t, rt)
+	page := string(readFile(t, "../testdata/axtrees/bgym-pr301_workarena_standard_laptop_form.txt"))
+	loop := func(pages int) []byte {
+		msgs := `{"role":"user","content":"Order a standard laptop"}`
+		for i := range pages {
+			msgs += fmt.Sprintf(`,{"role":"assistant","content":null,"tool_calls":[{"id":"c%d","type":"function","function":{"name":"snapshot","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c%d","content":%s}`, i, i, jsonString(page))
+		}
+		return []byte(`{"model":"gpt-4.1","messages":[` + msgs + `]}`)
+	}
+	for pages, want := range []string{1: "pruned", 2: "skipped; reason=re-look"} {
+		if pages == 0 {
+			continue
+		}
+		resp := post(t, gw.URL+"/v1/chat/completions", loop(pages), nil)
+		if got := resp.Header.Get(proxy.HeaderStatus); got != want {
+			t.Fatalf("%d snapshots of the same page: %s = %q, want %q", pages, proxy.HeaderStatus, got, want)
+		}
+	}
+	m := scrape(t, gw)
+	labels := map[string]string{"format": "browsergym", "model": "gpt-4.1", "key": "anonymous"}
+	if got := value(m, "focusgate_relooks_total", labels); got != 1 {
+		t.Errorf("focusgate_relooks_total = %v, want 1", got)
+	}
+	if got := value(m, "focusgate_pruned_pages_total", labels); got != 1 {
+		t.Errorf("focusgate_pruned_pages_total = %v, want 1", got)
+	}
+	if got := value(m, "focusgate_prune_outcomes_total", map[string]string{"status": "skipped", "reason": "re-look"}); got != 1 {
+		t.Errorf("focusgate_prune_outcomes_total{reason=re-look} = %v, want 1", got)
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -140,10 +140,32 @@ func stubAncestors(lines []focusgate.Line, acts []action, flagged []bool) {
 	}
 }
 
+// relookHint tells the action model, once per page in stubs mode, how to see
+// what the stubs stand for: the gateway sends a page whole when the agent
+// takes a new snapshot of the same page right after a pruned one.
+const relookHint = "take a new snapshot to see the whole page"
+
 func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) string {
 	var b strings.Builder
-	b.Grow(renderedSize(t, acts))
+	b.Grow(renderedSize(t, acts) + len(relookHint))
 	b.WriteString(t.Text[:t.Lines[0].Start])
+	// In stubs mode the first line that stands for hidden ones carries the
+	// hint; the others only say that they were pruned.
+	hinted := mode != focusgate.Stubs
+	suffix := func() string {
+		if hinted {
+			return " (pruned)"
+		}
+		hinted = true
+		return " (pruned: " + relookHint + ")"
+	}
+	note := func() string {
+		if hinted {
+			return markerNote(1)
+		}
+		hinted = true
+		return "... 1 line pruned: " + relookHint + " ..."
+	}
 	for i := 0; i < len(t.Lines); {
 		l := t.Lines[i]
 		line := t.Text[l.Start:l.End]
@@ -154,11 +176,11 @@ func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) string {
 		case acts[i] == stub:
 			writeStub(&b, t.Format, line, l, "")
 			i++
-		case mode == focusgate.Stubs && (flagged == nil || !flagged[i]):
-			writeStub(&b, t.Format, line, l, " (pruned)")
+		case mode == focusgate.Stubs && (flagged == nil || !flagged[i]) && (l.BID != "" || l.Role != ""):
+			writeStub(&b, t.Format, line, l, suffix())
 			i++
 		case mode == focusgate.Stubs:
-			b.WriteString(t.Format.Marker(line, markerNote(1)))
+			b.WriteString(t.Format.Marker(line, note()))
 			i++
 		default:
 			j := i + 1

@@ -129,9 +129,18 @@ func checkApplied(t *testing.T, tree Tree, sel Selection, mode focusgate.Mode, o
 		if len(outLines) != n {
 			t.Fatalf("stubs mode wrote %d lines for %d", len(outLines), n)
 		}
+		// The first line that stands for hidden ones says how to see them.
+		hint := true
 		for i, l := range tree.Lines {
 			got, text := outLines[i], lineText(tree, i)
 			indent := text[:len(text)-len(strings.TrimLeft(text, "\t"))]
+			if !kept[i] && hint {
+				if !strings.Contains(got, "take a new snapshot to see the whole page") {
+					t.Errorf("line %d = %q: the first stub or marker does not say how to see the whole page", i+1, got)
+				}
+				hint = false
+				continue
+			}
 			switch {
 			case kept[i]:
 				if got != text {
@@ -248,7 +257,7 @@ func TestApplyFormats(t *testing.T) {
 			lines: []focusgate.Line{{Start: 0, End: 18}, {Start: 19, End: 44, Depth: 1, BID: "a212", Role: "navigation"},
 				{Start: 45, End: 65, Depth: 2, BID: "a213", Role: "link"}, {Start: 66, End: 86, Depth: 1, Role: "StaticText"}},
 			ancestors: "RootWebArea 'Shop'\n\t[a212] navigation\n\t\t[a213] link 'Cart'\n\t... 1 line pruned ...",
-			stub:      "RootWebArea 'Shop'\n\t[a212] navigation (pruned)\n\t\t[a213] link 'Cart'\n\tStaticText (pruned)",
+			stub:      "RootWebArea 'Shop'\n\t[a212] navigation (pruned: take a new snapshot to see the whole page)\n\t\t[a213] link 'Cart'\n\tStaticText (pruned)",
 		},
 		{
 			format: detect.WebArena,
@@ -256,7 +265,7 @@ func TestApplyFormats(t *testing.T) {
 			lines: []focusgate.Line{{Start: 23, End: 59, BID: "1", Role: "RootWebArea"}, {Start: 60, End: 82, Depth: 1, BID: "2", Role: "navigation"},
 				{Start: 83, End: 100, Depth: 2, BID: "3", Role: "link"}, {Start: 101, End: 125, Depth: 1, BID: "4", Role: "StaticText"}},
 			ancestors: "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop' focused: True\n\t[2] navigation\n\t\t[3] link 'Cart'\n\t... 1 line pruned ...\n",
-			stub:      "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop' focused: True\n\t[2] navigation (pruned)\n\t\t[3] link 'Cart'\n\t[4] StaticText (pruned)\n",
+			stub:      "Tab 0 (current): Shop\n\n[1] RootWebArea 'Shop' focused: True\n\t[2] navigation (pruned: take a new snapshot to see the whole page)\n\t\t[3] link 'Cart'\n\t[4] StaticText (pruned)\n",
 		},
 		{
 			format: detect.AgentOccam,
@@ -264,7 +273,7 @@ func TestApplyFormats(t *testing.T) {
 			lines: []focusgate.Line{{Start: 0, End: 31, BID: "2634", Role: "RootWebArea"}, {Start: 32, End: 57, Depth: 1, BID: "3987", Role: "navigation"},
 				{Start: 58, End: 78, Depth: 2, BID: "3989", Role: "link"}, {Start: 79, End: 93, Depth: 1, Role: "text"}},
 			ancestors: "RootWebArea [2634] 'My Account'\n\tnavigation [3987]\n\t\tlink [3989] 'Cart'\n\t... 1 line pruned ...",
-			stub:      "RootWebArea [2634] 'My Account'\n\tnavigation [3987] (pruned)\n\t\tlink [3989] 'Cart'\n\ttext (pruned)",
+			stub:      "RootWebArea [2634] 'My Account'\n\tnavigation [3987] (pruned: take a new snapshot to see the whole page)\n\t\tlink [3989] 'Cart'\n\ttext (pruned)",
 		},
 		{
 			format: detect.Playwright,
@@ -272,7 +281,7 @@ func TestApplyFormats(t *testing.T) {
 			lines: []focusgate.Line{{Start: 0, End: 19, BID: "e1", Role: "generic"}, {Start: 20, End: 52, Depth: 1, BID: "e12", Role: "navigation"},
 				{Start: 53, End: 80, Depth: 2, BID: "e13", Role: "link"}, {Start: 81, End: 97, Depth: 1, Role: "text"}},
 			ancestors: "- generic [ref=e1]:\n  - navigation [ref=e12]\n    - link \"Cart\" [ref=e13]\n  - ... 1 line pruned ...",
-			stub:      "- generic [ref=e1]:\n  - navigation [ref=e12] (pruned)\n    - link \"Cart\" [ref=e13]\n  - text (pruned)",
+			stub:      "- generic [ref=e1]:\n  - navigation [ref=e12] (pruned: take a new snapshot to see the whole page)\n    - link \"Cart\" [ref=e13]\n  - text (pruned)",
 		},
 		{
 			format: detect.BrowserUse,
@@ -280,7 +289,7 @@ func TestApplyFormats(t *testing.T) {
 			lines: []focusgate.Line{{Start: 0, End: 11, BID: "1", Role: "body"}, {Start: 12, End: 24, Depth: 1, BID: "12", Role: "nav"},
 				{Start: 25, End: 48, Depth: 2, BID: "13", Role: "a"}, {Start: 49, End: 56, Depth: 1}},
 			ancestors: "[1]<body />\n\t[12]<nav />\n\t\t*[13]<a href=/cart />\n\t... 1 line pruned ...",
-			stub:      "[1]<body />\n\t[12]<nav /> (pruned)\n\t\t*[13]<a href=/cart />\n\t... 1 line pruned ...",
+			stub:      "[1]<body />\n\t[12]<nav /> (pruned: take a new snapshot to see the whole page)\n\t\t*[13]<a href=/cart />\n\t... 1 line pruned ...",
 		},
 		{
 			format: detect.Stagehand,
@@ -288,7 +297,7 @@ func TestApplyFormats(t *testing.T) {
 			lines: []focusgate.Line{{Start: 0, End: 28, BID: "0-2", Role: "RootWebArea"}, {Start: 29, End: 54, Depth: 1, BID: "0-31", Role: "scrollable, html"},
 				{Start: 55, End: 76, Depth: 2, BID: "0-40", Role: "link"}, {Start: 77, End: 104, Depth: 1, BID: "0-50", Role: "StaticText"}},
 			ancestors: "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html\n    [0-40] link: Cart\n  ... 1 line pruned ...",
-			stub:      "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html (pruned)\n    [0-40] link: Cart\n  [0-50] StaticText (pruned)",
+			stub:      "DOM: [0-2] RootWebArea: Shop\n  [0-31] scrollable, html (pruned: take a new snapshot to see the whole page)\n    [0-40] link: Cart\n  [0-50] StaticText (pruned)",
 		},
 		{
 			format: detect.ChromeDevTools,
@@ -296,7 +305,7 @@ func TestApplyFormats(t *testing.T) {
 			lines: []focusgate.Line{{Start: 0, End: 43, BID: "1_0", Role: "RootWebArea"}, {Start: 44, End: 71, Depth: 1, BID: "1_1", Role: "navigation"},
 				{Start: 72, End: 116, Depth: 2, BID: "1_2", Role: "link"}, {Start: 117, End: 135, Depth: 1, BID: "1_3"}},
 			ancestors: "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  ... 1 line pruned ...",
-			stub:      "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation (pruned)\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  uid=1_3 (pruned)",
+			stub:      "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation (pruned: take a new snapshot to see the whole page)\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  uid=1_3 (pruned)",
 		},
 	}
 	sel := Selection{Ranges: []Range{{3, 3}}}
@@ -361,7 +370,7 @@ func TestApplyRules(t *testing.T) {
 			name: "flagged line is a bare marker in stubs mode",
 			sel:  Selection{Ranges: []Range{{7, 7}}, Flagged: []int{6}},
 			mode: focusgate.Stubs,
-			want: "RootWebArea 'Form'\n\t[10] form (pruned)\n\t\t[11] textbox (pruned)\n\t\t[12] button (pruned)\n\t[20] dialog (pruned)\n\t\t... 1 line pruned ...\n\t\t[22] button 'Close'\n\t[30] contentinfo (pruned)",
+			want: "RootWebArea 'Form'\n\t[10] form (pruned: take a new snapshot to see the whole page)\n\t\t[11] textbox (pruned)\n\t\t[12] button (pruned)\n\t[20] dialog (pruned)\n\t\t... 1 line pruned ...\n\t\t[22] button 'Close'\n\t[30] contentinfo (pruned)",
 		},
 		{
 			name: "flagged ancestor gets no stub",

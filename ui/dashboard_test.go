@@ -348,3 +348,46 @@ func TestRingBounds(t *testing.T) {
 		}
 	})
 }
+
+// The re-look rate is re-looks per page sent pruned, overall, per action
+// model and per page format: the online signal that pruning hides what the
+// agent needs.
+func TestOverviewRelookRate(t *testing.T) {
+	d := ui.New(ui.Options{})
+	pruned := func(model, format string) ui.Record {
+		return ui.Record{Model: model, Format: format, Status: focusgate.Pruned,
+			Observations: []ui.Observation{{Format: format, Status: focusgate.Pruned}}}
+	}
+	relook := func(model, format string) ui.Record {
+		return ui.Record{Model: model, Format: format, Status: focusgate.Skipped, Reason: focusgate.Relook, Relook: true,
+			Observations: []ui.Observation{{Format: format, Status: focusgate.Pruned}, {Format: format, Status: focusgate.Skipped, Reason: focusgate.Relook}}}
+	}
+	for _, r := range []ui.Record{
+		pruned("gpt-4.1", "playwright"), pruned("gpt-4.1", "playwright"), pruned("gpt-4.1", "playwright"), relook("gpt-4.1", "playwright"),
+		pruned("o3", "browsergym"), relook("o3", "browsergym"),
+		{Model: "o3", Status: focusgate.Skipped, Reason: focusgate.NoObservation},
+	} {
+		d.Record(r)
+	}
+	var o ui.Overview
+	decode(t, d, "/ui/api/overview", &o)
+	rate := func(r *float64) float64 {
+		if r == nil {
+			return -1
+		}
+		return *r
+	}
+	if o.Total.Relooks != 2 || o.Total.PrunedPages != 4 || rate(o.Total.RelookRate) != 0.5 {
+		t.Errorf("total: %d re-looks, %d pruned pages, rate %v; want 2, 4, 0.5", o.Total.Relooks, o.Total.PrunedPages, rate(o.Total.RelookRate))
+	}
+	want := map[string]float64{"gpt-4.1": 1.0 / 3, "o3": 1, "playwright": 1.0 / 3, "browsergym": 1}
+	for _, r := range append(o.Models, o.Formats...) {
+		if w, ok := want[r.Name]; ok && rate(r.RelookRate) != w {
+			t.Errorf("%s: re-look rate %v, want %v", r.Name, rate(r.RelookRate), w)
+		}
+		delete(want, r.Name)
+	}
+	if len(want) != 0 {
+		t.Errorf("no rows for %v", want)
+	}
+}

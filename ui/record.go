@@ -42,6 +42,11 @@ type Record struct {
 	SavedUSD     float64
 	RetrieverUSD float64
 
+	// Relook says the newest page repeated the page the agent had just been
+	// shown pruned, and went out whole. Format is the newest page's format.
+	Relook bool
+	Format string
+
 	Observations []Observation
 }
 
@@ -90,7 +95,11 @@ func recordOf(key string, out pipeline.Outcome) Record {
 		TokensBefore: out.TokensBefore, TokensAfter: out.TokensAfter,
 		Cache: out.Cache, Retriever: out.Retriever, Flagged: out.Flagged,
 		Priced: out.Priced, SavedUSD: out.SavedUSD, RetrieverUSD: out.RetrieverUSD,
+		Relook:       out.Relook,
 		Observations: make([]Observation, len(out.Pages)),
+	}
+	if n := len(out.Pages); n > 0 {
+		rec.Format = string(out.Pages[n-1].Observation.Format)
 	}
 	for i, pg := range out.Pages {
 		o, r := pg.Observation, pg.Result

@@ -46,6 +46,10 @@ type tally struct {
 	hit, miss, shared                     int64
 	flagged                               int64
 	latency                               []int64 // counts per latencyBounds bucket, plus one past the last
+	// relooks counts requests whose newest page was a re-look, and
+	// prunedPages those whose newest page went out pruned: their ratio is
+	// the re-look rate.
+	relooks, prunedPages int64
 }
 
 func (t *tally) add(r *Record) {
@@ -72,6 +76,12 @@ func (t *tally) add(r *Record) {
 		t.retrieverUSD += r.RetrieverUSD
 	}
 	t.flagged += int64(r.Flagged)
+	if r.Relook {
+		t.relooks++
+	}
+	if n := len(r.Observations); n > 0 && r.Observations[n-1].Status == focusgate.Pruned {
+		t.prunedPages++
+	}
 	// Look-ups and waits are counted per observation, as the metrics count
 	// them.
 	for _, o := range r.Observations {
@@ -97,6 +107,8 @@ func (t *tally) add(r *Record) {
 }
 
 func (t *tally) merge(u *tally) {
+	t.relooks += u.relooks
+	t.prunedPages += u.prunedPages
 	t.requests += u.requests
 	t.pruned += u.pruned
 	t.skipped += u.skipped
@@ -176,6 +188,9 @@ type Summary struct {
 	RetrieverP50Ms *float64      `json:"retriever_p50_ms"` // null without a retriever wait
 	RetrieverP95Ms *float64      `json:"retriever_p95_ms"`
 	Flagged        int64         `json:"flagged"`
+	Relooks        int64         `json:"relooks"`
+	PrunedPages    int64         `json:"pruned_pages"`
+	RelookRate     *float64      `json:"relook_rate"` // re-looks per page sent pruned; null before one is
 }
 
 // ReasonCount is how many requests were skipped or failed open for one
@@ -194,7 +209,7 @@ func (t *tally) summary() Summary {
 		PricedRequests: t.priced, SavedUSD: t.savedUSD, RetrieverUSD: t.retrieverUSD,
 		NetUSD:   t.savedUSD - t.retrieverUSD,
 		CacheHit: t.hit, CacheMiss: t.miss, CacheShared: t.shared,
-		Flagged: t.flagged,
+		Flagged: t.flagged, Relooks: t.relooks, PrunedPages: t.prunedPages, RelookRate: t.relookRate(),
 	}
 	for k, v := range t.reasons {
 		s.Reasons = append(s.Reasons, ReasonCount{k.status, k.reason, v})
@@ -217,6 +232,16 @@ func (t *tally) summary() Summary {
 	return s
 }
 
+// relookRate is the re-look rate: re-looks per newest page sent pruned. It
+// is nil until a page has been pruned.
+func (t *tally) relookRate() *float64 {
+	if t.prunedPages == 0 {
+		return nil
+	}
+	r := float64(t.relooks) / float64(t.prunedPages)
+	return &r
+}
+
 // Point is one minute of the chart.
 type Point struct {
 	Time         int64   `json:"t"` // start of the minute, Unix milliseconds
@@ -231,14 +256,17 @@ type Point struct {
 
 // Row is one line of a breakdown by model or by key.
 type Row struct {
-	Name         string  `json:"name"`
-	Requests     int64   `json:"requests"`
-	Pruned       int64   `json:"pruned"`
-	FailedOpen   int64   `json:"failed_open"`
-	TokensBefore int64   `json:"tokens_before"`
-	TokensAfter  int64   `json:"tokens_after"`
-	Reduction    float64 `json:"reduction"`
-	NetUSD       float64 `json:"net_usd"`
+	Name         string   `json:"name"`
+	Requests     int64    `json:"requests"`
+	Pruned       int64    `json:"pruned"`
+	FailedOpen   int64    `json:"failed_open"`
+	TokensBefore int64    `json:"tokens_before"`
+	TokensAfter  int64    `json:"tokens_after"`
+	Reduction    float64  `json:"reduction"`
+	NetUSD       float64  `json:"net_usd"`
+	Relooks      int64    `json:"relooks"`
+	PrunedPages  int64    `json:"pruned_pages"`
+	RelookRate   *float64 `json:"relook_rate"`
 }
 
 type bucket struct {
@@ -255,10 +283,11 @@ type stats struct {
 	minutes [hourMinutes]bucket
 	models  map[string]*tally
 	keys    map[string]*tally
+	formats map[string]*tally // by the newest page's format
 }
 
 func newStats(now time.Time) *stats {
-	return &stats{started: now, models: map[string]*tally{}, keys: map[string]*tally{}}
+	return &stats{started: now, models: map[string]*tally{}, keys: map[string]*tally{}, formats: map[string]*tally{}}
 }
 
 func (s *stats) add(r *Record) {
@@ -277,6 +306,9 @@ func (s *stats) add(r *Record) {
 	row(s.models, r.Model).add(r)
 	if r.Key != "" {
 		row(s.keys, r.Key).add(r)
+	}
+	if r.Format != "" {
+		row(s.formats, r.Format).add(r)
 	}
 }
 
@@ -309,6 +341,7 @@ type Overview struct {
 	Series  []Point   `json:"series"` // the last hour, one point per minute, oldest first
 	Models  []Row     `json:"models"`
 	Keys    []Row     `json:"keys"`
+	Formats []Row     `json:"formats"`
 	Ring    RingUsage `json:"ring"`
 }
 
@@ -338,7 +371,7 @@ func (s *stats) overview(now time.Time) Overview {
 		o.Series = append(o.Series, p)
 	}
 	o.Hour = hour.summary()
-	o.Models, o.Keys = rows(s.models), rows(s.keys)
+	o.Models, o.Keys, o.Formats = rows(s.models), rows(s.keys), rows(s.formats)
 	return o
 }
 
@@ -346,7 +379,8 @@ func rows(m map[string]*tally) []Row {
 	out := make([]Row, 0, len(m))
 	for name, t := range m {
 		r := Row{Name: name, Requests: t.requests, Pruned: t.pruned, FailedOpen: t.failedOpen,
-			TokensBefore: t.tokensBefore, TokensAfter: t.tokensAfter, NetUSD: t.savedUSD - t.retrieverUSD}
+			TokensBefore: t.tokensBefore, TokensAfter: t.tokensAfter, NetUSD: t.savedUSD - t.retrieverUSD,
+			Relooks: t.relooks, PrunedPages: t.prunedPages, RelookRate: t.relookRate()}
 		if t.tokensBefore > 0 {
 			r.Reduction = 1 - float64(t.tokensAfter)/float64(t.tokensBefore)
 		}

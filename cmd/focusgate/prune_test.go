@@ -194,3 +194,27 @@ func TestPruneRequestAPIFlag(t *testing.T) {
 		t.Errorf("unknown --api accepted: %v", err)
 	}
 }
+
+// FOCUSGATE_BYPASS_MODELS reaches the pipeline: a matching action model's
+// request goes out as it came, before the retriever is asked anything.
+func TestBypassModelsSetting(t *testing.T) {
+	const file = "../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json"
+	body, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, prompts := scriptedRetriever(t, http.StatusOK, "<answer>[(1,2)]</answer>")
+	env := map[string]string{"FOCUSGATE_RETRIEVER_URL": url, "FOCUSGATE_BYPASS_MODELS": "o3*, gpt-4.1*"}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"focusgate", "prune", "--request", file}, func(k string) string { return env[k] }, nil, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stdout.Bytes(), body) || !strings.Contains(stderr.String(), "reason=bypass-model") || len(prompts()) != 0 {
+		t.Errorf("stderr %q, %d retriever calls, body changed: %v; want bypass-model, no call, the body as it came", stderr.String(), len(prompts()), !bytes.Equal(stdout.Bytes(), body))
+	}
+	env["FOCUSGATE_BYPASS_MODELS"] = "o3["
+	err = run(context.Background(), []string{"focusgate", "prune", "--request", file}, func(k string) string { return env[k] }, nil, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "FOCUSGATE_BYPASS_MODELS") {
+		t.Errorf("a malformed pattern: error %v, want one naming FOCUSGATE_BYPASS_MODELS", err)
+	}
+}

@@ -71,6 +71,7 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 		Mode:               cfg.Mode,
 		Variant:            cfg.Prompt,
 		PruneAll:           cfg.PruneAll,
+		BypassModels:       cfg.BypassPatterns(),
 		Budget:             cfg.RetrieverTimeout,
 		InspectBudgetBytes: cfg.InspectBudget,
 		Prices:             prices,

@@ -69,6 +69,7 @@ const labels = {
   requests: "requests inspected", pruned: "pruned", skipped: "skipped", failed_open: "failed open",
   tokens: "observation tokens before → after", reduction: "tokens removed", net_usd: "saved, net of retriever",
   cache: "cache hit rate", latency: "retriever p50 / p95", flagged: "injection lines flagged",
+  relook: "re-look rate",
 };
 
 function periodCard(title, id, p) {
@@ -85,6 +86,7 @@ function periodCard(title, id, p) {
       stat("cache", (p.cache_hit + p.cache_miss + p.cache_shared) ? fmtPct(p.cache_hit_rate) : "–", fmtInt(p.cache_hit) + " hit · " + fmtInt(p.cache_miss) + " miss · " + fmtInt(p.cache_shared) + " shared"),
       stat("latency", fmtMs(p.retriever_p50_ms) + " / " + fmtMs(p.retriever_p95_ms)),
       stat("flagged", fmtInt(p.flagged)),
+      stat("relook", p.relook_rate == null ? "–" : fmtPct(p.relook_rate), fmtInt(p.relooks) + " re-looks · " + fmtInt(p.pruned_pages) + " pages pruned"),
     ),
     p.reasons.length ? h("ul", { class: "reasons" }, p.reasons.map((r) => h("li", { class: "reason st-" + r.status, text: statusText(r.status, r.reason) + " × " + r.count }))) : null,
   );
@@ -130,11 +132,12 @@ function breakdown(title, id, rows) {
   return h("section", { id },
     h("h2", { text: title }),
     h("div", { class: "tablewrap" }, h("table", {},
-      h("thead", {}, h("tr", {}, ["name", "requests", "pruned", "failed open", "tokens before → after", "removed", "saved (net)"].map((c, i) => h("th", { class: i ? "num" : "", text: c })))),
+      h("thead", {}, h("tr", {}, ["name", "requests", "pruned", "failed open", "tokens before → after", "removed", "saved (net)", "re-look rate"].map((c, i) => h("th", { class: i ? "num" : "", text: c })))),
       h("tbody", {}, rows.map((r) => h("tr", {},
         h("td", { text: r.name }), h("td", { class: "num", text: fmtInt(r.requests) }), h("td", { class: "num", text: fmtInt(r.pruned) }),
         h("td", { class: "num", text: fmtInt(r.failed_open) }), h("td", { class: "num", text: fmtInt(r.tokens_before) + " → " + fmtInt(r.tokens_after) }),
-        h("td", { class: "num", text: fmtPct(r.reduction) }), h("td", { class: "num", text: fmtUSD(r.net_usd) })))))));
+        h("td", { class: "num", text: fmtPct(r.reduction) }), h("td", { class: "num", text: fmtUSD(r.net_usd) }),
+        h("td", { class: "num", title: `${r.relooks} re-looks after ${r.pruned_pages} pruned pages`, text: r.relook_rate == null ? "–" : fmtPct(r.relook_rate) })))))));
 }
 
 async function showOverview() {
@@ -147,6 +150,7 @@ async function showOverview() {
     chart(o.series),
     breakdown("By action model", "models", o.models),
     o.keys.length ? breakdown("By gateway key", "keys", o.keys) : null,
+    o.formats.length ? breakdown("By page format", "formats", o.formats) : null,
   ];
 }
 

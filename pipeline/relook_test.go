@@ -1,0 +1,150 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/pipeline"
+)
+
+// toolLoop is a chat tool loop whose tool results are the given pages, each
+// after a tool call named by the action before it.
+func toolLoop(t *testing.T, model string, steps ...[2]string) []byte {
+	t.Helper()
+	msgs := []map[string]any{
+		{"role": "system", "content": "You drive a web browser with tools."},
+		{"role": "user", "content": "Order a standard laptop with the default configuration"},
+	}
+	for i, s := range steps {
+		id := string(rune('a' + i))
+		msgs = append(msgs,
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{
+				"id": id, "type": "function", "function": map[string]any{"name": s[0], "arguments": "{}"},
+			}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": s[1]},
+		)
+	}
+	body, err := json.Marshal(map[string]any{"model": model, "messages": msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func readPage(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/axtrees/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A second look at the same page right after a pruned one goes out whole;
+// the first stays as it was forwarded; a new page after an action is pruned
+// again; and every later request forwards the earlier turns byte for byte.
+func TestRelookGoesOutWhole(t *testing.T) {
+	laptop := readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")
+	ipad := readPage(t, "bgym-pr301_workarena_ipad_pro_form.txt")
+	p := newGoldenPipeline()
+	send := func(body []byte) ([]byte, pipeline.Outcome) {
+		return p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: body})
+	}
+
+	first, out := send(toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}))
+	if out.Status != focusgate.Pruned {
+		t.Fatalf("first look: %s %s, want pruned", out.Status, out.Reason)
+	}
+
+	again := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop})
+	second, out := send(again)
+	if out.Status != focusgate.Skipped || out.Reason != focusgate.Relook || !out.Relook {
+		t.Fatalf("second look: %s %s relook=%v, want skipped re-look", out.Status, out.Reason, out.Relook)
+	}
+	if got := toolResults(t, second); got[1] != laptop || got[0] == laptop {
+		t.Errorf("tool results forwarded with %d and %d bytes: want the first pruned, the re-look whole (%d)", len(got[0]), len(got[1]), len(laptop))
+	}
+	if out.Older.Reapplied != 1 {
+		t.Errorf("older pages re-applied: %d, want the first look, pruned as before", out.Older.Reapplied)
+	}
+	if out.TokensBefore != out.Pages[0].Result.TokensBefore*2 || out.Pages[1].Result.TokensAfter != out.Pages[1].Result.TokensBefore {
+		t.Errorf("tokens %d -> %d: the re-look must count whole", out.TokensBefore, out.TokensAfter)
+	}
+	assertSamePrefix(t, first, second)
+
+	moved := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop}, [2]string{"click", ipad})
+	third, out := send(moved)
+	if out.Status != focusgate.Pruned || out.Relook {
+		t.Fatalf("new page after an action: %s %s, want pruned", out.Status, out.Reason)
+	}
+	if got := toolResults(t, third); got[1] != laptop || out.Pages[1].Result.Reason != focusgate.Relook {
+		t.Errorf("the earlier re-look is now %s %s (%d bytes): it must stay whole, as it was forwarded", out.Pages[1].Result.Status, out.Pages[1].Result.Reason, len(got[1]))
+	}
+	assertSamePrefix(t, second, third)
+
+	// A third look after the whole one is pruned again: the agent saw the
+	// page whole the step before.
+	thrice := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop})
+	if _, out := send(thrice); out.Pages[2].Result.Status != focusgate.Pruned {
+		t.Errorf("a look after a whole one: %s %s, want pruned", out.Pages[2].Result.Status, out.Pages[2].Result.Reason)
+	}
+}
+
+// toolResults decodes the tool messages of a forwarded chat body.
+func toolResults(t *testing.T, body []byte) []string {
+	t.Helper()
+	var req struct {
+		Messages []struct{ Role, Content string }
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range req.Messages {
+		if m.Role == "tool" {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
+// assertSamePrefix checks that later forwards every message earlier
+// forwarded byte for byte: the provider's prefix cache keeps hitting.
+func assertSamePrefix(t *testing.T, earlier, later []byte) {
+	t.Helper()
+	end := bytes.LastIndex(earlier, []byte("]}")) // the end of the messages array
+	if end < 0 || !bytes.HasPrefix(later, earlier[:end]) {
+		t.Errorf("the earlier turns were not forwarded byte for byte")
+	}
+}
+
+// Models matching FOCUSGATE_BYPASS_MODELS are never pruned, older pages
+// included.
+func TestBypassModels(t *testing.T) {
+	laptop := readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")
+	ipad := readPage(t, "bgym-pr301_workarena_ipad_pro_form.txt")
+	opts := goldenOptions()
+	opts.BypassModels = []string{"o3*", "openai/GPT-5-*"}
+	p := pipeline.New(opts)
+	ctx := context.Background()
+
+	// A pruned page, stored, then the same conversation with a bypassed
+	// model: nothing is re-applied.
+	if _, out := p.Rewrite(ctx, pipeline.Request{API: focusgate.Chat, Body: toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop})}); out.Status != focusgate.Pruned {
+		t.Fatalf("gpt-4.1: %s %s, want pruned", out.Status, out.Reason)
+	}
+	for _, model := range []string{"o3", "o3-mini-2025-01-31", "azure/O3-pro", "gpt-5-mini"} {
+		body := toolLoop(t, model, [2]string{"snapshot", laptop}, [2]string{"click", ipad})
+		got, out := p.Rewrite(ctx, pipeline.Request{API: focusgate.Chat, Body: body})
+		if out.Status != focusgate.Skipped || out.Reason != focusgate.BypassModel || !bytes.Equal(got, body) {
+			t.Errorf("%s: %s %s, body changed: %v; want skipped bypass-model and the body as it came", model, out.Status, out.Reason, !bytes.Equal(got, body))
+		}
+	}
+	if _, out := p.Rewrite(ctx, pipeline.Request{API: focusgate.Chat, Body: toolLoop(t, "gpt-4.1-mini", [2]string{"click", ipad})}); out.Reason == focusgate.BypassModel {
+		t.Errorf("gpt-4.1-mini bypassed by patterns that do not match it")
+	}
+}
