@@ -37,7 +37,14 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	r := c.Request
-	name, ok := s.opts.Keys.Lookup(bearerToken(r.Header))
+	// Gateway keys come as a bearer token (OpenAI clients, Claude Code's
+	// ANTHROPIC_AUTH_TOKEN) or in x-api-key (Anthropic clients,
+	// ANTHROPIC_API_KEY).
+	carrier, presented := "Authorization", bearerToken(r.Header)
+	if presented == "" {
+		carrier, presented = "X-Api-Key", singleValue(r.Header, "X-Api-Key")
+	}
+	name, ok := s.opts.Keys.Lookup(presented)
 	if !ok {
 		if r.ContentLength != 0 {
 			// The body is not read: close rather than drain it.
@@ -50,12 +57,15 @@ func (s *Server) authenticate(c *gin.Context) {
 		c.Abort()
 		return
 	}
-	if s.opts.UpstreamAPIKey != "" {
+	// The gateway key never leaves the gateway; the upstream's own key, if
+	// one is configured, takes its place in the header that upstream reads.
+	// An upstream that needs no key (a local model server) gets none.
+	r.Header.Del(carrier)
+	switch {
+	case infoFrom(r.Context()).dialect == anthropic && s.opts.AnthropicAPIKey != "":
+		r.Header.Set("X-Api-Key", s.opts.AnthropicAPIKey)
+	case infoFrom(r.Context()).dialect != anthropic && s.opts.UpstreamAPIKey != "":
 		r.Header.Set("Authorization", "Bearer "+s.opts.UpstreamAPIKey)
-	} else {
-		// An upstream that needs no key (a local model server) gets none:
-		// the gateway key never leaves the gateway.
-		r.Header.Del("Authorization")
 	}
 	c.Request = r.WithContext(context.WithValue(r.Context(), keyNameCtx{}, name))
 }
@@ -72,6 +82,15 @@ func bearerToken(h http.Header) string {
 		return ""
 	}
 	return strings.TrimSpace(token)
+}
+
+// singleValue returns the value of a header sent exactly once, or "".
+func singleValue(h http.Header, name string) string {
+	values := h.Values(name)
+	if len(values) != 1 {
+		return ""
+	}
+	return strings.TrimSpace(values[0])
 }
 
 // keyNamer is implemented by Keys that can list their names (*keys.File).

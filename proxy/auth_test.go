@@ -92,10 +92,11 @@ func newKeyedGateway(t *testing.T, k proxy.Keys, configure ...func(*gatewayOptio
 	base, _ := url.Parse(upSrv.URL + "/tenant-a/v1")
 	logs := testlog.New()
 	opts := gatewayOptions{proxyOptions: proxy.Options{
-		Upstream:       base,
-		UpstreamAPIKey: upstreamKey,
-		Keys:           k,
-		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Upstream:          base,
+		AnthropicUpstream: base,
+		UpstreamAPIKey:    upstreamKey,
+		Keys:              k,
+		Logger:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}}
 	for _, c := range configure {
 		c(&opts)

@@ -56,7 +56,8 @@ func (copyBuffers) Put(b []byte) {
 // the client sent them, minus hop-by-hop ones (removed by ReverseProxy) and
 // focusgate's own.
 func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
-	up := upstreamURL(s.opts.Upstream, pr.In.URL)
+	d := infoFrom(pr.In.Context()).dialect
+	up := upstreamURL(s.upstreamFor(d), pr.In.URL)
 	pr.Out.URL.Scheme, pr.Out.URL.Host = up.Scheme, up.Host
 	pr.Out.URL.Path, pr.Out.URL.RawPath = up.Path, up.RawPath
 	pr.Out.Host = ""
@@ -74,8 +75,13 @@ func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
 		}
 	}
 	stripOwnTrailers(pr.Out)
-	if s.opts.UpstreamAPIKey != "" && pr.Out.Header.Get("Authorization") == "" {
-		pr.Out.Header.Set("Authorization", "Bearer "+s.opts.UpstreamAPIKey)
+	switch h := pr.Out.Header; {
+	case d == anthropic:
+		if s.opts.AnthropicAPIKey != "" && h.Get("X-Api-Key") == "" && h.Get("Authorization") == "" {
+			h.Set("X-Api-Key", s.opts.AnthropicAPIKey)
+		}
+	case s.opts.UpstreamAPIKey != "" && h.Get("Authorization") == "":
+		h.Set("Authorization", "Bearer "+s.opts.UpstreamAPIKey)
 	}
 }
 

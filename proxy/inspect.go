@@ -108,8 +108,11 @@ func (s *Server) tooLarge(c *gin.Context) {
 }
 
 // credential is the client's own API key, which the pipeline may use for the
-// retriever when none is configured: the bearer token of Authorization.
+// retriever when none is configured: the bearer token of Authorization, else
+// Anthropic's x-api-key.
 func credential(h http.Header) string {
-	key, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
-	return key
+	if key, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
+		return key
+	}
+	return h.Get("X-Api-Key")
 }

@@ -47,7 +47,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_requests_total",
-			Help: "Requests served, by route (chat, responses, passthrough, own), HTTP status code and gateway key name.",
+			Help: "Requests served, by route (chat, responses, messages, passthrough, own), HTTP status code and gateway key name.",
 		}, []string{"route", "code", "key"}),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "focusgate_request_duration_seconds",
@@ -154,6 +154,8 @@ func routeLabel(fullPath string) string {
 		return "chat"
 	case "/v1/responses", "/responses":
 		return "responses"
+	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens":
+		return "messages"
 	case "":
 		return "passthrough"
 	}

@@ -21,6 +21,8 @@ type requestInfo struct {
 	// bodyTimedOut is set when the client did not send its body within
 	// Options.BodyReadTimeout.
 	bodyTimedOut atomic.Bool
+	// dialect is the API the request speaks, set before the handler runs.
+	dialect dialect
 }
 
 // isTimeout reports whether err is a deadline passing, such as a

@@ -29,13 +29,18 @@ func (s *Server) routes() *gin.Engine {
 		e.Any("/ui", ui)
 		e.Any("/ui/*path", ui)
 	}
-	// Every proxied route is authenticated and confined to the upstream's
-	// base path; the own endpoints above keep their own access rules.
-	proxied := []gin.HandlerFunc{s.authenticate, s.checkPath}
+	// Every proxied route speaks its provider's dialect, is authenticated
+	// and is confined to the upstream's base path; the own endpoints above
+	// keep their own access rules.
+	proxied := []gin.HandlerFunc{s.speakDialect, s.authenticate, s.checkPath}
 	api := e.Group("", proxied...)
 	for _, prefix := range []string{"/v1", ""} {
 		api.POST(prefix+"/chat/completions", s.inspect(focusgate.Chat))
 		api.POST(prefix+"/responses", s.inspect(focusgate.Responses))
+		// count_tokens sizes a request as it would be sent: it is
+		// rewritten the same way (see README, Anthropic and Claude Code).
+		api.POST(prefix+"/messages", s.inspect(focusgate.Messages))
+		api.POST(prefix+"/messages/count_tokens", s.inspect(focusgate.Messages))
 	}
 	e.NoRoute(append(proxied, s.passthrough)...)
 	return e

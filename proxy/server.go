@@ -31,6 +31,13 @@ type Options struct {
 	// UpstreamAPIKey is sent as a bearer token when the client sends no
 	// Authorization; with Keys, on every request in place of the gateway key.
 	UpstreamAPIKey string
+	// AnthropicUpstream is the base URL of the Anthropic API, as
+	// ANTHROPIC_BASE_URL is given (https://api.anthropic.com); requests that
+	// speak it (the Messages routes, and any request with an
+	// anthropic-version header) go there. AnthropicAPIKey is the Anthropic
+	// counterpart of UpstreamAPIKey, sent as x-api-key.
+	AnthropicUpstream *url.URL
+	AnthropicAPIKey   string
 	// Keys, when set, are the gateway keys a client must present on every
 	// proxied route; nil leaves the gateway open (see authenticate).
 	Keys Keys
@@ -92,6 +99,9 @@ func New(opts Options) *Server {
 	}
 	if opts.UpstreamTimeout <= 0 {
 		opts.UpstreamTimeout = 10 * time.Minute
+	}
+	if opts.AnthropicUpstream == nil {
+		opts.AnthropicUpstream = &url.URL{Scheme: "https", Host: "api.anthropic.com"}
 	}
 	if opts.Transport == nil {
 		opts.Transport = newTransport(opts.UpstreamTimeout)
