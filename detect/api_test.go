@@ -1,4 +1,4 @@
-package detect_test
+package detect
 
 import (
 	"os"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/detect"
 )
 
 func TestAPIOf(t *testing.T) {
@@ -28,7 +27,7 @@ func TestAPIOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := detect.APIOf([]byte(tt.body)); got != tt.want {
+			if got := APIOf([]byte(tt.body)); got != tt.want {
 				t.Errorf("APIOf = %s, want %s", got, tt.want)
 			}
 		})
@@ -54,7 +53,7 @@ func TestAPIOfCapturedBodies(t *testing.T) {
 		case strings.Contains(base, "messages") || strings.Contains(base, "count_tokens"):
 			want = focusgate.Messages
 		}
-		if got := detect.APIOf(body); got != want {
+		if got := APIOf(body); got != want {
 			t.Errorf("%s: APIOf = %s, want %s", f, got, want)
 		}
 	}

@@ -44,9 +44,13 @@ func (r role) mayHoldTree() bool {
 // segment is one JSON string of a unit that holds text: a message's content, one of
 // its text parts, or a function call's output.
 type segment struct {
-	lit     literal
-	field   string // member of the unit that holds the text; "" when the unit is the string itself
-	part    int    // index in that member's array of parts, or -1 when the member is the string
+	lit   literal
+	field string // member of the unit that holds the text; "" when the unit is the string itself
+	part  int    // index in that member's array of parts, or -1 when the member is the string
+	// result is 1 + the index of the Messages API tool_result block whose
+	// content holds the text (part then indexes that content's blocks), or
+	// 0 when the text is not a tool result's.
+	result  int
 	text    string // decoded lazily
 	decoded bool
 	blocks  []Block // found lazily
@@ -57,6 +61,7 @@ type segment struct {
 // call is a tool call made by an assistant turn, kept as history.
 type call struct {
 	name, args literal
+	raw        bool // args is a JSON value (a Messages API tool_use input), not a string's content
 }
 
 // unit is one turn of the conversation: a chat message, a Responses input item, or
@@ -106,6 +111,14 @@ func parseConversation(body []byte, api focusgate.API) (*conversation, error) {
 			return c.messages(v)
 		case api == focusgate.Responses && string(key) == "input":
 			return c.input(v)
+		case api == focusgate.Messages && string(key) == "messages":
+			return c.anthropicMessages(v)
+		case api == focusgate.Messages && string(key) == "system":
+			u, next, err := c.systemPrompt(v)
+			if u.end > u.first {
+				instructions = &u
+			}
+			return next, err
 		case api == focusgate.Responses && string(key) == "instructions":
 			lit, next, ok, err := stringOrSkip(body, v, 1)
 			if ok {
@@ -123,7 +136,8 @@ func parseConversation(body []byte, api focusgate.API) (*conversation, error) {
 		return nil, syntaxError(i, "data after the top-level value")
 	}
 	if instructions != nil {
-		// Instructions come before every input item, whatever the member order.
+		// Instructions (the Messages API's system) come before every input
+		// item, whatever the member order.
 		c.units = append([]unit{*instructions}, c.units...)
 	}
 	return c, nil
@@ -314,6 +328,9 @@ func (u *unit) segPath(s *segment) string {
 	}
 	if s.field != "" {
 		p += "." + s.field
+	}
+	if s.result > 0 {
+		p += "." + strconv.Itoa(s.result-1) + ".content"
 	}
 	if s.part >= 0 {
 		p += "." + strconv.Itoa(s.part) + ".text"

@@ -377,7 +377,12 @@ func (c *conversation) assistantTurns(ui int) string {
 			parts = append(parts, c.segText(si))
 		}
 		for _, fn := range u.calls {
-			parts = append(parts, c.decode(fn.name)+"("+c.decode(fn.args)+")")
+			args := c.body[fn.args.start:fn.args.end]
+			if fn.raw {
+				parts = append(parts, c.decode(fn.name)+"("+string(args)+")")
+			} else {
+				parts = append(parts, c.decode(fn.name)+"("+c.decode(fn.args)+")")
+			}
 		}
 		t := joinText(parts...)
 		if t != "" {

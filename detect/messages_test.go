@@ -1,0 +1,162 @@
+package detect
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/focusgate/focusgate"
+)
+
+// capturedRequest is one line of a coding-agent capture's index.jsonl.
+type capturedRequest struct {
+	File      string `json:"file"`
+	API       string `json:"api"`
+	Snapshots []struct {
+		Path  string `json:"path"`
+		Chars int    `json:"chars"`
+	} `json:"snapshots"`
+	Target *string `json:"target"`
+}
+
+func readIndex(t *testing.T, dir string) []capturedRequest {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "index.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []capturedRequest
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r capturedRequest
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Every page snapshot of the real Claude Code and Codex requests is found,
+// in the string the capture names, in the right format, whole: as many
+// tree lines as the snapshot has lines of that format.
+func TestCodingAgentSnapshotsAreFound(t *testing.T) {
+	for _, tc := range []struct {
+		dir    string
+		format Format
+	}{
+		{"claude-code/playwright-mcp-admin", "playwright"},
+		{"claude-code/chrome-devtools-mcp-admin", "chrome-devtools"},
+		{"codex/playwright-mcp-admin", "playwright"},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			dir := filepath.Join("../testdata/agents", tc.dir)
+			withPage := 0
+			for _, r := range readIndex(t, dir) {
+				body, err := os.ReadFile(filepath.Join(dir, r.File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				api, err := focusgate.ParseAPI(r.API)
+				if err != nil {
+					t.Fatal(err)
+				}
+				obs, err := Find(body, api, Options{All: true})
+				if err != nil {
+					t.Fatalf("%s: %v", r.File, err)
+				}
+				if len(obs) != len(r.Snapshots) {
+					t.Errorf("%s: %d observations, want %d", r.File, len(obs), len(r.Snapshots))
+					continue
+				}
+				for i, s := range r.Snapshots {
+					o := obs[i]
+					withPage++
+					if o.Format != tc.format {
+						t.Errorf("%s: format %s, want %s", r.File, o.Format, tc.format)
+					}
+					text := gjson.GetBytes(body, s.Path).String()
+					if len([]rune(text)) != s.Chars || !strings.Contains(text, o.Text) {
+						t.Errorf("%s: the observation is not inside %s", r.File, s.Path)
+					}
+					if len(o.Text) < len(text)/2 || o.RawEnd <= o.RawStart {
+						t.Errorf("%s: the tree found is %d of the string's %d bytes", r.File, len(o.Text), len(text))
+					}
+					if o.Path != s.Path {
+						t.Errorf("%s: path %s, want %s", r.File, o.Path, s.Path)
+					}
+				}
+			}
+			if withPage == 0 {
+				t.Fatal("no snapshot in the capture")
+			}
+		})
+	}
+}
+
+// Claude Code's goal is the task the user typed, not the system reminders it
+// puts before it, and its history is the tools it called, as name(input).
+func TestClaudeCodeGoalAndHistory(t *testing.T) {
+	body, err := os.ReadFile("../testdata/agents/claude-code/playwright-mcp-admin/07-messages-stream.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := Find(body, focusgate.Messages, Options{})
+	if err != nil || len(obs) != 1 {
+		t.Fatalf("%d observations, %v", len(obs), err)
+	}
+	o := obs[0]
+	if !strings.HasPrefix(o.Goal, "Open http://127.0.0.1:19081/admin in the browser and click Save employee.") || strings.Contains(o.Goal, "system-reminder") {
+		t.Errorf("goal %q: want the user's task first, without system reminders", o.Goal)
+	}
+	for _, want := range []string{`mcp__playwright__browser_navigate({"url":"http://127.0.0.1:19081/admin"})`, "mcp__playwright__browser_snapshot({})"} {
+		if !strings.Contains(o.History, want) {
+			t.Errorf("history %q lacks %s", o.History, want)
+		}
+	}
+	if strings.Contains(o.History, "browser_click") {
+		t.Errorf("history %q holds a call made after the page", o.History)
+	}
+}
+
+// Blocks that hold no page text are never searched: thinking (signed),
+// tool_use inputs, images and documents, and unknown blocks; a tree in a
+// text block or a tool result is found, also in the system prompt.
+func TestMessagesBlocksSearched(t *testing.T) {
+	tree := strings.TrimSuffix(readFile(t, "../testdata/axtrees/bgym-pr301_workarena_standard_laptop_form.txt"), "\n")
+	js := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	for _, tt := range []struct {
+		name, body string
+		want       int
+	}{
+		{"text block", `{"messages":[{"role":"user","content":[{"type":"text","text":` + js(tree) + `}]}]}`, 1},
+		{"content string", `{"messages":[{"role":"user","content":` + js(tree) + `}]}`, 1},
+		{"tool_result string", `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":` + js(tree) + `}]}]}`, 1},
+		{"tool_result text blocks", `{"messages":[{"role":"user","content":[{"content":[{"type":"text","text":` + js(tree) + `}],"type":"tool_result","tool_use_id":"t","cache_control":{"type":"ephemeral"}}]}]}`, 1},
+		{"system string", `{"system":` + js(tree) + `,"messages":[]}`, 1},
+		{"system blocks", `{"system":[{"type":"text","text":` + js(tree) + `}],"messages":[]}`, 1},
+		{"thinking", `{"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":` + js(tree) + `,"signature":"x"}]}]}`, 0},
+		{"assistant text", `{"messages":[{"role":"assistant","content":[{"type":"text","text":` + js(tree) + `}]}]}`, 0},
+		{"tool_use input", `{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"text":` + js(tree) + `}}]}]}`, 0},
+		{"document", `{"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":` + js(tree) + `}}]}]}`, 0},
+		{"unknown block with content", `{"messages":[{"role":"user","content":[{"type":"search_result","content":[{"type":"text","text":` + js(tree) + `}]}]}]}`, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obs, err := Find([]byte(tt.body), focusgate.Messages, Options{All: true})
+			if err != nil || len(obs) != tt.want {
+				t.Fatalf("%d observations, %v; want %d", len(obs), err, tt.want)
+			}
+			for _, o := range obs {
+				if got, _ := json.Marshal(o.Text); !strings.Contains(tt.body[o.RawStart-1:o.RawEnd+1], string(got[1:len(got)-1])) {
+					t.Errorf("raw span %d:%d does not hold the tree", o.RawStart, o.RawEnd)
+				}
+			}
+		})
+	}
+}
