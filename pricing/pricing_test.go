@@ -23,7 +23,7 @@ func TestLookup(t *testing.T) {
 		{"gpt-4o-mini-search-preview", pricing.Price{Input: 0.15, Output: 0.6}, true},
 		{"gpt-4-0613", pricing.Price{Input: 30, Output: 60}, true},
 		{"o3-mini-2025-01-31", pricing.Price{Input: 1.1, Output: 4.4}, true},
-		{"claude-sonnet-4", pricing.Price{}, false},
+		{"gemini-2.5-pro", pricing.Price{}, false},
 		{"llama3", pricing.Price{}, false},
 		{"", pricing.Price{}, false},
 	}
@@ -70,5 +70,26 @@ func TestBreakEvenAndCost(t *testing.T) {
 	}
 	if c := full.Cost(1_000_000, 500_000); c != 6 {
 		t.Errorf("cost %v, want $2 + $4", c)
+	}
+}
+
+func TestClaudePrices(t *testing.T) {
+	tab := pricing.Default()
+	for model, want := range map[string]pricing.Price{
+		"claude-sonnet-4-5-20250929": {3, 15},
+		"anthropic/claude-haiku-4-5": {1, 5},
+		"claude-opus-4-6":            {15, 75},
+		"claude-3-5-haiku-latest":    {0.80, 4},
+	} {
+		if got, ok := tab.Lookup(model); !ok || got != want {
+			t.Errorf("%s: %v %v, want %v", model, got, ok, want)
+		}
+	}
+	// A Claude Haiku retriever in front of Sonnet pays from a third of
+	// the tokens removed.
+	h, _ := tab.Lookup("claude-haiku-4-5")
+	s, _ := tab.Lookup("claude-sonnet-4-5")
+	if be, _ := pricing.BreakEven(h, s); be < 0.33 || be > 0.34 {
+		t.Errorf("break-even %v, want 1/3", be)
 	}
 }

@@ -1,6 +1,7 @@
 package prune
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,9 +29,12 @@ type Query struct {
 	APIKey string
 }
 
-// RetrieverConfig configures an OpenAIRetriever.
+// RetrieverConfig configures an OpenAIRetriever or an AnthropicRetriever.
 type RetrieverConfig struct {
-	BaseURL string // OpenAI-compatible endpoint, e.g. https://api.openai.com/v1
+	// BaseURL is an OpenAI-compatible endpoint, e.g. https://api.openai.com/v1,
+	// or for an AnthropicRetriever the Anthropic API's base, as
+	// ANTHROPIC_BASE_URL is given (https://api.anthropic.com).
+	BaseURL string
 	APIKey  string // empty: use Query.APIKey
 	Model   string
 	// Timeout bounds one Select, a re-ask included; zero means no bound
@@ -55,17 +59,23 @@ const maxAnswerBytes = 4 << 20
 
 // NewOpenAIRetriever returns a retriever for cfg.
 func NewOpenAIRetriever(cfg RetrieverConfig) *OpenAIRetriever {
+	cfg.HTTPClient = cappedClient(cfg.HTTPClient)
+	return &OpenAIRetriever{cfg: cfg}
+}
+
+// cappedClient is c, or a client of its own, with every response body
+// capped at maxAnswerBytes.
+func cappedClient(c *http.Client) *http.Client {
 	client := http.Client{}
-	if cfg.HTTPClient != nil {
-		client = *cfg.HTTPClient
+	if c != nil {
+		client = *c
 	}
 	base := client.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	client.Transport = capBodies{base}
-	cfg.HTTPClient = &client
-	return &OpenAIRetriever{cfg: cfg}
+	return &client
 }
 
 // capBodies caps every response body at maxAnswerBytes.
@@ -96,32 +106,46 @@ func (e *StatusError) Error() string {
 
 func (e *StatusError) Unwrap() error { return e.Err }
 
-// Select asks the retriever for the lines that matter to q. When the answer
-// names no usable lines (ErrBadAnswer, an empty answer included) it asks
-// once more, with a short correction, within the same deadline: models that
-// drift from the format usually comply when told. Usage covers both calls.
-// Errors are context errors, *StatusError, ErrBadAnswer, or transport
-// errors.
+// Select asks the retriever for the lines that matter to q (see ask).
 func (r *OpenAIRetriever) Select(ctx context.Context, q Query) (Selection, error) {
-	if r.cfg.Timeout > 0 {
+	return ask(ctx, r, r.cfg.Timeout, cmp.Or(r.cfg.APIKey, q.APIKey), q)
+}
+
+// turn is one message of a conversation with the retriever model after the
+// system prompt: the user's question or correction, or the model's answer.
+type turn struct {
+	assistant bool
+	content   string
+}
+
+// completer makes one call to a retriever model with the key given: the
+// system prompt and the turns in, the reply out. OpenAIRetriever and
+// AnthropicRetriever implement it; what they share (prompts, the re-ask,
+// parsing, the deadline) is ask's.
+type completer interface {
+	complete(ctx context.Context, key, system string, turns []turn) (answer, Usage, error)
+}
+
+var (
+	_ completer = (*OpenAIRetriever)(nil)
+	_ completer = (*AnthropicRetriever)(nil)
+)
+
+// ask asks the model behind c for the lines that matter to q, within
+// timeout (zero: only the caller's context bounds it). When the answer names
+// no usable lines (ErrBadAnswer, an empty answer included) it asks once
+// more, with a short correction, within the same deadline: models that drift
+// from the format usually comply when told. Usage covers both calls. Errors
+// are context errors, *StatusError, ErrBadAnswer, or transport errors.
+func ask(ctx context.Context, c completer, timeout time.Duration, key string, q Query) (Selection, error) {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.cfg.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	key := r.cfg.APIKey
-	if key == "" {
-		key = q.APIKey
-	}
-	oc := openai.DefaultConfig(key)
-	oc.BaseURL = r.cfg.BaseURL
-	oc.HTTPClient = r.cfg.HTTPClient
-	client := openai.NewClientWithConfig(oc)
-
-	msgs := []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(q.Variant)},
-		{Role: openai.ChatMessageRoleUser, Content: userPrompt(q)},
-	}
-	ans, usage, err := r.complete(ctx, client, msgs)
+	system := systemPrompt(q.Variant)
+	turns := []turn{{content: userPrompt(q)}}
+	ans, usage, err := c.complete(ctx, key, system, turns)
 	if err != nil {
 		return Selection{Usage: usage}, err
 	}
@@ -130,11 +154,11 @@ func (r *OpenAIRetriever) Select(ctx context.Context, q Query) (Selection, error
 		if ans.content != "" {
 			// An assistant message without content is refused; after an
 			// empty answer the correction follows the question directly.
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: ans.content})
+			turns = append(turns, turn{assistant: true, content: ans.content})
 		}
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: correction(q)})
+		turns = append(turns, turn{content: correction(q)})
 		var u Usage
-		ans, u, err = r.complete(ctx, client, msgs)
+		ans, u, err = c.complete(ctx, key, system, turns)
 		usage.add(u)
 		if err != nil {
 			return Selection{Usage: usage}, err
@@ -185,7 +209,19 @@ func reasoningOf(answer string) string {
 	return r
 }
 
-func (r *OpenAIRetriever) complete(ctx context.Context, client *openai.Client, msgs []openai.ChatCompletionMessage) (answer, Usage, error) {
+func (r *OpenAIRetriever) complete(ctx context.Context, key, system string, turns []turn) (answer, Usage, error) {
+	oc := openai.DefaultConfig(key)
+	oc.BaseURL = r.cfg.BaseURL
+	oc.HTTPClient = r.cfg.HTTPClient
+	client := openai.NewClientWithConfig(oc)
+	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: system}}
+	for _, t := range turns {
+		role := openai.ChatMessageRoleUser
+		if t.assistant {
+			role = openai.ChatMessageRoleAssistant
+		}
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: role, Content: t.content})
+	}
 	req := openai.ChatCompletionRequest{Model: r.cfg.Model, Messages: msgs}
 	if isReasoningModel(r.cfg.Model) {
 		// Reasoning models refuse max_tokens (and go-openai refuses to send

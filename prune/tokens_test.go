@@ -220,3 +220,16 @@ func FuzzCount(f *testing.F) {
 		}
 	})
 }
+
+// Claude's tokenizer is not public: its counts are cl100k_base's scaled by
+// claudeScale, under any name of a Claude model.
+func TestClaudeCountsAreEstimated(t *testing.T) {
+	c := NewCounter(1 << 20)
+	text := strings.Repeat("- button \"Save employee\" [ref=e79]\n", 40)
+	base := c.Count("gpt-4", text)
+	for _, model := range []string{"claude-sonnet-4-5", "anthropic/claude-haiku-4-5", "Claude-Opus-4-1"} {
+		if got, want := c.Count(model, text), int(float64(base)*claudeScale+0.5); got != want {
+			t.Errorf("%s: %d tokens, want %d (cl100k_base's %d scaled)", model, got, want, base)
+		}
+	}
+}
