@@ -155,6 +155,7 @@ type Reason string
 // Reasons for Skipped.
 const (
 	NoObservation  Reason = "no-observation"   // the body holds no page
+	NoGoal         Reason = "no-goal"          // the body says nothing of what the agent is after: a lone tool output, as Claude Code sends to count_tokens
 	BelowMinTokens Reason = "below-min-tokens" // the page is smaller than FOCUSGATE_MIN_TOKENS
 	ModeOff        Reason = "mode-off"         // the mode is off
 	NoGain         Reason = "no-gain"          // the pruned page was not smaller

@@ -26,43 +26,47 @@ const Prefix = "FOCUSGATE_"
 // (after Prefix), envDefault its default and help its one-line description;
 // the flag of a field is its variable name in lower case with dashes.
 type Config struct {
-	Addr              string            `env:"ADDR" envDefault:":8080" help:"listen address"`
-	UpstreamURL       string            `env:"UPSTREAM_URL" envDefault:"https://api.openai.com/v1" help:"base URL of the action model's API; request paths are joined onto it"`
-	UpstreamAPIKey    string            `env:"UPSTREAM_API_KEY" help:"API key sent upstream: with client keys, in place of the client's gateway key; without, only when the client sends no Authorization"`
-	ClientKeysFile    string            `env:"CLIENT_KEYS_FILE" help:"gateway keys, lines name:key or name:sha256:<hex>; when set, clients authenticate with one and the upstream key is used upstream (reloaded on SIGHUP and on change)"`
-	AllowUnauth       bool              `env:"ALLOW_UNAUTHENTICATED" envDefault:"false" help:"allow an upstream key without client keys on a non-loopback address (otherwise start-up is refused)"`
-	UpstreamTimeout   time.Duration     `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
-	RetrieverURL      string            `env:"RETRIEVER_URL" help:"OpenAI-compatible base URL of the retriever (default: the upstream URL)"`
-	RetrieverAPIKey   string            `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key, else the client's own Authorization)"`
-	RetrieverModel    string            `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
-	RetrieverTimeout  time.Duration     `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
-	MaxAnswerTokens   int               `env:"RETRIEVER_MAX_TOKENS" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
-	RetrieverHistory  bool              `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
-	Mode              focusgate.Mode    `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
-	Prompt            focusgate.Variant `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
-	MinTokens         int               `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
-	PruneAll          bool              `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
-	BypassModels      string            `env:"BYPASS_MODELS" help:"comma-separated glob patterns of action models never pruned, e.g. o3*,gpt-5*"`
-	RedisURL          string            `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
-	RedisTimeout      time.Duration     `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
-	CacheTTL          time.Duration     `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
-	CacheMaxBytes     int64             `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
-	PageMemoBytes     int64             `env:"PAGE_MEMO_BYTES" envDefault:"67108864" help:"memory for what focusgate remembers of the pages it has seen (their decoded text, trees and token counts), so that a page sent again, as an older page of a conversation or in a cache hit, costs look-ups; 0 remembers nothing"`
-	MaxBodyBytes      int64             `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
-	InspectBudget     int64             `env:"INSPECT_BUDGET_BYTES" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
-	Prices            string            `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
-	PricesFile        string            `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
-	ExpectedReduction float64           `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
-	SkipUneconomic    bool              `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
-	UI                bool              `env:"UI" envDefault:"true" help:"serve the dashboard at /ui (from loopback; elsewhere with FOCUSGATE_ADMIN_KEY)"`
-	UICapture         bool              `env:"UI_CAPTURE" envDefault:"false" help:"keep the page text of recent requests in memory for the dashboard's detail view"`
-	UIMaxRequests     int               `env:"UI_MAX_REQUESTS" envDefault:"1000" help:"how many recent requests the dashboard keeps in memory"`
-	UIMaxBytes        int64             `env:"UI_MAX_BYTES" envDefault:"33554432" help:"memory bound of the dashboard's recent requests, page text included"`
-	AdminKey          string            `env:"ADMIN_KEY" help:"key that opens the dashboard from addresses other than loopback (bearer token or sign-in form)"`
-	ShutdownDelay     time.Duration     `env:"SHUTDOWN_DELAY" envDefault:"5s" help:"on SIGTERM, how long /readyz reports draining while new connections are still accepted (part of the shutdown timeout)"`
-	ShutdownTimeout   time.Duration     `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
-	LogFormat         string            `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
-	LogLevel          string            `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
+	Addr               string            `env:"ADDR" envDefault:":8080" help:"listen address"`
+	UpstreamURL        string            `env:"UPSTREAM_URL" envDefault:"https://api.openai.com/v1" help:"base URL of the action model's API; request paths are joined onto it"`
+	UpstreamAPIKey     string            `env:"UPSTREAM_API_KEY" help:"API key sent upstream: with client keys, in place of the client's gateway key; without, only when the client sends no Authorization"`
+	ClientKeysFile     string            `env:"CLIENT_KEYS_FILE" help:"gateway keys, lines name:key or name:sha256:<hex>; when set, clients authenticate with one and the upstream key is used upstream (reloaded on SIGHUP and on change)"`
+	AllowUnauth        bool              `env:"ALLOW_UNAUTHENTICATED" envDefault:"false" help:"allow an upstream key without client keys on a non-loopback address (otherwise start-up is refused)"`
+	UpstreamTimeout    time.Duration     `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
+	RetrieverURL       string            `env:"RETRIEVER_URL" help:"base URL of the retriever for every API, speaking FOCUSGATE_RETRIEVER_API (default: the upstream URL, and Claude at FOCUSGATE_ANTHROPIC_URL for Messages requests)"`
+	RetrieverAPIKey    string            `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key of the retriever's provider, else the client's own credential)"`
+	RetrieverAPI       string            `env:"RETRIEVER_API" envDefault:"openai" help:"which API FOCUSGATE_RETRIEVER_URL speaks: openai (chat completions) or anthropic (Messages)"`
+	AnthropicURL       string            `env:"ANTHROPIC_URL" envDefault:"https://api.anthropic.com" help:"base URL of the Anthropic API, as ANTHROPIC_BASE_URL is given; the Messages routes and requests with an anthropic-version header go there"`
+	AnthropicAPIKey    string            `env:"ANTHROPIC_API_KEY" help:"Anthropic API key sent upstream as x-api-key: with client keys, in place of the client's gateway key; without, only when the client sends no credential"`
+	AnthropicRetriever string            `env:"ANTHROPIC_RETRIEVER_MODEL" envDefault:"claude-haiku-4-5" help:"retriever model for Anthropic requests when FOCUSGATE_RETRIEVER_URL is empty (called through the Messages API at FOCUSGATE_ANTHROPIC_URL)"`
+	RetrieverModel     string            `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
+	RetrieverTimeout   time.Duration     `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
+	MaxAnswerTokens    int               `env:"RETRIEVER_MAX_TOKENS" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
+	RetrieverHistory   bool              `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
+	Mode               focusgate.Mode    `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
+	Prompt             focusgate.Variant `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
+	MinTokens          int               `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
+	PruneAll           bool              `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
+	BypassModels       string            `env:"BYPASS_MODELS" help:"comma-separated glob patterns of action models never pruned, e.g. o3*,gpt-5*"`
+	RedisURL           string            `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
+	RedisTimeout       time.Duration     `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
+	CacheTTL           time.Duration     `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
+	CacheMaxBytes      int64             `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
+	PageMemoBytes      int64             `env:"PAGE_MEMO_BYTES" envDefault:"67108864" help:"memory for what focusgate remembers of the pages it has seen (their decoded text, trees and token counts), so that a page sent again, as an older page of a conversation or in a cache hit, costs look-ups; 0 remembers nothing"`
+	MaxBodyBytes       int64             `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
+	InspectBudget      int64             `env:"INSPECT_BUDGET_BYTES" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
+	Prices             string            `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
+	PricesFile         string            `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
+	ExpectedReduction  float64           `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
+	SkipUneconomic     bool              `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
+	UI                 bool              `env:"UI" envDefault:"true" help:"serve the dashboard at /ui (from loopback; elsewhere with FOCUSGATE_ADMIN_KEY)"`
+	UICapture          bool              `env:"UI_CAPTURE" envDefault:"false" help:"keep the page text of recent requests in memory for the dashboard's detail view"`
+	UIMaxRequests      int               `env:"UI_MAX_REQUESTS" envDefault:"1000" help:"how many recent requests the dashboard keeps in memory"`
+	UIMaxBytes         int64             `env:"UI_MAX_BYTES" envDefault:"33554432" help:"memory bound of the dashboard's recent requests, page text included"`
+	AdminKey           string            `env:"ADMIN_KEY" help:"key that opens the dashboard from addresses other than loopback (bearer token or sign-in form)"`
+	ShutdownDelay      time.Duration     `env:"SHUTDOWN_DELAY" envDefault:"5s" help:"on SIGTERM, how long /readyz reports draining while new connections are still accepted (part of the shutdown timeout)"`
+	ShutdownTimeout    time.Duration     `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
+	LogFormat          string            `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
+	LogLevel           string            `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
 }
 
 // Load reads the configuration from the environment through getenv, so that
@@ -123,6 +127,15 @@ func (c Config) Validate() error {
 	}
 	if err := checkHTTPURL(c.UpstreamURL); err != nil {
 		bad("UPSTREAM_URL", "%v", err)
+	}
+	if err := checkHTTPURL(c.AnthropicURL); err != nil {
+		bad("ANTHROPIC_URL", "%v", err)
+	}
+	if c.RetrieverAPI != RetrieverOpenAI && c.RetrieverAPI != RetrieverAnthropic {
+		bad("RETRIEVER_API", "unknown API %q (want %s or %s)", c.RetrieverAPI, RetrieverOpenAI, RetrieverAnthropic)
+	}
+	if strings.TrimSpace(c.AnthropicRetriever) == "" {
+		bad("ANTHROPIC_RETRIEVER_MODEL", "must not be empty")
 	}
 	if c.RetrieverURL != "" {
 		if err := checkHTTPURL(c.RetrieverURL); err != nil {
@@ -202,14 +215,6 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// RetrieverBaseURL is where the retriever lives: its own URL, else the upstream's.
-func (c Config) RetrieverBaseURL() string {
-	if c.RetrieverURL != "" {
-		return c.RetrieverURL
-	}
-	return c.UpstreamURL
-}
-
 // BypassPatterns are the patterns of FOCUSGATE_BYPASS_MODELS, trimmed, empty
 // ones dropped.
 func (c Config) BypassPatterns() []string {
@@ -222,13 +227,49 @@ func (c Config) BypassPatterns() []string {
 	return pats
 }
 
-// RetrieverKey is the key the retriever is called with: its own, else the
-// upstream's. Empty means each call uses the client's own Authorization.
-func (c Config) RetrieverKey() string {
-	if c.RetrieverAPIKey != "" {
-		return c.RetrieverAPIKey
+// The APIs a retriever may speak (FOCUSGATE_RETRIEVER_API).
+const (
+	RetrieverOpenAI    = "openai"
+	RetrieverAnthropic = "anthropic"
+)
+
+// Retriever is the retriever that serves requests of one API.
+type Retriever struct {
+	API   string // RetrieverOpenAI or RetrieverAnthropic
+	URL   string // the base URL of that API
+	Model string
+	// Key is the key it is called with; empty means each call uses the
+	// client's own credential, which ClientKey allows.
+	Key string
+	// ClientKey says the client's own credential may serve when Key is
+	// empty: the retriever speaks the same provider's API as the client.
+	ClientKey bool
+}
+
+// RetrieverFor says which retriever prunes the requests of api: with
+// FOCUSGATE_RETRIEVER_URL set, that one for every API, speaking
+// FOCUSGATE_RETRIEVER_API; without, the upstream's own provider: the
+// OpenAI upstream for chat and Responses requests, Claude at
+// FOCUSGATE_ANTHROPIC_URL for Messages requests, so that a team with only an
+// Anthropic key gets pruning with no further setting. The key is the
+// retriever's own, else the upstream key of the provider it speaks, else the
+// client's credential when the client speaks that provider's API too.
+func (c Config) RetrieverFor(api focusgate.API) Retriever {
+	r := Retriever{API: RetrieverOpenAI, URL: c.UpstreamURL, Model: c.RetrieverModel}
+	switch {
+	case c.RetrieverURL != "":
+		r.API, r.URL = c.RetrieverAPI, c.RetrieverURL
+	case api == focusgate.Messages:
+		r.API, r.URL, r.Model = RetrieverAnthropic, c.AnthropicURL, c.AnthropicRetriever
 	}
-	return c.UpstreamAPIKey
+	r.Key = c.RetrieverAPIKey
+	if r.Key == "" && r.API == RetrieverAnthropic {
+		r.Key = c.AnthropicAPIKey
+	} else if r.Key == "" {
+		r.Key = c.UpstreamAPIKey
+	}
+	r.ClientKey = (r.API == RetrieverAnthropic) == (api == focusgate.Messages)
+	return r
 }
 
 // ErrOpenRelay is the start-up refusal of a gateway that would spend its
@@ -239,14 +280,14 @@ var ErrOpenRelay = errors.New("open relay refused")
 // gateway spends the upstream key: an upstream key, no client keys, and an
 // address reachable from other hosts.
 func (c Config) checkOpenRelay() error {
-	if c.UpstreamAPIKey == "" || c.ClientKeysFile != "" || c.AllowUnauth || LoopbackOnly(c.Addr) {
+	if (c.UpstreamAPIKey == "" && c.AnthropicAPIKey == "") || c.ClientKeysFile != "" || c.AllowUnauth || LoopbackOnly(c.Addr) {
 		return nil
 	}
-	return fmt.Errorf("%w: %sUPSTREAM_API_KEY is set, %sCLIENT_KEYS_FILE is not, and %sADDR %q accepts connections from other hosts, "+
+	return fmt.Errorf("%w: %sUPSTREAM_API_KEY or %sANTHROPIC_API_KEY is set, %sCLIENT_KEYS_FILE is not, and %sADDR %q accepts connections from other hosts, "+
 		"so anyone who can reach the gateway would spend the upstream key. Fix: set %sCLIENT_KEYS_FILE to a file of name:key lines "+
 		"and give each client its gateway key as its API key; or listen on loopback only (%sADDR=127.0.0.1:8080); "+
 		"or, if an authenticating proxy stands in front, set %sALLOW_UNAUTHENTICATED=true",
-		ErrOpenRelay, Prefix, Prefix, Prefix, c.Addr, Prefix, Prefix, Prefix)
+		ErrOpenRelay, Prefix, Prefix, Prefix, Prefix, c.Addr, Prefix, Prefix, Prefix)
 }
 
 // LoopbackOnly reports whether a listen address accepts connections from

@@ -23,31 +23,34 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.Config{
-		Addr:              ":8080",
-		UpstreamURL:       "https://api.openai.com/v1",
-		UpstreamTimeout:   10 * time.Minute,
-		RetrieverModel:    "gpt-4.1-mini",
-		RetrieverTimeout:  20 * time.Second,
-		MaxAnswerTokens:   4096,
-		RetrieverHistory:  true,
-		Mode:              "remove",
-		Prompt:            "line",
-		MinTokens:         1000,
-		CacheTTL:          24 * time.Hour,
-		CacheMaxBytes:     64 << 20,
-		PageMemoBytes:     64 << 20,
-		RedisTimeout:      50 * time.Millisecond,
-		MaxBodyBytes:      32 << 20,
-		InspectBudget:     64 << 20,
-		ExpectedReduction: 0.5,
-		SkipUneconomic:    true,
-		UI:                true,
-		UIMaxRequests:     1000,
-		UIMaxBytes:        32 << 20,
-		ShutdownDelay:     5 * time.Second,
-		ShutdownTimeout:   30 * time.Second,
-		LogFormat:         "text",
-		LogLevel:          "info",
+		Addr:               ":8080",
+		UpstreamURL:        "https://api.openai.com/v1",
+		UpstreamTimeout:    10 * time.Minute,
+		RetrieverModel:     "gpt-4.1-mini",
+		RetrieverAPI:       "openai",
+		AnthropicURL:       "https://api.anthropic.com",
+		AnthropicRetriever: "claude-haiku-4-5",
+		RetrieverTimeout:   20 * time.Second,
+		MaxAnswerTokens:    4096,
+		RetrieverHistory:   true,
+		Mode:               "remove",
+		Prompt:             "line",
+		MinTokens:          1000,
+		CacheTTL:           24 * time.Hour,
+		CacheMaxBytes:      64 << 20,
+		PageMemoBytes:      64 << 20,
+		RedisTimeout:       50 * time.Millisecond,
+		MaxBodyBytes:       32 << 20,
+		InspectBudget:      64 << 20,
+		ExpectedReduction:  0.5,
+		SkipUneconomic:     true,
+		UI:                 true,
+		UIMaxRequests:      1000,
+		UIMaxBytes:         32 << 20,
+		ShutdownDelay:      5 * time.Second,
+		ShutdownTimeout:    30 * time.Second,
+		LogFormat:          "text",
+		LogLevel:           "info",
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -55,7 +58,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("defaults do not validate: %v", err)
 	}
-	if got := cfg.RetrieverBaseURL(); got != cfg.UpstreamURL {
+	if got := cfg.RetrieverFor(focusgate.Chat).URL; got != cfg.UpstreamURL {
 		t.Errorf("retriever URL defaults to %q, want the upstream's", got)
 	}
 }
@@ -79,7 +82,7 @@ func TestLoadEnvironment(t *testing.T) {
 		!cfg.PruneAll || cfg.MaxBodyBytes != 1024 {
 		t.Errorf("environment not applied: %+v", cfg)
 	}
-	if got := cfg.RetrieverKey(); got != "sk-up" {
+	if got := cfg.RetrieverFor(focusgate.Chat).Key; got != "sk-up" {
 		t.Errorf("retriever key falls back to %q, want the upstream key", got)
 	}
 }
@@ -245,5 +248,46 @@ func TestModesAndPromptsReadLikeHeaders(t *testing.T) {
 	_, err = config.Load(getenv(map[string]string{"FOCUSGATE_MODE": "shrink"}))
 	if err == nil || !strings.Contains(err.Error(), "FOCUSGATE_MODE") {
 		t.Errorf("unknown mode: error %v, want one naming FOCUSGATE_MODE", err)
+	}
+}
+
+// The retriever of each API, as the README's configuration table says.
+func TestRetrieverFor(t *testing.T) {
+	base := func(env map[string]string) config.Config {
+		cfg, err := config.Load(getenv(env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		api  focusgate.API
+		want config.Retriever
+	}{
+		{"chat, defaults", nil, focusgate.Chat,
+			config.Retriever{API: "openai", URL: "https://api.openai.com/v1", Model: "gpt-4.1-mini", ClientKey: true}},
+		{"messages, only an Anthropic key", map[string]string{"FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.Messages,
+			config.Retriever{API: "anthropic", URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", Key: "sk-ant", ClientKey: true}},
+		{"messages, the client's own credential", nil, focusgate.Messages,
+			config.Retriever{API: "anthropic", URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", ClientKey: true}},
+		{"messages through an OpenAI retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://r/v1", "FOCUSGATE_UPSTREAM_API_KEY": "sk-up"}, focusgate.Messages,
+			config.Retriever{API: "openai", URL: "http://r/v1", Model: "gpt-4.1-mini", Key: "sk-up"}},
+		{"chat through an Anthropic retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://claude", "FOCUSGATE_RETRIEVER_API": "anthropic", "FOCUSGATE_RETRIEVER_MODEL": "claude-haiku-4-5", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.Chat,
+			config.Retriever{API: "anthropic", URL: "http://claude", Model: "claude-haiku-4-5", Key: "sk-ant"}},
+		{"the retriever's own key first", map[string]string{"FOCUSGATE_RETRIEVER_API_KEY": "sk-r", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.Messages,
+			config.Retriever{API: "anthropic", URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", Key: "sk-r", ClientKey: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := base(tt.env).RetrieverFor(tt.api); got != tt.want {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+	cfg := base(map[string]string{"FOCUSGATE_RETRIEVER_API": "gemini"})
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "FOCUSGATE_RETRIEVER_API") {
+		t.Errorf("an unknown retriever API: %v", err)
 	}
 }

@@ -37,8 +37,13 @@ var _ Pruner = (*prune.Pruner)(nil)
 
 // Options configure a Pipeline. Pruner is required; the rest have defaults.
 type Options struct {
-	// Pruner prunes observations.
+	// Pruner prunes observations, with the retriever named RetrieverModel
+	// (whose price is the cost side of the savings), for every API that
+	// ByAPI does not name; the client's own credential may serve it.
 	Pruner Pruner
+	// ByAPI prunes the requests of some APIs with another retriever: the
+	// Anthropic Messages API's with Claude, say.
+	ByAPI map[focusgate.API]Retrieval
 	// Finder finds the observations of a body and remembers the pages it
 	// has seen; nil finds them every time anew.
 	Finder *detect.Finder
@@ -61,7 +66,6 @@ type Options struct {
 	// a request that does not fit is returned uninspected. Default 64 MiB.
 	InspectBudgetBytes int64
 	// Prices estimate each request's savings; nil uses the built-in table.
-	// RetrieverModel names the retriever, whose price is the cost side.
 	Prices         *pricing.Table
 	RetrieverModel string
 	// SkipUneconomic skips pruning when the retriever/action input price
@@ -70,6 +74,15 @@ type Options struct {
 	SkipUneconomic    bool
 	ExpectedReduction float64
 	Logger            *slog.Logger
+}
+
+// Retrieval is what prunes the requests of one API.
+type Retrieval struct {
+	Pruner         Pruner
+	RetrieverModel string // its price is the cost side of the savings
+	// ClientKey says the client's own credential may be handed to the
+	// retriever (it speaks the provider's API the client speaks).
+	ClientKey bool
 }
 
 // Request is one request body and the settings it came with.
@@ -94,8 +107,14 @@ type Pipeline struct {
 	stopping context.Context
 	stop     context.CancelCauseFunc
 
-	retrieverPrice  pricing.Price
-	retrieverPriced bool
+	retrievals map[focusgate.API]retrieval
+}
+
+// retrieval is a Retrieval with its retriever's price looked up.
+type retrieval struct {
+	Retrieval
+	price  pricing.Price
+	priced bool
 }
 
 // New returns a Pipeline.
@@ -115,7 +134,15 @@ func New(opts Options) *Pipeline {
 	p := &Pipeline{opts: opts, log: opts.Logger}
 	p.inspecting.limit = opts.InspectBudgetBytes
 	p.stopping, p.stop = context.WithCancelCause(context.Background())
-	p.retrieverPrice, p.retrieverPriced = opts.Prices.Lookup(opts.RetrieverModel)
+	p.retrievals = map[focusgate.API]retrieval{}
+	for _, api := range focusgate.APIs {
+		r, ok := opts.ByAPI[api]
+		if !ok {
+			r = Retrieval{Pruner: opts.Pruner, RetrieverModel: opts.RetrieverModel, ClientKey: true}
+		}
+		price, priced := opts.Prices.Lookup(r.RetrieverModel)
+		p.retrievals[api] = retrieval{Retrieval: r, price: price, priced: priced}
+	}
 	return p
 }
 

@@ -148,3 +148,22 @@ func TestBypassModels(t *testing.T) {
 		t.Errorf("gpt-4.1-mini bypassed by patterns that do not match it")
 	}
 }
+
+// Claude Code sizes one tool output alone with count_tokens before deciding
+// to save it to a file: with no goal there, the body goes as it came. A
+// count_tokens body that carries the conversation is rewritten as the
+// request it sizes would be.
+func TestCountTokensWithoutAGoalPassesThrough(t *testing.T) {
+	laptop := readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")
+	js, _ := json.Marshal(laptop)
+	lone := []byte(`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":` + string(js) + `}]}]}]}`)
+	p := newGoldenPipeline()
+	got, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: lone})
+	if out.Status != focusgate.Skipped || out.Reason != focusgate.NoGoal || !bytes.Equal(got, lone) {
+		t.Errorf("a lone tool output: %s %s, changed %v; want skipped no-goal, unchanged", out.Status, out.Reason, !bytes.Equal(got, lone))
+	}
+	withTask := []byte(`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"Order a standard laptop"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"snapshot","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":` + string(js) + `}]}]}`)
+	if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: withTask}); out.Status != focusgate.Pruned {
+		t.Errorf("a conversation with its task: %s %s, want pruned", out.Status, out.Reason)
+	}
+}

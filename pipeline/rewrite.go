@@ -16,6 +16,7 @@ import (
 // anything: its settings and its observations.
 type plan struct {
 	api         focusgate.API
+	retrieval   retrieval
 	mode        focusgate.Mode
 	variant     focusgate.Variant
 	obs         []detect.Observation
@@ -28,7 +29,10 @@ type plan struct {
 // plan reads the request's settings and finds its observations. It returns
 // false, with the outcome to report, when there is nothing to prune.
 func (p *Pipeline) plan(req Request) (plan, Outcome, bool) {
-	pl := plan{api: req.API, mode: p.opts.Mode, variant: p.opts.Variant, credential: req.Credential}
+	pl := plan{api: req.API, retrieval: p.retrievals[req.API], mode: p.opts.Mode, variant: p.opts.Variant}
+	if pl.retrieval.ClientKey {
+		pl.credential = req.Credential
+	}
 	if req.Mode != "" {
 		m, err := focusgate.ParseMode(req.Mode)
 		if err != nil {
@@ -56,7 +60,7 @@ func (p *Pipeline) plan(req Request) (plan, Outcome, bool) {
 		if !looked {
 			pl.model = detect.Model(body)
 			pl.actionPrice, pl.priced = p.opts.Prices.Lookup(pl.model)
-			pl.priced = pl.priced && p.retrieverPriced
+			pl.priced = pl.priced && pl.retrieval.priced
 			looked = true
 		}
 	}
@@ -72,7 +76,7 @@ func (p *Pipeline) plan(req Request) (plan, Outcome, bool) {
 	if p.opts.SkipUneconomic && pl.variant != focusgate.Defender {
 		lookUp()
 		if pl.priced {
-			if be, ok := pricing.BreakEven(p.retrieverPrice, pl.actionPrice); ok && be >= p.opts.ExpectedReduction {
+			if be, ok := pricing.BreakEven(pl.retrieval.price, pl.actionPrice); ok && be >= p.opts.ExpectedReduction {
 				return pl, skipped(focusgate.Uneconomic), false
 			}
 		}
@@ -88,6 +92,13 @@ func (p *Pipeline) plan(req Request) (plan, Outcome, bool) {
 	}
 	if err != nil || len(obs) == 0 {
 		return pl, skipped(focusgate.NoObservation), false
+	}
+	if obs[len(obs)-1].Goal == "" {
+		// Without a goal the retriever cannot tell what matters. Claude
+		// Code sends one tool output alone to count_tokens, to size it
+		// before deciding to save it to a file: a guessed pruning, or a
+		// count of anything but what it sent, would break its own limits.
+		return pl, skipped(focusgate.NoGoal), false
 	}
 	pl.obs = obs
 	lookUp()
@@ -149,7 +160,7 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 	if pl.priced {
 		out.Priced = true
 		out.SavedUSD = pl.actionPrice.Cost(out.TokensBefore-out.TokensAfter, 0)
-		out.RetrieverUSD = p.retrieverPrice.Cost(out.Usage.PromptTokens, out.Usage.CompletionTokens)
+		out.RetrieverUSD = pl.retrieval.price.Cost(out.Usage.PromptTokens, out.Usage.CompletionTokens)
 	}
 	if len(edits) == 0 {
 		return body, out
@@ -178,9 +189,9 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 		APIKey:  pl.credential,
 	}
 	if newest || p.opts.PruneAll {
-		return p.opts.Pruner.Prune(ctx, in)
+		return pl.retrieval.Pruner.Prune(ctx, in)
 	}
-	return p.opts.Pruner.Reapply(ctx, in)
+	return pl.retrieval.Pruner.Reapply(ctx, in)
 }
 
 // relook says whether page is a re-look: the agent was shown prev pruned and

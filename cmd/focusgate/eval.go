@@ -88,10 +88,11 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 
 	// As for `focusgate prune`, a command-line user's own key serves when
 	// none is configured.
-	key := cfg.RetrieverKey()
-	if key == "" {
-		key = getenv("OPENAI_API_KEY")
+	retriever := cfg.RetrieverFor(focusgate.Chat)
+	if retriever.Key == "" {
+		retriever.Key = getenv("OPENAI_API_KEY")
 	}
+	key := retriever.Key
 	const keyVars = config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + "UPSTREAM_API_KEY or OPENAI_API_KEY"
 	switch {
 	case len(names) == 0 && key != "":
@@ -130,7 +131,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		switch name {
 		case "llm":
 			strategies = append(strategies, &eval.LLM{
-				Retriever:      newRetriever(cfg, key),
+				Retriever:      newRetriever(cfg, retriever),
 				RetrieverModel: cfg.RetrieverModel,
 				Variant:        focusgate.Variant(cfg.Prompt),
 				UseHistory:     cfg.RetrieverHistory,
@@ -169,12 +170,12 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	retriever := ""
+	used := ""
 	if slices.Contains(names, "llm") {
-		retriever = fmt.Sprintf(", retriever %s with prompt %s", cfg.RetrieverModel, cfg.Prompt)
+		used = fmt.Sprintf(", retriever %s with prompt %s", cfg.RetrieverModel, cfg.Prompt)
 	}
 	fmt.Fprintf(stderr, "focusgate eval: %d steps of %s (%d skipped), mode %s%s, tokens counted for %s, %s\n",
-		len(traces), data, len(skipped), cfg.Mode, retriever, model, time.Since(start).Round(100*time.Millisecond))
+		len(traces), data, len(skipped), cfg.Mode, used, model, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

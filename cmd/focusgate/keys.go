@@ -22,7 +22,7 @@ const keysPollInterval = 5 * time.Second
 // newRedactor scrubs the configuration's own keys, as well as anything
 // shaped like a key, from every log line.
 func newRedactor(cfg config.Config) *redact.Redactor {
-	return redact.New(cfg.UpstreamAPIKey, cfg.RetrieverAPIKey)
+	return redact.New(cfg.UpstreamAPIKey, cfg.RetrieverAPIKey, cfg.AnthropicAPIKey)
 }
 
 // openKeys reads FOCUSGATE_CLIENT_KEYS_FILE; nil when it is not set. The
@@ -35,7 +35,7 @@ func openKeys(cfg config.Config, log *slog.Logger, secrets *redact.Redactor) (*c
 	if err != nil {
 		return nil, fmt.Errorf("%sCLIENT_KEYS_FILE: %w", config.Prefix, err)
 	}
-	secrets.SetSecrets(append(f.Current().Secrets(), cfg.UpstreamAPIKey, cfg.RetrieverAPIKey)...)
+	secrets.SetSecrets(append(f.Current().Secrets(), cfg.UpstreamAPIKey, cfg.RetrieverAPIKey, cfg.AnthropicAPIKey)...)
 	return f, nil
 }
 
@@ -57,7 +57,7 @@ func watchKeys(ctx context.Context, cfg config.Config, f *clientkeys.File, gatew
 		if err != nil {
 			return
 		}
-		secrets.SetSecrets(append(set.Secrets(), cfg.UpstreamAPIKey, cfg.RetrieverAPIKey)...)
+		secrets.SetSecrets(append(set.Secrets(), cfg.UpstreamAPIKey, cfg.RetrieverAPIKey, cfg.AnthropicAPIKey)...)
 		gateway.KeysChanged(set.Names())
 	})
 	hup := make(chan os.Signal, 1)

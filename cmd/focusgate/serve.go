@@ -54,6 +54,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("upstream URL: %w", err)
 	}
+	anthropic, err := url.Parse(cfg.AnthropicURL)
+	if err != nil {
+		return fmt.Errorf("Anthropic URL: %w", err)
+	}
 
 	pr, err := newPruning(cfg, log)
 	if err != nil {
@@ -80,17 +84,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		})
 	}
 	gateway := proxy.New(proxy.Options{
-		Upstream:        upstream,
-		UpstreamAPIKey:  cfg.UpstreamAPIKey,
-		Keys:            gatewayKeys(clientKeys),
-		UpstreamTimeout: cfg.UpstreamTimeout,
-		MaxBodyBytes:    cfg.MaxBodyBytes,
-		Pipeline:        pr.pipeline,
-		Registry:        registry,
-		RedisStats:      redisStats,
-		Checks:          checks,
-		Dashboard:       dashboard,
-		Logger:          log,
+		Upstream:          upstream,
+		UpstreamAPIKey:    cfg.UpstreamAPIKey,
+		AnthropicUpstream: anthropic,
+		AnthropicAPIKey:   cfg.AnthropicAPIKey,
+		Keys:              gatewayKeys(clientKeys),
+		UpstreamTimeout:   cfg.UpstreamTimeout,
+		MaxBodyBytes:      cfg.MaxBodyBytes,
+		Pipeline:          pr.pipeline,
+		Registry:          registry,
+		RedisStats:        redisStats,
+		Checks:            checks,
+		Dashboard:         dashboard,
+		Logger:            log,
 	})
 	if clientKeys != nil {
 		watchKeys(ctx, cfg, clientKeys, gateway, secrets)
@@ -110,7 +116,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	ln = proxy.Harden(srv, ln)
 	logEconomics(log, cfg, pr.prices)
-	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL),
+	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL), "anthropic", config.RedactURL(cfg.AnthropicURL),
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg),
 		"dashboard", dashboardState(cfg))
 

@@ -18,6 +18,8 @@ import (
 	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
+
+	"github.com/focusgate/focusgate"
 )
 
 // pruning is the pruning side of the gateway, built from the configuration:
@@ -53,20 +55,35 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 		store, p.redis = r, r
 	}
 
-	retriever := newRetriever(cfg, cfg.RetrieverKey())
 	// Half of the page memory is detection's (the Finder); the rest holds
-	// token counts and the pages' hashes.
+	// token counts and the pages' hashes. Every retriever's pruner shares
+	// them, and the cache (keys name the retriever model).
 	counter := prune.NewCounter(int(cfg.PageMemoBytes / 4))
-	p.pruner = prune.New(prune.Config{
-		RetrieverModel:   cfg.RetrieverModel,
-		MinTokens:        cfg.MinTokens,
-		UseHistory:       cfg.RetrieverHistory,
-		Counter:          counter,
-		PageKeyMemoBytes: int(cfg.PageMemoBytes / 4),
-		Logger:           log,
-	}, retriever, cache.New(store, log))
+	selections := cache.New(store, log)
+	newPruner := func(r config.Retriever) *prune.Pruner {
+		return prune.New(prune.Config{
+			RetrieverModel:   r.Model,
+			MinTokens:        cfg.MinTokens,
+			UseHistory:       cfg.RetrieverHistory,
+			Counter:          counter,
+			PageKeyMemoBytes: int(cfg.PageMemoBytes / 4),
+			Logger:           log,
+		}, newRetriever(cfg, r), selections)
+	}
+	// Chat and Responses requests share a retriever; Messages requests
+	// have their own unless FOCUSGATE_RETRIEVER_URL names one for all.
+	openai, messages := cfg.RetrieverFor(focusgate.Chat), cfg.RetrieverFor(focusgate.Messages)
+	p.pruner = newPruner(openai)
+	forMessages, same := p.pruner, messages
+	if same.ClientKey = openai.ClientKey; same != openai {
+		forMessages = newPruner(messages)
+	}
+	byAPI := map[focusgate.API]pipeline.Retrieval{
+		focusgate.Messages: {Pruner: forMessages, RetrieverModel: messages.Model, ClientKey: messages.ClientKey},
+	}
 	p.pipeline = pipeline.New(pipeline.Options{
 		Pruner:             p.pruner,
+		ByAPI:              byAPI,
 		Finder:             detect.NewFinder(int(cfg.PageMemoBytes / 2)),
 		Mode:               cfg.Mode,
 		Variant:            cfg.Prompt,
@@ -152,17 +169,21 @@ func logEconomics(log *slog.Logger, cfg config.Config, prices *pricing.Table) {
 		"retriever", cfg.RetrieverModel, "models", strings.Join(losing, ","))
 }
 
-// newRetriever is the configured retriever, called with key (empty: each
-// call uses the key its query carries).
-func newRetriever(cfg config.Config, key string) *prune.OpenAIRetriever {
-	return prune.NewOpenAIRetriever(prune.RetrieverConfig{
-		BaseURL:    cfg.RetrieverBaseURL(),
-		APIKey:     key,
-		Model:      cfg.RetrieverModel,
+// newRetriever is the retriever r describes, called with its key (empty:
+// each call uses the key its query carries).
+func newRetriever(cfg config.Config, r config.Retriever) prune.Retriever {
+	rc := prune.RetrieverConfig{
+		BaseURL:    r.URL,
+		APIKey:     r.Key,
+		Model:      r.Model,
 		Timeout:    cfg.RetrieverTimeout,
 		MaxTokens:  cfg.MaxAnswerTokens,
 		HTTPClient: &http.Client{Transport: retrieverTransport()},
-	})
+	}
+	if r.API == config.RetrieverAnthropic {
+		return prune.NewAnthropicRetriever(rc)
+	}
+	return prune.NewOpenAIRetriever(rc)
 }
 
 // retrieverTransport bounds connection set-up; the whole call is bounded by
