@@ -72,9 +72,12 @@ type RetrieverStats struct {
 
 // Failure is one reason steps failed open.
 type Failure struct {
-	Reason  string `json:"reason"`
-	Steps   int    `json:"steps"`
-	Example string `json:"example"` // the first such error, in trace order
+	Reason string `json:"reason"`
+	Steps  int    `json:"steps"`
+	// Example is the first such error, in trace order; empty when the
+	// failure was the pruner's own (the page could not be counted, say),
+	// not the strategy's.
+	Example string `json:"example"`
 }
 
 // Summarize aggregates results, priced with prices: the retriever's usage at
@@ -268,7 +271,10 @@ func failureNote(strategy, bench string, s *RetrieverStats) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %s: %s failed open and went unpruned:", strategy, bench, steps(s.FailedOpen))
 	for _, f := range s.Failures {
-		fmt.Fprintf(&b, "\n  %s: %d (%s)", f.Reason, f.Steps, f.Example)
+		fmt.Fprintf(&b, "\n  %s: %d", f.Reason, f.Steps)
+		if f.Example != "" {
+			fmt.Fprintf(&b, " (%s)", f.Example)
+		}
 	}
 	return b.String()
 }

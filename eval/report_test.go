@@ -175,3 +175,13 @@ func TestReportGolden(t *testing.T) {
 		golden(t, "dev-sample.json", append(js, '\n'))
 	})
 }
+
+// A failure of the pruner's own carries no strategy error: its note names
+// the reason without an empty example.
+func TestFailureNoteWithoutExample(t *testing.T) {
+	s := &RetrieverStats{FailedOpen: 3, Failures: []Failure{{Reason: "retriever-http-500", Steps: 2, Example: "overloaded"}, {Reason: "canceled", Steps: 1}}}
+	want := "llm on workarena: 3 steps failed open and went unpruned:\n  retriever-http-500: 2 (overloaded)\n  canceled: 1"
+	if got := failureNote("llm", "workarena", s); got != want {
+		t.Errorf("note\n%s\nwant\n%s", got, want)
+	}
+}

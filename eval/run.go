@@ -9,11 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
 )
@@ -37,6 +39,26 @@ type Options struct {
 	Progress io.Writer
 }
 
+// check refuses options with which the pruner would leave every step
+// alone.
+func (opts Options) check() error {
+	mode, err := focusgate.ParseMode(string(opts.Mode))
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if mode == focusgate.Off {
+		return fmt.Errorf("eval: mode %s prunes nothing to measure (use %s, %s or %s)", mode, focusgate.Remove, focusgate.Ancestors, focusgate.Stubs)
+	}
+	for _, st := range opts.Strategies {
+		if l, ok := st.(*LLM); ok {
+			if _, err := focusgate.ParseVariant(string(l.Variant)); err != nil {
+				return fmt.Errorf("eval: %s: %w", l.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
 // StepResult is what one strategy did to one step.
 type StepResult struct {
 	Strategy  string
@@ -57,8 +79,12 @@ type StepResult struct {
 	// survived because the strategy chose it. It differs from Recalled only
 	// when TargetFocused.
 	RecalledWithoutFocus bool
-	Latency              time.Duration // spent choosing the lines
-	Usage                prune.Usage
+	// Latency is how long the pruner waited for the strategy's selection,
+	// as the gateway reports a retriever's time.
+	Latency time.Duration
+	// Usage is what the strategy's model calls spent, a failed call's
+	// included.
+	Usage prune.Usage
 	// Failure is why the strategy failed, in which case the step went
 	// unpruned, as the gateway fails open; empty when it did not fail.
 	Failure string
@@ -76,8 +102,13 @@ type Skip struct {
 // Run prunes every step of traces with every strategy, up to
 // opts.Concurrency steps at once, and returns the results in trace order,
 // strategies in their order within a step. A strategy's failure on one
-// step is a result, not an error; Run fails only when ctx ends.
+// step is a result, not an error; Run fails only on options that would fail
+// every step (an unknown mode or prompt variant, or mode off, which prunes
+// nothing to measure) and when ctx ends.
 func Run(ctx context.Context, traces []Trace, opts Options) ([]StepResult, []Skip, error) {
+	if err := opts.check(); err != nil {
+		return nil, nil, err
+	}
 	if opts.Counter == nil {
 		opts.Counter = prune.NewCounter(counterMemoBytes)
 	}
@@ -114,7 +145,11 @@ func Run(ctx context.Context, traces []Trace, opts Options) ([]StepResult, []Ski
 }
 
 // evaluate runs every strategy on one step, or returns why the step cannot
-// be evaluated.
+// be evaluated. Each strategy goes through the gateway's own pruner
+// (prune.Pruner) as its retriever, with the same counter, mode and prompt
+// variant, and MinTokens 0 so that every step is pruned: what the gateway
+// does with a selection (the root and focus rules, post-processing, the
+// fewer-tokens rule, failing open) is what eval measures.
 func evaluate(ctx context.Context, t *Trace, opts Options) ([]StepResult, string) {
 	b, ok := detect.Page(t.AXTree)
 	if !ok {
@@ -125,55 +160,104 @@ func evaluate(ctx context.Context, t *Trace, opts Options) ([]StepResult, string
 	if target < 0 {
 		return nil, "target-not-in-tree"
 	}
-	targetLine := tree.Text[tree.Lines[target].Start:tree.Lines[target].End]
 	targetFocused := tree.FocusedBID != "" && tree.FocusedBID == t.TargetBID
-	unfocused := tree
-	unfocused.FocusedBID = ""
 	step := &Step{
 		Goal:       t.Goal,
 		History:    historyText(t.History),
 		Tree:       tree,
 		LineTokens: lineTokens(opts.Counter, opts.Model, tree),
 	}
-	before := opts.Counter.Count(opts.Model, tree.Text)
+	input := prune.Input{Tree: tree, Goal: step.Goal, History: step.History, Mode: opts.Mode, Model: opts.Model}
 
 	results := make([]StepResult, 0, len(opts.Strategies))
 	for _, st := range opts.Strategies {
-		r := StepResult{
-			Strategy:             st.Name(),
-			Benchmark:            t.Benchmark,
-			ID:                   t.ID,
-			TokensBefore:         before,
-			TokensAfter:          before,
-			Recalled:             true,
-			TargetFocused:        targetFocused,
-			RecalledWithoutFocus: true,
-		}
+		r := StepResult{Strategy: st.Name(), Benchmark: t.Benchmark, ID: t.ID, TargetFocused: targetFocused}
+		cfg := prune.Config{RetrieverModel: st.Name(), Counter: opts.Counter}
+		in := input
 		if l, ok := st.(*LLM); ok {
-			r.RetrieverModel = l.RetrieverModel
+			r.RetrieverModel, cfg.RetrieverModel = l.RetrieverModel, l.RetrieverModel
+			cfg.UseHistory, in.Variant = l.UseHistory, l.Variant
 		}
-		start := time.Now()
-		sel, err := st.Select(ctx, step)
-		r.Latency, r.Usage = time.Since(start), sel.Usage
-		if err != nil {
-			r.Failure, r.Err = failureReason(err), err
-		} else if out, err := prune.Apply(tree, sel, opts.Mode); err != nil {
-			r.Failure, r.Err = "postprocess-error", err
-		} else if after := opts.Counter.Count(opts.Model, out); after < before {
-			// Like the gateway, a result no smaller than the original is
-			// not used.
-			r.TokensAfter, r.Recalled = after, survives(out, targetLine)
+		sr := &strategyRetriever{strategy: st, step: step}
+		// The cache holds this step's selection only, so that the prune
+		// without the focus rule below applies it again instead of asking
+		// the strategy twice (the focus is not part of the cache key).
+		p := prune.New(cfg, sr, cache.New(cache.NewMemory(selectionCacheBytes, 0), nil))
+		res := p.Prune(ctx, in)
+
+		r.TokensBefore, r.TokensAfter, r.Latency = res.TokensBefore, res.TokensAfter, res.RetrieverTime
+		call := sr.call.Load()
+		if call != nil {
+			// The strategy's own usage, also when it failed: a failed
+			// call is paid for too.
+			r.Usage = call.sel.Usage
+		}
+		switch {
+		case res.Status == focusgate.FailedOpen && call != nil && call.err != nil:
+			r.Failure, r.Err = failureReason(call.err), call.err
+		case res.Status == focusgate.FailedOpen:
+			r.Failure = string(res.Reason)
+		}
+		// What is not pruned goes on whole, the target with it.
+		r.Recalled, r.RecalledWithoutFocus = true, true
+		if res.Status == focusgate.Pruned {
+			r.Recalled = kept(res.Kept, target)
 			r.RecalledWithoutFocus = r.Recalled
 			if targetFocused {
 				// Would the target be there had the strategy alone
-				// decided?
-				alone, err := prune.Apply(unfocused, sel, opts.Mode)
-				r.RecalledWithoutFocus = err == nil && survives(alone, targetLine)
+				// decided? The same selection, from the cache, on the
+				// tree without its focus.
+				alone := in
+				alone.Tree.FocusedBID = ""
+				if res := p.Prune(ctx, alone); res.Status == focusgate.Pruned {
+					r.RecalledWithoutFocus = kept(res.Kept, target)
+				}
 			}
 		}
 		results = append(results, r)
 	}
 	return results, ""
+}
+
+// selectionCacheBytes bounds the cache of one step's selection: far more
+// than the selection of any tree a request body can hold, so that it is
+// always stored.
+const selectionCacheBytes = 64 << 20
+
+// strategyRetriever is a Strategy as the pruner's Retriever for one step. It
+// keeps what the strategy returned, its error and usage included, which the
+// pruner's Result does not carry: eval reports a retriever's HTTP status and
+// what a failed call cost.
+type strategyRetriever struct {
+	strategy Strategy
+	step     *Step
+	// call is stored by the pruner's computation, which may outlive the
+	// Prune call that started it (when ctx ends), hence the atomic.
+	call atomic.Pointer[strategyCall]
+}
+
+type strategyCall struct {
+	sel prune.Selection
+	err error
+}
+
+var _ prune.Retriever = (*strategyRetriever)(nil)
+
+// Select asks the strategy, handing it the query the pruner built: the
+// numbered tree and the goal (and history, with UseHistory) as the gateway
+// would send them to a retriever model.
+func (sr *strategyRetriever) Select(ctx context.Context, q prune.Query) (prune.Selection, error) {
+	s := *sr.step
+	s.Query = q
+	sel, err := sr.strategy.Select(ctx, &s)
+	sr.call.Store(&strategyCall{sel: sel, err: err})
+	return sel, err
+}
+
+// kept reports whether the line at index i (0-based) is in ranges, the lines
+// the pruner kept verbatim.
+func kept(ranges []prune.Range, i int) bool {
+	return slices.ContainsFunc(ranges, func(r prune.Range) bool { return r.From <= i+1 && i+1 <= r.To })
 }
 
 // lineTokens counts each line of t with what separates it from the next.
@@ -187,24 +271,6 @@ func lineTokens(c *prune.Counter, model string, t prune.Tree) []int {
 		n[i] = c.Count(model, t.Text[l.Start:end])
 	}
 	return n
-}
-
-// survives reports whether line is a whole line of text. A stub of it
-// ("[a405] button (pruned)") does not count, nor does a line that merely
-// contains it.
-func survives(text, line string) bool {
-	for off := 0; ; {
-		i := strings.Index(text[off:], line)
-		if i < 0 {
-			return false
-		}
-		i += off
-		end := i + len(line)
-		if (i == 0 || text[i-1] == '\n') && (end == len(text) || text[end] == '\n') {
-			return true
-		}
-		off = i + 1
-	}
 }
 
 // failureReason names why a strategy failed, in the gateway's words, except

@@ -8,9 +8,10 @@ import (
 	"github.com/focusgate/focusgate/prune"
 )
 
-// Strategy chooses the lines of a step's tree to keep. Every strategy's
-// selection is post-processed by prune.Apply in the same mode, so that
-// strategies differ only in what they choose.
+// Strategy chooses the lines of a step's tree to keep. Every strategy is the
+// retriever of the gateway's own pruner (prune.Pruner), which applies its
+// selection in the same mode and keeps the result only if it has fewer
+// tokens, so that strategies differ only in what they choose.
 type Strategy interface {
 	// Name labels the strategy's rows in the report.
 	Name() string
@@ -25,6 +26,10 @@ type Step struct {
 	// LineTokens[i] counts line i with what separates it from the next
 	// line, so that the counts add up to the tree's.
 	LineTokens []int
+	// Query is what the pruner would send a retriever model for this step:
+	// the numbered tree, the goal, the history when the strategy's settings
+	// send it, and the prompt variant.
+	Query prune.Query
 }
 
 // Truncate keeps lines from the top of the tree while their tokens fit in
@@ -89,7 +94,9 @@ func keptRanges(keep []bool) []prune.Range {
 	return rs
 }
 
-// LLM asks a retriever model which lines matter, as the gateway does.
+// LLM asks a retriever model which lines matter, as the gateway does: with
+// the query the pruner builds, so Variant and UseHistory configure the
+// pruner of its steps.
 type LLM struct {
 	Retriever prune.Retriever
 	// RetrieverModel names the model behind Retriever, whose price the
@@ -103,14 +110,5 @@ type LLM struct {
 func (l *LLM) Name() string { return "llm" }
 
 func (l *LLM) Select(ctx context.Context, s *Step) (prune.Selection, error) {
-	q := prune.Query{
-		Goal:     s.Goal,
-		Numbered: prune.Number(s.Tree),
-		Lines:    len(s.Tree.Lines),
-		Variant:  l.Variant,
-	}
-	if l.UseHistory {
-		q.History = s.History
-	}
-	return l.Retriever.Select(ctx, q)
+	return l.Retriever.Select(ctx, s.Query)
 }

@@ -31,11 +31,11 @@ const defaultBudget = 2000
 // whatever the order on the command line.
 var strategyNames = []string{"llm", "truncate", "bm25"}
 
-// evaluate compares pruning strategies on recorded agent steps: a table (or
-// JSON) on stdout, progress and notes on stderr.
 // evalMemoBytes bounds the memo of token counts of `focusgate eval`.
 const evalMemoBytes = 32 << 20
 
+// evaluate compares pruning strategies on recorded agent steps: a table (or
+// JSON) on stdout, progress and notes on stderr.
 func evaluate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var (
 		data        string

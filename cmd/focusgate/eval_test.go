@@ -239,6 +239,7 @@ func TestEvalErrors(t *testing.T) {
 		{"argument", []string{"--data", devTraces, "traces.jsonl"}, "eval takes no arguments"},
 		{"concurrency", []string{"--data", devTraces, "--concurrency", "0"}, "--concurrency must be at least 1"},
 		{"bad configuration", []string{"--data", devTraces, "--mode", "shrink"}, "FOCUSGATE_MODE"},
+		{"mode off", []string{"--data", devTraces, "--mode", "off"}, "eval: mode off prunes nothing to measure"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := runEval(t, map[string]string{}, tt.args...)
