@@ -113,14 +113,15 @@ func (f *spec) collect(s string, p int, buf []element) ([]element, int) {
 // Blocks finds every tree in one plain string (used for files given to `focusgate
 // prune` and internally).
 func Blocks(s string) []Block {
-	bufs := elementBufs.Get().([][]element)
+	pooled := elementBufs.Get().(*[][]element)
+	bufs := *pooled // the same backing array: runs grown below stay pooled
 	defer func() {
 		// The elements hold strings of s: cleared, a pooled buffer keeps no
 		// request's text alive.
 		for g := range bufs {
 			clear(bufs[g][:cap(bufs[g])])
 		}
-		elementBufs.Put(bufs)
+		elementBufs.Put(pooled)
 	}()
 	var (
 		blocks []Block
@@ -170,8 +171,12 @@ func Blocks(s string) []Block {
 
 // elementBufs lends Blocks one run buffer per grammar. A page's run is
 // hundreds of elements of some 70 bytes each, grown by doubling on every
-// call otherwise: the largest allocation of detection.
-var elementBufs = sync.Pool{New: func() any { return make([][]element, len(grammars)) }}
+// call otherwise: the largest allocation of detection. It holds pointers,
+// since putting a slice header in an interface allocates it.
+var elementBufs = sync.Pool{New: func() any {
+	bufs := make([][]element, len(grammars))
+	return &bufs
+}}
 
 // Page returns the tree of a page snapshot given on its own (a file, a
 // recorded step): the largest block of s, since a snapshot that reads as

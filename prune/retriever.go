@@ -230,6 +230,7 @@ func (r *OpenAIRetriever) complete(ctx context.Context, key, system string, turn
 		req.MaxCompletionTokens = r.cfg.MaxTokens
 	} else {
 		// max_tokens is the cap every OpenAI-compatible server knows.
+		//lint:ignore SA1019 max_completion_tokens, which replaces it, is OpenAI's own and not every compatible server reads it.
 		req.MaxTokens = r.cfg.MaxTokens
 		// go-openai omits a zero temperature from the JSON, which leaves the
 		// server's default of 1; the smallest positive value is greedy too.

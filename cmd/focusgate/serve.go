@@ -56,7 +56,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	anthropic, err := url.Parse(cfg.AnthropicURL)
 	if err != nil {
-		return fmt.Errorf("Anthropic URL: %w", err)
+		return fmt.Errorf("the Anthropic URL: %w", err)
 	}
 
 	pr, err := newPruning(cfg, log)
