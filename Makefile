@@ -2,7 +2,7 @@ GO      ?= go
 BIN     ?= bin/focusgate
 PKGS    := ./...
 
-.PHONY: run build test vet fmt-check
+.PHONY: run build test vet lint fmt-check
 
 ## run: start the gateway with working defaults (in-process cache, OpenAI upstream)
 run:
@@ -12,10 +12,10 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/focusgate
 
-## test: formatting, vet, the Helm chart, and every test (race detector on) against a throwaway redis-server;
+## test: formatting, vet, staticcheck, the Helm chart, and every test (race detector on) against a throwaway redis-server;
 ## the end-to-end tests drive the real agent tools in e2e/ (FOCUSGATE_E2E=0 skips them); the timeout is generous
 ## because a loaded machine runs the race-enabled prune tests for minutes
-test: fmt-check vet chart-check
+test: fmt-check vet lint chart-check
 	scripts/install-redis.sh
 	scripts/install-chromium.sh
 	scripts/install-e2e.sh
@@ -23,6 +23,16 @@ test: fmt-check vet chart-check
 
 vet:
 	$(GO) vet $(PKGS)
+
+STATICCHECK ?= bin/staticcheck
+
+## bin/staticcheck: the staticcheck version pinned in tools/staticcheck/go.mod, built from the Go module proxy
+$(STATICCHECK): tools/staticcheck/go.mod tools/staticcheck/go.sum
+	cd tools/staticcheck && $(GO) build -o $(abspath $(STATICCHECK)) honnef.co/go/tools/cmd/staticcheck
+
+## lint: staticcheck's default checks over every package, tests included (its results are cached between runs)
+lint: $(STATICCHECK)
+	$(STATICCHECK) $(PKGS)
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path '*/testdata/*')); \
