@@ -142,15 +142,18 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 		return res
 	}
 
-	// The reasoning travels beside the cached value, not in it. The
-	// computation may outlive this request (others may wait for it), hence
-	// the atomic.
+	// The reasoning travels beside the cached value, not in it, and so does
+	// what a failed call cost (a bad answer and its re-ask are two paid
+	// calls). The computation may outlive this request (others may wait for
+	// it), hence the atomics.
 	var reasoning atomic.Pointer[string]
+	var spent atomic.Pointer[Usage]
 	compute := func(ctx context.Context) ([]byte, error) {
 		q := j.q
 		q.Numbered = Number(in.Tree)
 		sel, err := p.retriever.Select(ctx, q)
 		if err != nil {
+			spent.Store(&sel.Usage)
 			return nil, err
 		}
 		reasoning.Store(&sel.Reasoning)
@@ -169,6 +172,9 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 		res.RetrieverTime = time.Since(start)
 	}
 	if err != nil {
+		if u := spent.Load(); u != nil && res.Cache == cache.Miss {
+			res.Usage = *u
+		}
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
 	sel, err := decodeSelection(raw)

@@ -160,6 +160,11 @@ func TestPruneFailsOpen(t *testing.T) {
 			if res.TokensBefore == 0 || res.TokensAfter != res.TokensBefore {
 				t.Errorf("tokens %d -> %d, want the original count twice", res.TokensBefore, res.TokensAfter)
 			}
+			// An answer that could not be used was paid for, twice with
+			// the re-ask: the dashboard and the metrics count it.
+			if tt.reason == focusgate.BadAnswer && res.Usage != (Usage{PromptTokens: 2000, CompletionTokens: 100}) {
+				t.Errorf("usage %+v, want both calls' (2000 prompt, 100 completion tokens)", res.Usage)
+			}
 		})
 	}
 }
