@@ -621,3 +621,70 @@ func TestRetrieverNeverGetsTheGatewayKey(t *testing.T) {
 		t.Errorf("the retriever received the gateway key: %q", got)
 	}
 }
+
+// A gateway key reaches the upstream through no channel: repeated in another
+// header, a cookie, a query parameter or a second credential header, it is
+// cut out, and the client's other headers, cookies and parameters arrive as
+// they were sent. Bob's key is stored as its digest, so it is found by
+// looking each word up, not by searching for known text.
+func TestGatewayKeysNeverLeaveThroughAnotherChannel(t *testing.T) {
+	f, _ := openKeys(t, teamKeys)
+	gw := newKeyedGateway(t, f)
+	for _, key := range []string{aliceKey, bobKey} {
+		channels := []struct {
+			name   string
+			header map[string]string
+			query  string
+		}{
+			{"x-api-key", map[string]string{"X-Api-Key": key}, ""},
+			{"api-key", map[string]string{"Api-Key": key}, ""},
+			{"OpenAI-Organization", map[string]string{"OpenAI-Organization": key}, ""},
+			{"a cookie among others", map[string]string{"Cookie": "theme=dark; session=" + key + "; lang=en"}, ""},
+			{"a custom header, quoted", map[string]string{"X-Upstream-Token": `token="` + key + `"`}, ""},
+			{"query", nil, "api-version=2024-10-21&api-key=" + key + "&x=1"},
+			{"query, escaped", nil, "api-key=" + url.QueryEscape(key+" ") + "&x=1"},
+		}
+		for _, ch := range channels {
+			t.Run(ch.name, func(t *testing.T) {
+				req, _ := http.NewRequest(http.MethodPost, gw.URL+"/v1/chat/completions?"+ch.query, strings.NewReader(`{"model":"gpt-4.1","messages":[]}`))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("X-Client-Trace", "abc-123")
+				for k, v := range ch.header {
+					req.Header.Set(k, v)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("status %d", resp.StatusCode)
+				}
+				got := gw.upstream.last(t)
+				for name, values := range got.Header {
+					for _, v := range values {
+						if strings.Contains(v, key) {
+							t.Errorf("the gateway key reached the upstream in %s", name)
+						}
+					}
+				}
+				if strings.Contains(got.RawQuery, url.QueryEscape(key)) || strings.Contains(got.RawQuery, key) {
+					t.Errorf("the gateway key reached the upstream in the query %q", got.RawQuery)
+				}
+				if got.Header.Get("X-Client-Trace") != "abc-123" {
+					t.Error("another header was lost")
+				}
+				switch ch.name {
+				case "a cookie among others":
+					if c := got.Header.Get("Cookie"); c != "theme=dark; lang=en" {
+						t.Errorf("Cookie %q, want the other cookies as sent", c)
+					}
+				case "query":
+					if got.RawQuery != "api-version=2024-10-21&x=1" {
+						t.Errorf("query %q, want the other parameters as sent", got.RawQuery)
+					}
+				}
+			})
+		}
+	}
+}
