@@ -147,6 +147,28 @@ func registerRedis(reg prometheus.Registerer, stats func() cache.RedisStats) {
 	}
 }
 
+// labelledCodes are the statuses the code label names as they are: those
+// focusgate answers with itself and those an LLM API commonly does. Any other
+// status an upstream returns is labelled by its class ("2xx" ... "5xx"), so
+// that an upstream cannot grow the metrics without bound.
+var labelledCodes = map[int]string{}
+
+func init() {
+	for _, c := range []int{200, 201, 204, 304, 400, 401, 403, 404, 408, 409, 413, 422, 429, 431, 499, 500, 501, 502, 503, 504, 529} {
+		labelledCodes[c] = strconv.Itoa(c)
+	}
+}
+
+func codeLabel(status int) string {
+	if l, ok := labelledCodes[status]; ok {
+		return l
+	}
+	if status >= 100 && status < 600 {
+		return strconv.Itoa(status/100) + "xx"
+	}
+	return "other"
+}
+
 // routeLabel names the route a request took, from gin's matched pattern.
 func routeLabel(fullPath string) string {
 	switch fullPath {
@@ -165,7 +187,7 @@ func routeLabel(fullPath string) string {
 func (m *metrics) observeRequest(c *gin.Context, seconds float64) {
 	route := routeLabel(c.FullPath())
 	key := m.keyLabel(keyName(c.Request.Context()))
-	m.requests.WithLabelValues(route, strconv.Itoa(c.Writer.Status()), key).Inc()
+	m.requests.WithLabelValues(route, codeLabel(c.Writer.Status()), key).Inc()
 	m.duration.WithLabelValues(route).Observe(seconds)
 }
 

@@ -232,3 +232,29 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// The code label takes a fixed set of values, whatever statuses an upstream
+// invents.
+func TestCodeLabelIsBounded(t *testing.T) {
+	var status atomic.Int32
+	gw := newGateway(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(int(status.Load())) })
+	for _, s := range []int{200, 429, 529, 218, 299, 418, 450, 599} {
+		status.Store(int32(s))
+		resp, err := http.Get(gw.URL + "/v1/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	m := scrape(t, gw)
+	for code, want := range map[string]float64{"200": 1, "429": 1, "529": 1, "2xx": 2, "4xx": 2, "5xx": 1} {
+		if got := value(m, "focusgate_requests_total", map[string]string{"route": "passthrough", "code": code}); got != want {
+			t.Errorf("code=%s: %v, want %v", code, got, want)
+		}
+	}
+	for _, code := range []string{"218", "299", "418", "450", "599"} {
+		if got := value(m, "focusgate_requests_total", map[string]string{"code": code}); got != 0 {
+			t.Errorf("code=%s has a series of its own", code)
+		}
+	}
+}
