@@ -106,21 +106,28 @@ func parseConversation(body []byte, api focusgate.API) (*conversation, error) {
 	}
 	var instructions *unit
 	i, err := eachMember(body, i, 0, func(key []byte, v int) (int, error) {
+		// Of duplicate members, JSON readers keep the last: what focusgate
+		// prunes and counts must be what the upstream reads.
 		switch {
 		case api == focusgate.Chat && string(key) == "messages":
+			c.forget("messages")
 			return c.messages(v)
 		case api == focusgate.Responses && string(key) == "input":
+			c.forget("input")
 			return c.input(v)
 		case api == focusgate.Messages && string(key) == "messages":
+			c.forget("messages")
 			return c.anthropicMessages(v)
 		case api == focusgate.Messages && string(key) == "system":
 			u, next, err := c.systemPrompt(v)
+			instructions = nil
 			if u.end > u.first {
 				instructions = &u
 			}
 			return next, err
 		case api == focusgate.Responses && string(key) == "instructions":
 			lit, next, ok, err := stringOrSkip(body, v, 1)
+			instructions = nil
 			if ok {
 				c.segs = append(c.segs, segment{lit: lit, part: -1})
 				instructions = &unit{role: roleSystem, top: "instructions", index: -1, first: len(c.segs) - 1, end: len(c.segs)}
@@ -143,6 +150,16 @@ func parseConversation(body []byte, api focusgate.API) (*conversation, error) {
 	return c, nil
 }
 
+// forget empties the units read from an earlier occurrence of the top-level
+// member top, which a later one replaces.
+func (c *conversation) forget(top string) {
+	for i := range c.units {
+		if u := &c.units[i]; u.top == top {
+			u.role, u.first, u.calls = roleOther, u.end, nil
+		}
+	}
+}
+
 func (c *conversation) messages(v int) (int, error) {
 	b := c.body
 	if b[v] != '[' {
@@ -163,8 +180,10 @@ func (c *conversation) messages(v int) (int, error) {
 				}
 				return next, err
 			case "content":
+				c.segs = c.segs[:c.units[ui].first] // the last of duplicate members wins
 				return c.content("content", v, 3)
 			case "tool_calls":
+				c.units[ui].calls = nil
 				return c.toolCalls(ui, v)
 			}
 			return skipValue(b, v, 3)
@@ -208,6 +227,14 @@ func (c *conversation) input(v int) (int, error) {
 				}
 				return next, err
 			case "content", "output":
+				// The last of duplicate members wins.
+				kept := c.segs[:u.first]
+				for _, s := range c.segs[u.first:] {
+					if s.field != string(key) {
+						kept = append(kept, s)
+					}
+				}
+				c.segs = kept
 				return c.content(string(key), v, 3)
 			case "name", "arguments":
 				lit, next, ok, err := stringOrSkip(b, v, 3)

@@ -110,7 +110,16 @@ func (f *Finder) Find(body []byte, api focusgate.API, opts Options) ([]Observati
 	return c.observations(opts), nil
 }
 
-// Model returns the request's "model" field, or "" when there is none.
+// Model returns the request's "model" field, or "" when there is none. Like
+// the upstream's JSON reader, it takes the last of duplicate members and
+// reads escaped member names.
 func Model(body []byte) string {
-	return gjson.GetBytes(body, "model").String()
+	var model string
+	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+		if k.String() == "model" {
+			model = v.String()
+		}
+		return true
+	})
+	return model
 }

@@ -215,8 +215,9 @@ func scanNumber(b []byte, i int) (int, error) {
 }
 
 // eachMember walks the object whose '{' is b[i]. For every member it calls member
-// with the raw key (escapes left in place) and the offset of the value, which is
-// inside b; member must consume the value and return the offset past it.
+// with the key and the offset of the value, which is inside b; member must
+// consume the value and return the offset past it. A key with escapes is
+// decoded first ("mod\u0065l" is "model"), as the upstream's JSON reader will.
 func eachMember(b []byte, i, depth int, member func(key []byte, v int) (int, error)) (int, error) {
 	if depth >= maxNesting {
 		return i, syntaxError(i, "nesting too deep")
@@ -243,7 +244,11 @@ func eachMember(b []byte, i, depth int, member func(key []byte, v int) (int, err
 		if i = skipSpace(b, i+1); i >= len(b) {
 			return i, syntaxError(i, "missing value")
 		}
-		if i, err = member(b[key.start:key.end], i); err != nil {
+		k := b[key.start:key.end]
+		if bytes.IndexByte(k, '\\') >= 0 {
+			k = []byte(unquote(k))
+		}
+		if i, err = member(k, i); err != nil {
 			return i, err
 		}
 		i = skipSpace(b, i)

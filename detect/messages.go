@@ -43,6 +43,7 @@ func (c *conversation) anthropicMessages(v int) (int, error) {
 		r := roleOther
 		var runs []blockRun
 		var calls []call
+		first := len(c.segs)
 		next, err := eachMember(b, m, 2, func(key []byte, v int) (int, error) {
 			switch string(key) {
 			case "role":
@@ -52,6 +53,8 @@ func (c *conversation) anthropicMessages(v int) (int, error) {
 				}
 				return next, err
 			case "content":
+				// The last of duplicate members wins.
+				c.segs, runs, calls = c.segs[:first], nil, nil
 				return c.anthropicContent(v, &runs, &calls)
 			}
 			return skipValue(b, v, 3)

@@ -160,3 +160,41 @@ func TestMessagesBlocksSearched(t *testing.T) {
 		})
 	}
 }
+
+// Of duplicate members, JSON readers keep the last, and they read escaped
+// member names: so does detection, so that what is pruned and counted is
+// what the upstream sees.
+func TestDuplicateAndEscapedMembers(t *testing.T) {
+	tree := strings.TrimSuffix(readFile(t, "../testdata/axtrees/bgym-pr301_workarena_standard_laptop_form.txt"), "\n")
+	js := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	msg := func(content string) string { return `[{"role":"user","content":` + content + `}]` }
+	for _, tt := range []struct {
+		name  string
+		api   focusgate.API
+		body  string
+		pages int
+		model string
+	}{
+		{"model: the last wins", focusgate.Chat, `{"model":"gpt-3.5-turbo","messages":[],"model":"gpt-4.1"}`, 0, "gpt-4.1"},
+		{"model: an escaped name", focusgate.Chat, `{"mod\u0065l":"gpt-4.1","messages":[]}`, 0, "gpt-4.1"},
+		{"messages: the last wins, without a page", focusgate.Chat, `{"messages":` + msg(js(tree)) + `,"messages":` + msg(`"hi"`) + `}`, 0, ""},
+		{"messages: the last wins, with a page", focusgate.Chat, `{"messages":` + msg(`"hi"`) + `,"messages":` + msg(js(tree)) + `}`, 1, ""},
+		{"messages: an escaped name", focusgate.Chat, `{"m\u0065ssages":` + msg(js(tree)) + `}`, 1, ""},
+		{"content: the last wins", focusgate.Chat, `{"messages":[{"role":"user","content":` + js(tree) + `,"content":"hi"}]}`, 0, ""},
+		{"role: the last wins", focusgate.Chat, `{"messages":[{"role":"user","content":` + js(tree) + `,"role":"assistant"}]}`, 0, ""},
+		{"Messages content: the last wins", focusgate.Messages, `{"messages":[{"role":"user","content":[{"type":"text","text":` + js(tree) + `}],"content":"hi"}]}`, 0, ""},
+		{"input: the last wins", focusgate.Responses, `{"input":` + js(tree) + `,"input":"hi"}`, 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obs, err := Find([]byte(tt.body), tt.api, Options{All: true})
+			if err != nil || len(obs) != tt.pages {
+				t.Errorf("%d observations, %v; want %d", len(obs), err, tt.pages)
+			}
+			if tt.model != "" {
+				if got := Model([]byte(tt.body)); got != tt.model {
+					t.Errorf("Model = %q, want %q", got, tt.model)
+				}
+			}
+		})
+	}
+}
