@@ -310,7 +310,15 @@ func skip(res Result, reason focusgate.Reason) Result {
 }
 
 func (p *Pruner) failOpen(ctx context.Context, res Result, reason focusgate.Reason, err error) Result {
-	p.log.LogAttrs(ctx, slog.LevelWarn, "prune: observation sent unpruned",
+	// A call cut short by its context only knows that the context ended;
+	// whoever ended it (the deadline, a client that left, the shutdown)
+	// names the cause on the request's own log line, so this one is a
+	// detail. Any other failure is the pruner's to report.
+	level := slog.LevelWarn
+	if ctx.Err() != nil && (reason == focusgate.Canceled || reason == focusgate.Timeout) {
+		level = slog.LevelDebug
+	}
+	p.log.LogAttrs(ctx, level, "prune: observation sent unpruned",
 		slog.String("reason", string(reason)), slog.Any("error", err))
 	res.Status, res.Reason = focusgate.FailedOpen, reason
 	return res

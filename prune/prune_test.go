@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -426,5 +427,34 @@ func TestResultReportsTheSelection(t *testing.T) {
 	hit := p.Prune(context.Background(), in)
 	if hit.Cache != cache.Hit || hit.Reasoning != "" || fmt.Sprint(hit.Kept) != fmt.Sprint(miss.Kept) {
 		t.Errorf("hit: cache %s, reasoning %q, kept %v", hit.Cache, hit.Reasoning, hit.Kept)
+	}
+}
+
+// A call cut short by its context is logged as a detail: the request's own
+// log line names what ended it (the deadline, the client, the shutdown),
+// and a warning saying "canceled" would contradict it. Other failures are
+// warnings.
+func TestFailOpenLogsContextEndsAsDetails(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		warn bool
+	}{
+		{"context ended", context.Canceled, false},
+		{"retriever down", &StatusError{Code: 503, Err: errors.New("down")}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			ctx, cancel := context.WithCancel(context.Background())
+			r := retrieverFunc(func(context.Context, Query) (Selection, error) { cancel(); return Selection{}, tt.err })
+			res := New(Config{MinTokens: 1000, Logger: log}, r, nil).Prune(ctx, laptopInput(t))
+			if res.Status != focusgate.FailedOpen {
+				t.Fatalf("status %s", res.Status)
+			}
+			if got := strings.Contains(logs.String(), "level=WARN"); got != tt.warn {
+				t.Errorf("warning logged: %v, want %v:\n%s", got, tt.warn, logs.String())
+			}
+		})
 	}
 }

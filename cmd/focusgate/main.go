@@ -16,12 +16,39 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
+	// ends its grace period at once, for an operator who cannot wait.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(context.Background())
+	hurry, hurried := context.WithCancel(context.Background())
+	go func() {
+		<-sigs
+		stop()
+		<-sigs
+		hurried()
+	}()
+	ctx = withHurry(ctx, hurry)
 	if err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "focusgate: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+type hurryKey struct{}
+
+// withHurry attaches to ctx a context that ends when the shutdown that ctx's
+// end starts must not wait any longer (a second signal).
+func withHurry(ctx, hurry context.Context) context.Context {
+	return context.WithValue(ctx, hurryKey{}, hurry)
+}
+
+// hurryFrom is the context withHurry attached, or one that never ends.
+func hurryFrom(ctx context.Context) context.Context {
+	if h, ok := ctx.Value(hurryKey{}).(context.Context); ok {
+		return h
+	}
+	return context.Background()
 }
 
 const usage = `focusgate prunes the web pages that agents send to their model.

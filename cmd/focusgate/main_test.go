@@ -35,11 +35,12 @@ func freeAddr(t *testing.T) string {
 
 // process is the program started in-process by startGateway.
 type process struct {
-	URL  string
-	logs *testlog.Buffer
-	stop context.CancelFunc // what SIGTERM does
-	done chan struct{}      // closed when run has returned
-	err  error              // run's result, once done is closed
+	URL   string
+	logs  *testlog.Buffer
+	stop  context.CancelFunc // what SIGTERM does
+	hurry context.CancelFunc // what a second SIGTERM does
+	done  chan struct{}      // closed when run has returned
+	err   error              // run's result, once done is closed
 }
 
 // wait returns run's result, failing the test if run has not returned by
@@ -64,13 +65,16 @@ func startGateway(t *testing.T, env map[string]string) *process {
 		env["FOCUSGATE_SHUTDOWN_DELAY"] = "0s" // tests that stop the gateway do not wait for load balancers
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &process{URL: "http://" + addr, logs: testlog.New(), stop: cancel, done: make(chan struct{})}
+	hurry, hurried := context.WithCancel(context.Background())
+	ctx = withHurry(ctx, hurry)
+	p := &process{URL: "http://" + addr, logs: testlog.New(), stop: cancel, hurry: hurried, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		p.err = run(ctx, []string{"focusgate"}, func(k string) string { return env[k] }, nil, io.Discard, p.logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
+		hurried()
 		p.wait(t, time.Minute)
 	})
 	p.logs.WaitFor(t, "focusgate listening")
@@ -487,5 +491,38 @@ func TestRunRejectsBadPrices(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "FOCUSGATE_PRICES") {
 			t.Errorf("%v: error %v, want one naming the variable", env, err)
 		}
+	}
+}
+
+// A second SIGTERM ends the grace period at once: the open stream is cut and
+// run returns, though the grace period would have lasted ten minutes.
+func TestSecondSignalEndsTheGracePeriod(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: 1\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(up.Close)
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":     up.URL + "/v1",
+		"FOCUSGATE_SHUTDOWN_DELAY":   "5m",
+		"FOCUSGATE_SHUTDOWN_TIMEOUT": "10m",
+	})
+	resp, err := http.Post(gw.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	io.ReadFull(resp.Body, make([]byte, 4))
+
+	gw.stop()
+	gw.logs.WaitFor(t, "shutting down")
+	gw.hurry()
+	if err := gw.wait(t, time.Minute); err != nil {
+		t.Errorf("run returned %v", err)
+	}
+	if !strings.Contains(gw.logs.String(), "a second signal ended the grace period") {
+		t.Errorf("the log does not say why the grace period ended:\n%s", gw.logs.String())
 	}
 }

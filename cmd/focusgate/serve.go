@@ -137,14 +137,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log.Info("shutting down: draining in-flight requests", "delay", cfg.ShutdownDelay, "grace", cfg.ShutdownTimeout)
 	graceCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
+	hurry := hurryFrom(ctx)
+	defer context.AfterFunc(hurry, cancel)()
 	delay := time.NewTimer(cfg.ShutdownDelay)
 	select {
 	case <-delay.C:
+	case <-graceCtx.Done():
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
 	}
 	pr.pipeline.Stop()
 	if err := srv.Shutdown(graceCtx); err != nil {
+		if hurry.Err() != nil {
+			err = errors.New("a second signal ended the grace period")
+		}
 		log.Warn("grace period over: closing the remaining connections", "err", err)
 		_ = srv.Close()
 	}
