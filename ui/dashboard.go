@@ -44,6 +44,7 @@ type Dashboard struct {
 	stats   *stats
 	mux     *http.ServeMux
 	session string // the cookie value that stands for the admin key
+	logins  *loginLimiter
 }
 
 // New returns a Dashboard.
@@ -60,7 +61,7 @@ func New(opts Options) *Dashboard {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dashboard{opts: opts, ring: newRing(opts.MaxRequests, opts.MaxBytes), stats: newStats(opts.Now())}
+	d := &Dashboard{opts: opts, ring: newRing(opts.MaxRequests, opts.MaxBytes), stats: newStats(opts.Now()), logins: newLoginLimiter()}
 	if opts.AdminKey != "" {
 		// The cookie holds a digest, not the key itself, so that a
 		// browser's cookie store never holds the key.
@@ -179,7 +180,14 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.unauthorized(w, r, "")
 		return
 	}
+	now := d.opts.Now()
+	if ok, wait := d.logins.allow(r.RemoteAddr, now); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "too many wrong admin keys from this address; try again later"})
+		return
+	}
 	if !equal(key, d.opts.AdminKey) {
+		d.logins.fail(r.RemoteAddr, now)
 		d.opts.Logger.Warn("dashboard: sign-in refused", "remote", r.RemoteAddr)
 		d.unauthorized(w, r, "That is not the admin key.")
 		return

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"io"
@@ -389,5 +390,37 @@ func TestOverviewRelookRate(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("no rows for %v", want)
+	}
+}
+
+// An address gets five wrong admin keys per quarter of an hour; then the
+// sign-in form answers 429 with Retry-After, even to the right key, until the
+// window ends. Other addresses are not held back.
+func TestSignInAttemptsAreLimited(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	d := ui.New(ui.Options{AdminKey: adminKey, Now: func() time.Time { return now }})
+	post := func(remote, key string) *http.Response {
+		req := httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader(url.Values{"key": {key}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.RemoteAddr = remote
+		w := httptest.NewRecorder()
+		d.ServeHTTP(w, req)
+		return w.Result()
+	}
+	for i := range 5 {
+		if resp := post("192.0.2.7:5000", fmt.Sprintf("guess-%d", i)); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d, want 401", i, resp.StatusCode)
+		}
+	}
+	resp := post("192.0.2.7:5001", adminKey)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("after five wrong keys: %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if resp := post("198.51.100.1:4000", adminKey); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("another address: %d, want 303", resp.StatusCode)
+	}
+	now = now.Add(15 * time.Minute)
+	if resp := post("192.0.2.7:5000", adminKey); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("after the window: %d, want 303", resp.StatusCode)
 	}
 }
