@@ -5,29 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
-	"sync/atomic"
 
 	"github.com/focusgate/focusgate"
 )
-
-// byteBudget admits work while the bytes it holds stay within a limit. It
-// never waits: work that does not fit is not done, which for an inspection
-// means the request is forwarded as it came.
-type byteBudget struct {
-	limit int64
-	used  atomic.Int64
-}
-
-// acquire takes n bytes of the budget, or reports false when they do not fit.
-func (b *byteBudget) acquire(n int64) bool {
-	if b.used.Add(n) > b.limit {
-		b.used.Add(-n)
-		return false
-	}
-	return true
-}
-
-func (b *byteBudget) release(n int64) { b.used.Add(-n) }
 
 // inlineBytes is the largest body whose observations are looked for on the
 // caller's own goroutine. Detection of so few bytes takes well under a
@@ -62,7 +42,7 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 		return body, skipped(focusgate.Shutdown)
 	}
 	n := int64(len(body))
-	if !p.inspecting.acquire(n) {
+	if !p.inspecting.Acquire(n) {
 		return body, skipped(focusgate.Busy)
 	}
 	var pl plan
@@ -74,7 +54,7 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 			return body, out
 		})
 		if !planned {
-			p.inspecting.release(n)
+			p.inspecting.Release(n)
 			return b, out
 		}
 	}
@@ -89,7 +69,7 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer p.inspecting.release(n)
+		defer p.inspecting.Release(n)
 		b, out := p.guarded(ctx, body, func() ([]byte, Outcome) {
 			if !planned {
 				var out Outcome

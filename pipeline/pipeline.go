@@ -19,6 +19,7 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/internal/budget"
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
 )
@@ -62,8 +63,11 @@ type Options struct {
 	// replica computing the same selection); past it the original body is
 	// returned. Default 20s.
 	Budget time.Duration
-	// InspectBudgetBytes bounds the request bytes under inspection at once;
-	// a request that does not fit is returned uninspected. Default 64 MiB.
+	// Memory bounds the request bytes under inspection at once; a request
+	// that does not fit is returned uninspected. The gateway shares it with
+	// the decoding of compressed bodies. Nil means a budget of its own of
+	// InspectBudgetBytes (default 64 MiB).
+	Memory             *budget.Bytes
 	InspectBudgetBytes int64
 	// Prices estimate each request's savings; nil uses the built-in table.
 	Prices         *pricing.Table
@@ -102,7 +106,7 @@ type Request struct {
 type Pipeline struct {
 	opts       Options
 	log        *slog.Logger
-	inspecting byteBudget
+	inspecting *budget.Bytes
 	// stopping ends when the pipeline stops pruning for shutdown.
 	stopping context.Context
 	stop     context.CancelCauseFunc
@@ -132,7 +136,10 @@ func New(opts Options) *Pipeline {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{opts: opts, log: opts.Logger}
-	p.inspecting.limit = opts.InspectBudgetBytes
+	p.inspecting = opts.Memory
+	if p.inspecting == nil {
+		p.inspecting = budget.New(opts.InspectBudgetBytes)
+	}
 	p.stopping, p.stop = context.WithCancelCause(context.Background())
 	p.retrievals = map[focusgate.API]retrieval{}
 	for _, api := range focusgate.APIs {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
@@ -13,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/focusgate/focusgate/internal/budget"
 )
 
 var (
@@ -40,56 +43,144 @@ func readAll(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decode undoes the codings of a Content-Encoding header (listed in the
-// order they were applied), capping the decoded size at limit so that a small
-// compressed bomb cannot exhaust memory.
-func decode(body []byte, contentEncoding string, limit int64) ([]byte, error) {
+// errBusy means a compressed body fits under the cap but the memory budget
+// had no room for its decoded bytes: it is forwarded as it came, uninspected.
+var errBusy = errors.New("request body decoded within the cap, but not held: the memory budget is full")
+
+// decoder chains the decoders of a Content-Encoding header (listed in the
+// order the codings were applied) over r, so that the body is decoded as a
+// stream: no layer is ever held whole. closeAll releases them.
+func decoder(r io.Reader, contentEncoding string, limit int64) (io.Reader, func(), error) {
+	var closers []io.Closer
+	closeAll := func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}
 	codings := strings.Split(contentEncoding, ",")
 	for i := len(codings) - 1; i >= 0; i-- {
-		coding := strings.ToLower(strings.TrimSpace(codings[i]))
-		var err error
-		switch coding {
+		switch coding := strings.ToLower(strings.TrimSpace(codings[i])); coding {
 		case "", "identity":
-			continue
 		case "gzip", "x-gzip":
-			body, err = decodeWith(body, limit, func(r io.Reader) (io.ReadCloser, error) { return gzip.NewReader(r) })
+			zr, err := gzip.NewReader(r)
+			if err != nil {
+				closeAll()
+				return nil, nil, fmt.Errorf("%w: %w", errUndecodable, err)
+			}
+			closers, r = append(closers, zr), zr
 		case "deflate":
 			// HTTP's deflate is zlib-wrapped, but some clients send raw
-			// deflate; accept both.
-			decoded, zerr := decodeWith(body, limit, zlib.NewReader)
-			if errors.Is(zerr, errUndecodable) {
-				decoded, zerr = decodeWith(body, limit, func(r io.Reader) (io.ReadCloser, error) { return flate.NewReader(r), nil })
-			}
-			body, err = decoded, zerr
-		case "zstd":
-			body, err = decodeWith(body, limit, func(r io.Reader) (io.ReadCloser, error) {
-				d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)+1))
+			// deflate: a zlib header says which.
+			br := bufio.NewReader(r)
+			if h, err := br.Peek(2); err == nil && h[0]&0x0f == 8 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0 {
+				zr, err := zlib.NewReader(br)
 				if err != nil {
-					return nil, err
+					closeAll()
+					return nil, nil, fmt.Errorf("%w: %w", errUndecodable, err)
 				}
-				return d.IOReadCloser(), nil
-			})
+				closers, r = append(closers, zr), zr
+			} else {
+				fr := flate.NewReader(br)
+				closers, r = append(closers, fr), fr
+			}
+		case "zstd":
+			// A frame may ask for a window of up to 3.75 TB; one larger than
+			// the cap could not decode within it anyway.
+			zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderMaxMemory(uint64(limit)+1), zstd.WithDecoderMaxWindow(uint64(max(limit, zstd.MinWindowSize))))
+			if err != nil {
+				closeAll()
+				return nil, nil, fmt.Errorf("%w: %w", errUndecodable, err)
+			}
+			rc := zr.IOReadCloser()
+			closers, r = append(closers, rc), rc
 		default:
-			return nil, fmt.Errorf("%w: unsupported Content-Encoding %q", errUndecodable, coding)
-		}
-		if err != nil {
-			return nil, err
+			closeAll()
+			return nil, nil, fmt.Errorf("%w: unsupported Content-Encoding %q", errUndecodable, coding)
 		}
 	}
-	return body, nil
+	return r, closeAll, nil
 }
 
-func decodeWith(body []byte, limit int64, open func(io.Reader) (io.ReadCloser, error)) ([]byte, error) {
-	rc, err := open(bytes.NewReader(body))
+// checkDecodedSize decodes body only to count its bytes, in constant memory
+// (a zstd window aside, itself bounded by limit): errBodyTooLarge past limit,
+// errUndecodable when it does not decode. The passthrough routes forward a
+// compressed body as it came, but the cap on its decoded size holds there
+// too.
+func checkDecodedSize(body []byte, contentEncoding string, limit int64) error {
+	r, closeAll, err := decoder(bytes.NewReader(body), contentEncoding, limit)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errUndecodable, err)
+		return err
 	}
-	defer rc.Close()
-	out, err := readAll(rc, limit, int64(len(body))*4)
-	if err != nil && !errors.Is(err, errBodyTooLarge) {
-		return nil, fmt.Errorf("%w: %w", errUndecodable, err)
+	defer closeAll()
+	n, err := io.Copy(io.Discard, io.LimitReader(r, limit+1))
+	switch {
+	case errors.Is(err, zstd.ErrWindowSizeExceeded), errors.Is(err, zstd.ErrDecoderSizeExceeded), n > limit:
+		return errBodyTooLarge
+	case err != nil:
+		return fmt.Errorf("%w: %w", errUndecodable, err)
 	}
-	return out, err
+	return nil
+}
+
+// decode undoes the codings of a Content-Encoding header as a stream,
+// capping the decoded size at limit so that a small compressed bomb cannot
+// exhaust memory. The decoded bytes it holds are charged to mem as the
+// buffer grows (never beyond limit+1 bytes); when mem has no room, the rest
+// is decoded only to be counted, in constant memory, and the result is
+// errBusy if the body stays within the cap. On success the caller owns
+// charged bytes of mem, to release once the body is handed on.
+func decode(body []byte, contentEncoding string, limit int64, mem *budget.Bytes) (decoded []byte, charged int64, err error) {
+	r, closeAll, err := decoder(bytes.NewReader(body), contentEncoding, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer closeAll()
+	grow := func(buf []byte, want int) ([]byte, bool) {
+		want = int(min(int64(want), limit+1))
+		if mem != nil && !mem.Acquire(int64(want-cap(buf))) {
+			return buf, false
+		}
+		next := make([]byte, len(buf), want)
+		copy(next, buf)
+		charged += int64(want - cap(buf))
+		return next, true
+	}
+	buf, ok := grow(nil, max(len(body)*4, 4096))
+	for ok {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				mem.Release(charged)
+				return nil, 0, errBodyTooLarge
+			}
+			if buf, ok = grow(buf, 2*cap(buf)); !ok {
+				break
+			}
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case errors.Is(err, io.EOF):
+			if int64(len(buf)) > limit {
+				mem.Release(charged)
+				return nil, 0, errBodyTooLarge
+			}
+			return buf, charged, nil
+		case errors.Is(err, zstd.ErrWindowSizeExceeded), errors.Is(err, zstd.ErrDecoderSizeExceeded):
+			mem.Release(charged)
+			return nil, 0, errBodyTooLarge
+		case err != nil:
+			mem.Release(charged)
+			return nil, 0, fmt.Errorf("%w: %w", errUndecodable, err)
+		}
+	}
+	// No room to hold it: count it in constant memory instead, so that the
+	// cap still holds.
+	mem.Release(charged)
+	if err := checkDecodedSize(body, contentEncoding, limit); err != nil {
+		return nil, 0, err
+	}
+	return nil, 0, errBusy
 }
 
 // setBody makes b the request's body, keeping ContentLength, the

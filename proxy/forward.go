@@ -125,6 +125,10 @@ func (s *Server) passthrough(c *gin.Context) {
 		s.tooLarge(c)
 		return
 	}
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && r.Body != nil && r.Body != http.NoBody {
+		s.passCompressed(c, enc)
+		return
+	}
 	if r.Body != nil && r.Body != http.NoBody {
 		// The same read deadline as on the inspected routes: a client
 		// trickling its body must not hold an upstream connection for long.
@@ -136,6 +140,38 @@ func (s *Server) passthrough(c *gin.Context) {
 			finished: func() { _ = rc.SetReadDeadline(time.Time{}) },
 		}
 	}
+	s.forward(c)
+}
+
+// passCompressed forwards a compressed body on a passthrough route as it
+// came, once it is known to decode within the cap: the cap on decoded size
+// holds on every route, and a stream cannot be checked before it has all
+// been read, so such a body is read whole (its compressed size is under the
+// cap too) and counted as it decodes, in constant memory.
+func (s *Server) passCompressed(c *gin.Context, enc string) {
+	r := c.Request
+	rc := http.NewResponseController(c.Writer)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+	raw, err := readAll(r.Body, s.opts.MaxBodyBytes, r.ContentLength)
+	_ = rc.SetReadDeadline(time.Time{})
+	infoFrom(r.Context()).bytesIn.Store(int64(len(raw)))
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		s.tooLarge(c)
+		return
+	case isTimeout(err):
+		s.slowBody(c.Writer)
+		return
+	case err != nil:
+		writeError(c.Writer, http.StatusBadRequest, "focusgate: could not read the request body", "invalid_request_error", "unreadable_body")
+		return
+	}
+	// A body that does not decode is the upstream's to refuse.
+	if err := checkDecodedSize(raw, enc, s.opts.MaxBodyBytes); errors.Is(err, errBodyTooLarge) {
+		s.tooLarge(c)
+		return
+	}
+	setBody(r, raw)
 	s.forward(c)
 }
 

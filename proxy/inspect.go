@@ -44,16 +44,20 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 
 		body, out := raw, pipeline.Outcome{API: api}
 		if enc := r.Header.Get("Content-Encoding"); enc != "" {
-			decoded, err := decode(raw, enc, s.opts.MaxBodyBytes)
+			decoded, charged, err := decode(raw, enc, s.opts.MaxBodyBytes, s.opts.Memory)
 			switch {
 			case errors.Is(err, errBodyTooLarge):
 				s.tooLarge(c)
 				return
+			case errors.Is(err, errBusy):
+				out.Status, out.Reason = focusgate.Skipped, focusgate.Busy
 			case err != nil:
 				// Not ours to judge: the upstream answers for a body it
 				// cannot read either, so it goes on as it came.
 				out.Status, out.Reason = focusgate.Skipped, focusgate.Undecodable
 			default:
+				// The pipeline charges the body again while it inspects it.
+				s.opts.Memory.Release(charged)
 				body = decoded
 				r.Header.Del("Content-Encoding")
 			}

@@ -527,3 +527,56 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Errorf("own endpoints reached the upstream: %v", rec.reqs)
 	}
 }
+
+// compressors write a body in each Content-Encoding focusgate decodes,
+// stacked ones included.
+var compressors = map[string]func([]byte) []byte{
+	"gzip": func(b []byte) []byte {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		w.Write(b)
+		w.Close()
+		return buf.Bytes()
+	},
+	"deflate": func(b []byte) []byte {
+		var buf bytes.Buffer
+		w := zlib.NewWriter(&buf)
+		w.Write(b)
+		w.Close()
+		return buf.Bytes()
+	},
+	"zstd": func(b []byte) []byte {
+		enc, _ := zstd.NewWriter(nil)
+		defer enc.Close()
+		return enc.EncodeAll(b, nil)
+	},
+}
+
+// The cap on a body's decoded size holds on the passthrough routes too: a
+// compressed body that decodes past it gets 413, one within it is forwarded
+// as it came, still compressed.
+func TestDecodedCapOnPassthroughRoutes(t *testing.T) {
+	gw := newGateway(t, nil, func(o *gatewayOptions) { o.MaxBodyBytes = 4 << 20 })
+	small := bytes.Repeat([]byte(`{"input":"embed me"}`), 1000)
+	big := bytes.Repeat([]byte("0123456789"), 800_000) // 8 MB
+	for _, enc := range []string{"gzip", "deflate", "zstd", "gzip, gzip"} {
+		encode := func(b []byte) []byte {
+			for _, c := range strings.Split(enc, ", ") {
+				b = compressors[c](b)
+			}
+			return b
+		}
+		t.Run(enc, func(t *testing.T) {
+			resp := post(t, gw.URL+"/v1/embeddings", encode(big), map[string]string{"Content-Encoding": enc})
+			if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("8 MB decoded under a 4 MiB cap: %d, want 413", resp.StatusCode)
+			}
+			sent := encode(small)
+			resp = post(t, gw.URL+"/v1/embeddings", sent, map[string]string{"Content-Encoding": enc})
+			got := gw.upstream.last(t)
+			if resp.StatusCode != http.StatusOK || !bytes.Equal(got.Body, sent) || got.Header.Get("Content-Encoding") != enc {
+				t.Errorf("a small body: %d, forwarded %d bytes with Content-Encoding %q; want it as it came", resp.StatusCode, len(got.Body), got.Header.Get("Content-Encoding"))
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/internal/budget"
 	"github.com/focusgate/focusgate/pipeline"
 )
 
@@ -54,6 +55,10 @@ type Options struct {
 	// Pipeline rewrites the bodies of the inspected routes; nil forwards
 	// every body as it came.
 	Pipeline Rewriter
+	// Memory bounds the decoded bytes of compressed bodies held at once; the
+	// pipeline's inspection shares it. Nil bounds nothing but each body's
+	// own cap.
+	Memory *budget.Bytes
 	// Registry receives the gateway's metrics and is served on /metrics;
 	// nil makes one of its own.
 	Registry *prometheus.Registry

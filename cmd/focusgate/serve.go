@@ -92,6 +92,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		UpstreamTimeout:   cfg.UpstreamTimeout,
 		MaxBodyBytes:      cfg.MaxBodyBytes,
 		Pipeline:          pr.pipeline,
+		Memory:            pr.memory,
 		Registry:          registry,
 		RedisStats:        redisStats,
 		Checks:            checks,

@@ -15,6 +15,7 @@ import (
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/internal/budget"
 	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
@@ -29,6 +30,9 @@ type pruning struct {
 	pipeline *pipeline.Pipeline
 	pruner   *prune.Pruner
 	prices   *pricing.Table
+	// memory bounds the request bytes decoded and inspected at once; the
+	// gateway's decoding shares it with the pipeline.
+	memory *budget.Bytes
 	// redis is set when the cache lives in Redis, for readiness and metrics.
 	redis *cache.Redis
 }
@@ -40,7 +44,7 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pruning{prices: prices}
+	p := &pruning{prices: prices, memory: budget.New(cfg.InspectBudget)}
 	var store cache.Store
 	if cfg.RedisURL == "" {
 		store = cache.NewMemory(cfg.CacheMaxBytes, cfg.CacheTTL)
@@ -82,20 +86,20 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 		focusgate.Messages: {Pruner: forMessages, RetrieverModel: messages.Model, ClientKey: messages.ClientKey},
 	}
 	p.pipeline = pipeline.New(pipeline.Options{
-		Pruner:             p.pruner,
-		ByAPI:              byAPI,
-		Finder:             detect.NewFinder(int(cfg.PageMemoBytes / 2)),
-		Mode:               cfg.Mode,
-		Variant:            cfg.Prompt,
-		PruneAll:           cfg.PruneAll,
-		BypassModels:       cfg.BypassPatterns(),
-		Budget:             cfg.RetrieverTimeout,
-		InspectBudgetBytes: cfg.InspectBudget,
-		Prices:             prices,
-		RetrieverModel:     cfg.RetrieverModel,
-		SkipUneconomic:     cfg.SkipUneconomic,
-		ExpectedReduction:  cfg.ExpectedReduction,
-		Logger:             log,
+		Pruner:            p.pruner,
+		ByAPI:             byAPI,
+		Finder:            detect.NewFinder(int(cfg.PageMemoBytes / 2)),
+		Mode:              cfg.Mode,
+		Variant:           cfg.Prompt,
+		PruneAll:          cfg.PruneAll,
+		BypassModels:      cfg.BypassPatterns(),
+		Budget:            cfg.RetrieverTimeout,
+		Memory:            p.memory,
+		Prices:            prices,
+		RetrieverModel:    cfg.RetrieverModel,
+		SkipUneconomic:    cfg.SkipUneconomic,
+		ExpectedReduction: cfg.ExpectedReduction,
+		Logger:            log,
 	})
 
 	// Loading a BPE table takes a few hundred milliseconds; do it now rather
