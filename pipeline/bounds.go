@@ -50,7 +50,7 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 	if n <= inlineBytes {
 		b, out := p.guarded(ctx, body, func() ([]byte, Outcome) {
 			var out Outcome
-			pl, out, planned = p.plan(req)
+			pl, out, planned = p.plan(ctx, req)
 			return body, out
 		})
 		if !planned {
@@ -74,7 +74,7 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 			if !planned {
 				var out Outcome
 				var ok bool
-				if pl, out, ok = p.plan(req); !ok {
+				if pl, out, ok = p.plan(ctx, req); !ok {
 					return body, out
 				}
 			}

@@ -6,11 +6,19 @@ import (
 	"path"
 	"sync"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
 )
+
+// tracer makes the pipeline's spans; it is OpenTelemetry's global one, a
+// no-op unless the gateway exports traces.
+var tracer = otel.Tracer("github.com/focusgate/focusgate/pipeline")
 
 // plan is what the pipeline learns of a request before it waits for
 // anything: its settings and its observations.
@@ -28,7 +36,7 @@ type plan struct {
 
 // plan reads the request's settings and finds its observations. It returns
 // false, with the outcome to report, when there is nothing to prune.
-func (p *Pipeline) plan(req Request) (plan, Outcome, bool) {
+func (p *Pipeline) plan(ctx context.Context, req Request) (plan, Outcome, bool) {
 	pl := plan{api: req.API, retrieval: p.retrievals[req.API], mode: p.opts.Mode, variant: p.opts.Variant}
 	if pl.retrieval.ClientKey {
 		pl.credential = req.Credential
@@ -86,7 +94,11 @@ func (p *Pipeline) plan(req Request) (plan, Outcome, bool) {
 	// is forwarded as it was when it was the newest, so that the provider's
 	// prefix cache keeps hitting from one request of a conversation to the
 	// next.
+	_, span := tracer.Start(ctx, "focusgate.detect", trace.WithAttributes(
+		attribute.String("focusgate.api", req.API.String()), attribute.Int("focusgate.body_bytes", len(body))))
 	obs, err := p.opts.Finder.Find(body, req.API, detect.Options{All: true})
+	span.SetAttributes(attribute.Int("focusgate.observations", len(obs)))
+	span.End()
 	if errors.Is(err, detect.ErrNotJSON) {
 		return pl, skipped(focusgate.NotJSON), false
 	}

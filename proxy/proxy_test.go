@@ -580,3 +580,15 @@ func TestDecodedCapOnPassthroughRoutes(t *testing.T) {
 		})
 	}
 }
+
+// Without tracing, a client's trace headers reach the upstream as it sent
+// them: the gateway adds no span of its own.
+func TestTraceHeadersPassUntouchedWithoutTracing(t *testing.T) {
+	gw := newGateway(t, nil)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[]}`), map[string]string{"Traceparent": tp, "Tracestate": "vendor=1"})
+	got := gw.upstream.last(t)
+	if got.Header.Get("Traceparent") != tp || got.Header.Get("Tracestate") != "vendor=1" {
+		t.Errorf("trace headers upstream: %q, %q", got.Header.Get("Traceparent"), got.Header.Get("Tracestate"))
+	}
+}

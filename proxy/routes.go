@@ -33,6 +33,9 @@ func (s *Server) routes() *gin.Engine {
 	// and is confined to the upstream's base path; the own endpoints above
 	// keep their own access rules.
 	proxied := []gin.HandlerFunc{s.speakDialect, s.authenticate, s.checkPath}
+	if s.opts.Tracing {
+		proxied = append([]gin.HandlerFunc{s.traceRequest}, proxied...)
+	}
 	api := e.Group("", proxied...)
 	for _, prefix := range []string{"/v1", ""} {
 		api.POST(prefix+"/chat/completions", s.inspect(focusgate.Chat))

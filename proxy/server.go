@@ -52,6 +52,11 @@ type Options struct {
 	BodyReadTimeout time.Duration
 	// Transport carries requests upstream; nil builds one from the timeouts above.
 	Transport http.RoundTripper
+	// Tracing makes a server span of every proxied request and a client span
+	// of its upstream call, with OpenTelemetry's global tracer and
+	// propagator (see internal/telemetry); off, requests pass untraced and
+	// their trace headers untouched.
+	Tracing bool
 	// Pipeline rewrites the bodies of the inspected routes; nil forwards
 	// every body as it came.
 	Pipeline Rewriter
@@ -110,6 +115,9 @@ func New(opts Options) *Server {
 	}
 	if opts.Transport == nil {
 		opts.Transport = newTransport(opts.UpstreamTimeout)
+	}
+	if opts.Tracing {
+		opts.Transport = tracingTransport{opts.Transport}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -68,7 +68,9 @@ type anthropicResponse struct {
 	} `json:"error"`
 }
 
-func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, turns []turn) (answer, Usage, error) {
+func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, turns []turn) (ans answer, usage Usage, err error) {
+	ctx, span := startChat(ctx, "anthropic", r.cfg.Model)
+	defer func() { endChat(span, usage, err) }()
 	req := anthropicRequest{Model: r.cfg.Model, MaxTokens: cmp.Or(r.cfg.MaxTokens, defaultAnthropicMaxTokens), System: system}
 	for _, t := range turns {
 		role := "user"

@@ -10,9 +10,11 @@ package prune
 
 import (
 	"context"
+
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -162,12 +164,15 @@ func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
 	start := time.Now()
 	var raw []byte
 	var err error
+	fetchCtx, span := tracer.Start(ctx, "focusgate.cache")
 	if p.cache == nil {
-		raw, err = compute(ctx)
+		raw, err = compute(fetchCtx)
 		res.Cache = cache.Miss
 	} else {
-		raw, res.Cache, err = p.cache.Fetch(ctx, j.key, compute)
+		raw, res.Cache, err = p.cache.Fetch(fetchCtx, j.key, compute)
 	}
+	span.SetAttributes(attribute.String("focusgate.cache", string(res.Cache)))
+	span.End()
 	if res.Cache != cache.Hit {
 		res.RetrieverTime = time.Since(start)
 	}

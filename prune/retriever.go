@@ -209,7 +209,9 @@ func reasoningOf(answer string) string {
 	return r
 }
 
-func (r *OpenAIRetriever) complete(ctx context.Context, key, system string, turns []turn) (answer, Usage, error) {
+func (r *OpenAIRetriever) complete(ctx context.Context, key, system string, turns []turn) (ans answer, u Usage, err error) {
+	ctx, span := startChat(ctx, "openai", r.cfg.Model)
+	defer func() { endChat(span, u, err) }()
 	oc := openai.DefaultConfig(key)
 	oc.BaseURL = r.cfg.BaseURL
 	oc.HTTPClient = r.cfg.HTTPClient
@@ -248,7 +250,7 @@ func (r *OpenAIRetriever) complete(ctx context.Context, key, system string, turn
 		}
 		return answer{}, Usage{}, fmt.Errorf("prune: retriever: %w", err)
 	}
-	u := Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+	u = Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 {
 		return answer{}, u, nil
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
 	clientkeys "github.com/focusgate/focusgate/internal/keys"
+	"github.com/focusgate/focusgate/internal/telemetry"
 	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/ui"
@@ -59,6 +60,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("the Anthropic URL: %w", err)
 	}
 
+	tracing, stopTracing, err := telemetry.Setup(getenv)
+	if err != nil {
+		return err
+	}
+	// Spans still buffered are sent once the last request is done.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			log.Warn("could not send the last traces", "err", err)
+		}
+	}()
 	pr, err := newPruning(cfg, log)
 	if err != nil {
 		return err
@@ -92,6 +105,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		UpstreamTimeout:   cfg.UpstreamTimeout,
 		MaxBodyBytes:      cfg.MaxBodyBytes,
 		Pipeline:          pr.pipeline,
+		Tracing:           tracing,
 		Memory:            pr.memory,
 		Registry:          registry,
 		RedisStats:        redisStats,
@@ -119,7 +133,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	logEconomics(log, cfg, pr.prices)
 	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL), "anthropic", config.RedactURL(cfg.AnthropicURL),
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg),
-		"dashboard", dashboardState(cfg))
+		"dashboard", dashboardState(cfg), "tracing", tracing)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// otlpReceiver is an OTLP/HTTP trace endpoint that decodes the real
+// protocol (protobuf ExportTraceServiceRequest, gzip or not) and keeps the
+// spans.
+type otlpReceiver struct {
+	*httptest.Server
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func newOTLPReceiver(t *testing.T) *otlpReceiver {
+	t.Helper()
+	rcv := &otlpReceiver{}
+	rcv.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			http.Error(w, "not an OTLP/HTTP protobuf trace export", http.StatusBadRequest)
+			return
+		}
+		var body io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			body = zr
+		}
+		raw, _ := io.ReadAll(body)
+		var req coltrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(raw, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rcv.mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				rcv.spans = append(rcv.spans, ss.Spans...)
+			}
+		}
+		rcv.mu.Unlock()
+		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(out)
+	}))
+	t.Cleanup(rcv.Close)
+	return rcv
+}
+
+func (rcv *otlpReceiver) named(prefix string) []*tracepb.Span {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	var out []*tracepb.Span
+	for _, s := range rcv.spans {
+		if strings.HasPrefix(s.Name, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func attr(s *tracepb.Span, key string) (string, int64) {
+	for _, a := range s.Attributes {
+		if a.Key == key {
+			return a.Value.GetStringValue(), a.Value.GetIntValue()
+		}
+	}
+	return "", -1
+}
+
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, a pruned request's trace holds the
+// gateway's server span (continuing the caller's traceparent), detection,
+// the cache look-up, the retriever call with its model and tokens (GenAI
+// conventions) and the upstream call, whose span is the parent the upstream
+// is told about in its traceparent.
+func TestTracesOverOTLP(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	retriever := newElementRetriever(t)
+	var upstreamTraceparent string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		upstreamTraceparent = r.Header.Get("Traceparent")
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	t.Cleanup(upstream.Close)
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":      upstream.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_URL":     retriever.URL + "/v1",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL,
+	})
+	body, err := os.ReadFile("../../testdata/agents/playwright-mcp/chat/03-chat.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	req, _ := http.NewRequest(http.MethodPost, gw.URL+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Traceparent", "00-"+traceID+"-"+parentID+"-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if st := resp.Header.Get("X-Focusgate-Status"); st != "pruned" {
+		t.Fatalf("status %q, want pruned", st)
+	}
+	// Shutting down sends the spans still buffered.
+	gw.stop()
+	gw.wait(t, time.Minute)
+
+	server := rcv.named("POST /v1/chat/completions")
+	if len(server) != 1 {
+		t.Fatalf("%d server spans, want 1", len(server))
+	}
+	s := server[0]
+	if hex.EncodeToString(s.TraceId) != traceID || hex.EncodeToString(s.ParentSpanId) != parentID || s.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("server span in trace %x under %x (kind %v): want the caller's trace and span", s.TraceId, s.ParentSpanId, s.Kind)
+	}
+	if st, _ := attr(s, "focusgate.status"); st != "pruned" {
+		t.Errorf("server span focusgate.status %q", st)
+	}
+	if _, n := attr(s, "focusgate.tokens_before"); n <= 0 {
+		t.Error("server span has no tokens before")
+	}
+	for _, name := range []string{"focusgate.detect", "focusgate.cache", "chat gpt-4.1-mini"} {
+		if len(rcv.named(name)) != 1 {
+			t.Errorf("%d spans named %q, want 1", len(rcv.named(name)), name)
+		}
+	}
+	if chat := rcv.named("chat gpt-4.1-mini"); len(chat) == 1 {
+		c := chat[0]
+		if m, _ := attr(c, "gen_ai.request.model"); m != "gpt-4.1-mini" {
+			t.Errorf("gen_ai.request.model %q", m)
+		}
+		if _, in := attr(c, "gen_ai.usage.input_tokens"); in != 100 {
+			t.Errorf("gen_ai.usage.input_tokens %d, want the retriever's 100", in)
+		}
+		if op, _ := attr(c, "gen_ai.operation.name"); op != "chat" || hex.EncodeToString(c.TraceId) != traceID {
+			t.Errorf("retriever span: operation %q, trace %x", op, c.TraceId)
+		}
+	}
+	var client *tracepb.Span
+	for _, sp := range rcv.named("POST") {
+		if sp.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+			client = sp
+		}
+	}
+	if client == nil {
+		t.Fatal("no client span for the upstream call")
+	}
+	want := "00-" + traceID + "-" + hex.EncodeToString(client.SpanId) + "-01"
+	if upstreamTraceparent != want {
+		t.Errorf("the upstream got traceparent %q, want %q (the upstream call's span as parent)", upstreamTraceparent, want)
+	}
+}
