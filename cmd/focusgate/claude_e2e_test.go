@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// scriptedClaude plays Anthropic for a real Claude Code run through the
+// gateway: the action model, which drives Playwright MCP step by step
+// (loading each tool with ToolSearch, as Claude Code does), and the Claude
+// retriever the gateway asks, which keeps the root and the target's line.
+// The click names the ref the model READ in the snapshot it was sent, so a
+// pruned-away target ends the run without a click.
+type scriptedClaude struct {
+	*httptest.Server
+	page    string
+	target  *regexp.Regexp // the target's line; its ref is the first group
+	mu      sync.Mutex
+	clicked string // the ref the click named
+	lost    bool   // a snapshot reached the model without the target
+}
+
+func newScriptedClaude(t *testing.T, page string, target *regexp.Regexp) *scriptedClaude {
+	t.Helper()
+	m := &scriptedClaude{page: page, target: target}
+	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
+	t.Cleanup(m.Close)
+	return m
+}
+
+func (m *scriptedClaude) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/count_tokens"):
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"input_tokens":1000}`)
+		return
+	case strings.HasPrefix(gjson.GetBytes(body, "system").String(), "You work in front of a web agent"):
+		m.retrieve(w, body)
+		return
+	}
+	name, input := m.next(body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	event := func(typ string, data any) {
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
+		w.(http.Flusher).Flush()
+	}
+	model := gjson.GetBytes(body, "model").String()
+	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_e2e", "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 100, "output_tokens": 1}}})
+	stop := "end_turn"
+	if name == "" {
+		event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": input}})
+	} else {
+		stop = "tool_use"
+		id := fmt.Sprintf("toolu_e2e_%d", strings.Count(string(body), `"tool_use"`))
+		event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{}}})
+		event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": input}})
+	}
+	event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]int{"output_tokens": 10}})
+	event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// next is the scripted model's next step, from the last tool it called:
+// the tool to call and its input, or no tool and a final text.
+func (m *scriptedClaude) next(body []byte) (name, input string) {
+	if !gjson.GetBytes(body, `tools.#(name=="ToolSearch")`).Exists() {
+		return "", "Nothing to do here." // Claude Code's side requests
+	}
+	last := ""
+	gjson.GetBytes(body, "messages").ForEach(func(_, msg gjson.Result) bool {
+		msg.Get("content").ForEach(func(_, block gjson.Result) bool {
+			if block.Get("type").String() == "tool_use" {
+				last = block.Get("name").String() + " " + block.Get("input").Raw
+			}
+			return true
+		})
+		return true
+	})
+	load := func(tool string) (string, string) {
+		return "ToolSearch", `{"query":"select:mcp__playwright__` + tool + `","max_results":5}`
+	}
+	switch {
+	case last == "":
+		return load("browser_navigate")
+	case strings.Contains(last, "select:mcp__playwright__browser_navigate"):
+		return "mcp__playwright__browser_navigate", fmt.Sprintf(`{"url":%q}`, m.page)
+	case strings.HasPrefix(last, "mcp__playwright__browser_navigate"):
+		return load("browser_snapshot")
+	case strings.Contains(last, "select:mcp__playwright__browser_snapshot"):
+		return "mcp__playwright__browser_snapshot", `{}`
+	case strings.HasPrefix(last, "mcp__playwright__browser_snapshot"):
+		return load("browser_click")
+	case strings.Contains(last, "select:mcp__playwright__browser_click"):
+		// The ref as the model read it in the snapshot it was sent.
+		ref := ""
+		if sm := m.target.FindStringSubmatch(strings.ReplaceAll(string(body), `\"`, `"`)); sm != nil {
+			ref = sm[1]
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if ref == "" {
+			m.lost = true
+			return "", "The page I was shown has no such button."
+		}
+		m.clicked = ref
+		return "mcp__playwright__browser_click", fmt.Sprintf(`{"element":"Place order button","target":%q}`, ref)
+	}
+	return "", "Done: the order is placed."
+}
+
+// retrieve answers the gateway's retriever call: line 1 and the target's.
+func (m *scriptedClaude) retrieve(w http.ResponseWriter, body []byte) {
+	prompt := gjson.GetBytes(body, "messages.0.content").String()
+	ranges := []string{"(1,1)"}
+	for _, line := range strings.Split(prompt, "\n") {
+		if sm := numberedLine.FindStringSubmatch(line); sm != nil && m.target.MatchString(line) {
+			ranges = append(ranges, "("+sm[1]+","+sm[1]+")")
+		}
+	}
+	answer, _ := json.Marshal("<answer>[" + strings.Join(ranges, ", ") + "]</answer>")
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":"msg_r","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","usage":{"input_tokens":100,"output_tokens":10}}`, answer)
+}
+
+// The real Claude Code CLI (the pinned @anthropic-ai/claude-code), pointed at
+// the gateway with ANTHROPIC_BASE_URL and nothing else, drives Playwright MCP
+// against a local page: its snapshot reaches the model pruned with the
+// target kept, the click lands on the ref the model read there, and no
+// request fails.
+func TestClaudeCodeRunsThroughTheGateway(t *testing.T) {
+	node := e2eRequirements(t)
+	claude, err := filepath.Abs("../../e2e/node_modules/.bin/claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(claude); err != nil {
+		t.Fatalf("Claude Code is not installed (%v): run scripts/install-e2e.sh", err)
+	}
+	modules, _ := filepath.Abs("../../e2e/node_modules")
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
+	t.Cleanup(pages.Close)
+	model := newScriptedClaude(t, pages.URL+"/form.html", regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`))
+	gw := startGateway(t, map[string]string{"FOCUSGATE_ANTHROPIC_URL": model.URL})
+	front := newClientRecorder(t, gw.URL)
+
+	home := t.TempDir()
+	pwConfig := filepath.Join(home, "playwright.json")
+	writeJSON(t, pwConfig, map[string]any{
+		"browser": map[string]any{
+			"browserName": "chromium",
+			"userDataDir": filepath.Join(home, "profile"),
+			"launchOptions": map[string]any{"executablePath": chromium, "headless": true, "chromiumSandbox": false,
+				"args": []string{"--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"}},
+		},
+		"outputDir": filepath.Join(home, "output"),
+	})
+	mcpConfig := filepath.Join(home, "mcp.json")
+	writeJSON(t, mcpConfig, map[string]any{"mcpServers": map[string]any{
+		"playwright": map[string]any{"command": node, "args": []string{filepath.Join(modules, "@playwright/mcp/cli.js"), "--config", pwConfig}},
+	}})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claude, "-p", "Open "+pages.URL+"/form.html in the browser and click Place order.",
+		"--mcp-config", mcpConfig, "--model", "claude-sonnet-4-5", "--output-format", "json",
+		"--allowedTools", "ToolSearch,mcp__playwright__browser_navigate,mcp__playwright__browser_snapshot,mcp__playwright__browser_click")
+	cmd.Dir = home
+	cmd.Env = []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"),
+		"ANTHROPIC_BASE_URL=" + front.URL, "ANTHROPIC_API_KEY=sk-ant-e2e-not-a-real-key",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("claude: %v\n%s", err, tail(string(out), 3000))
+	}
+	if r := gjson.GetBytes(out, "result").String(); r != "Done: the order is placed." {
+		t.Errorf("Claude Code ended with %q", tail(string(out), 1000))
+	}
+	model.mu.Lock()
+	clicked, lost := model.clicked, model.lost
+	model.mu.Unlock()
+	if lost || clicked == "" {
+		t.Fatalf("the model never saw the target in its snapshot (lost %v): pruning hid it", lost)
+	}
+
+	bodies, answers := front.recorded()
+	pruned := 0
+	for i, h := range answers {
+		if !strings.HasPrefix(h.Get("X-Focusgate-Status"), "pruned") {
+			continue
+		}
+		pruned++
+		sent := string(bodies[i])
+		if !strings.Contains(sent, `button \"Place order\" [ref=`+clicked+`]`) {
+			t.Errorf("request %d was pruned, and its snapshot does not hold the target", i)
+		}
+	}
+	if pruned == 0 {
+		t.Errorf("no request of %d was pruned: the snapshot reached the model whole", len(answers))
+	}
+	t.Logf("%d requests, %d pruned, click on %s", len(answers), pruned, clicked)
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
