@@ -28,15 +28,62 @@ import (
 type scriptedClaude struct {
 	*httptest.Server
 	page    string
+	tools   browserTools
 	target  *regexp.Regexp // the target's line; its ref is the first group
 	mu      sync.Mutex
 	clicked string // the ref the click named
 	lost    bool   // a snapshot reached the model without the target
 }
 
-func newScriptedClaude(t *testing.T, page string, target *regexp.Regexp) *scriptedClaude {
+// browserTools are the MCP tools of one browser server, as Claude Code names
+// them, and the inputs the scripted model gives them.
+type browserTools struct {
+	navigate, snapshot, click    string
+	navigateInput, snapshotInput string // navigateInput has one %q: the URL
+	clickInput                   string // one %q: the ref
+	target                       *regexp.Regexp
+	server                       func(node, modules, chromium, home string) map[string]any
+}
+
+var playwrightTools = browserTools{
+	navigate: "mcp__playwright__browser_navigate", snapshot: "mcp__playwright__browser_snapshot", click: "mcp__playwright__browser_click",
+	navigateInput: `{"url":%q}`, snapshotInput: `{}`, clickInput: `{"element":"Place order button","target":%q}`,
+	target: regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`),
+	server: func(node, modules, chromium, home string) map[string]any {
+		cfg := filepath.Join(home, "playwright.json")
+		writeJSONFile(cfg, map[string]any{
+			"browser": map[string]any{
+				"browserName":   "chromium",
+				"userDataDir":   filepath.Join(home, "profile"),
+				"launchOptions": map[string]any{"executablePath": chromium, "headless": true, "chromiumSandbox": false, "args": chromeArgs},
+			},
+			"outputDir": filepath.Join(home, "output"),
+		})
+		return map[string]any{"command": node, "args": []string{filepath.Join(modules, "@playwright/mcp/cli.js"), "--config", cfg}}
+	},
+}
+
+var chromeDevToolsTools = browserTools{
+	navigate: "mcp__chrome-devtools__navigate_page", snapshot: "mcp__chrome-devtools__take_snapshot", click: "mcp__chrome-devtools__click",
+	navigateInput: `{"pageId":1,"type":"url","url":%q}`, snapshotInput: `{"pageId":1}`, clickInput: `{"pageId":1,"uid":%q}`,
+	target: regexp.MustCompile(`uid=(\S+) button "Place order"`),
+	server: func(node, modules, chromium, home string) map[string]any {
+		args := []string{filepath.Join(modules, "chrome-devtools-mcp/build/src/bin/chrome-devtools-mcp.js"), "--headless",
+			"--executablePath", chromium, "--userDataDir", filepath.Join(home, "profile"), "--usageStatistics=false", "--performanceCrux=false"}
+		for _, a := range chromeArgs {
+			args = append(args, "--chromeArg="+a)
+		}
+		return map[string]any{"command": node, "args": args, "env": map[string]string{"CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS": "1", "CI": "1"}}
+	},
+}
+
+// chromeArgs keep Debian's chromium from stalling on a machine without a
+// network, and let it run as root.
+var chromeArgs = []string{"--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"}
+
+func newScriptedClaude(t *testing.T, page string, tools browserTools) *scriptedClaude {
 	t.Helper()
-	m := &scriptedClaude{page: page, target: target}
+	m := &scriptedClaude{page: page, tools: tools, target: tools.target}
 	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.Close)
 	return m
@@ -96,20 +143,21 @@ func (m *scriptedClaude) next(body []byte) (name, input string) {
 		return true
 	})
 	load := func(tool string) (string, string) {
-		return "ToolSearch", `{"query":"select:mcp__playwright__` + tool + `","max_results":5}`
+		return "ToolSearch", `{"query":"select:` + tool + `","max_results":5}`
 	}
+	tl := m.tools
 	switch {
 	case last == "":
-		return load("browser_navigate")
-	case strings.Contains(last, "select:mcp__playwright__browser_navigate"):
-		return "mcp__playwright__browser_navigate", fmt.Sprintf(`{"url":%q}`, m.page)
-	case strings.HasPrefix(last, "mcp__playwright__browser_navigate"):
-		return load("browser_snapshot")
-	case strings.Contains(last, "select:mcp__playwright__browser_snapshot"):
-		return "mcp__playwright__browser_snapshot", `{}`
-	case strings.HasPrefix(last, "mcp__playwright__browser_snapshot"):
-		return load("browser_click")
-	case strings.Contains(last, "select:mcp__playwright__browser_click"):
+		return load(tl.navigate)
+	case strings.Contains(last, "select:"+tl.navigate):
+		return tl.navigate, fmt.Sprintf(tl.navigateInput, m.page)
+	case strings.HasPrefix(last, tl.navigate):
+		return load(tl.snapshot)
+	case strings.Contains(last, "select:"+tl.snapshot):
+		return tl.snapshot, tl.snapshotInput
+	case strings.HasPrefix(last, tl.snapshot):
+		return load(tl.click)
+	case strings.Contains(last, "select:"+tl.click):
 		// The ref as the model read it in the snapshot it was sent.
 		ref := ""
 		if sm := m.target.FindStringSubmatch(strings.ReplaceAll(string(body), `\"`, `"`)); sm != nil {
@@ -122,7 +170,7 @@ func (m *scriptedClaude) next(body []byte) (name, input string) {
 			return "", "The page I was shown has no such button."
 		}
 		m.clicked = ref
-		return "mcp__playwright__browser_click", fmt.Sprintf(`{"element":"Place order button","target":%q}`, ref)
+		return tl.click, fmt.Sprintf(tl.clickInput, ref)
 	}
 	return "", "Done: the order is placed."
 }
@@ -142,10 +190,10 @@ func (m *scriptedClaude) retrieve(w http.ResponseWriter, body []byte) {
 }
 
 // The real Claude Code CLI (the pinned @anthropic-ai/claude-code), pointed at
-// the gateway with ANTHROPIC_BASE_URL and nothing else, drives Playwright MCP
-// against a local page: its snapshot reaches the model pruned with the
-// target kept, the click lands on the ref the model read there, and no
-// request fails.
+// the gateway with ANTHROPIC_BASE_URL and nothing else, drives a browser MCP
+// server (Playwright MCP, chrome-devtools-mcp) against a local page: its
+// snapshot reaches the model pruned with the target kept, the click lands on
+// the ref the model read there, and no request fails.
 func TestClaudeCodeRunsThroughTheGateway(t *testing.T) {
 	node := e2eRequirements(t)
 	claude, err := filepath.Abs("../../e2e/node_modules/.bin/claude")
@@ -162,76 +210,63 @@ func TestClaudeCodeRunsThroughTheGateway(t *testing.T) {
 	}
 	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
 	t.Cleanup(pages.Close)
-	model := newScriptedClaude(t, pages.URL+"/form.html", regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`))
-	gw := startGateway(t, map[string]string{"FOCUSGATE_ANTHROPIC_URL": model.URL})
-	front := newClientRecorder(t, gw.URL)
+	for name, tools := range map[string]browserTools{"playwright-mcp": playwrightTools, "chrome-devtools-mcp": chromeDevToolsTools} {
+		t.Run(name, func(t *testing.T) {
+			model := newScriptedClaude(t, pages.URL+"/form.html", tools)
+			gw := startGateway(t, map[string]string{"FOCUSGATE_ANTHROPIC_URL": model.URL})
+			front := newClientRecorder(t, gw.URL)
 
-	home := t.TempDir()
-	pwConfig := filepath.Join(home, "playwright.json")
-	writeJSON(t, pwConfig, map[string]any{
-		"browser": map[string]any{
-			"browserName": "chromium",
-			"userDataDir": filepath.Join(home, "profile"),
-			"launchOptions": map[string]any{"executablePath": chromium, "headless": true, "chromiumSandbox": false,
-				"args": []string{"--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"}},
-		},
-		"outputDir": filepath.Join(home, "output"),
-	})
-	mcpConfig := filepath.Join(home, "mcp.json")
-	writeJSON(t, mcpConfig, map[string]any{"mcpServers": map[string]any{
-		"playwright": map[string]any{"command": node, "args": []string{filepath.Join(modules, "@playwright/mcp/cli.js"), "--config", pwConfig}},
-	}})
+			home := t.TempDir()
+			mcpConfig := filepath.Join(home, "mcp.json")
+			server := strings.SplitN(strings.TrimPrefix(tools.navigate, "mcp__"), "__", 2)[0]
+			writeJSONFile(mcpConfig, map[string]any{"mcpServers": map[string]any{server: tools.server(node, modules, chromium, home)}})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, claude, "-p", "Open "+pages.URL+"/form.html in the browser and click Place order.",
-		"--mcp-config", mcpConfig, "--model", "claude-sonnet-4-5", "--output-format", "json",
-		"--allowedTools", "ToolSearch,mcp__playwright__browser_navigate,mcp__playwright__browser_snapshot,mcp__playwright__browser_click")
-	cmd.Dir = home
-	cmd.Env = []string{
-		"HOME=" + home, "PATH=" + os.Getenv("PATH"),
-		"ANTHROPIC_BASE_URL=" + front.URL, "ANTHROPIC_API_KEY=sk-ant-e2e-not-a-real-key",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, claude, "-p", "Open "+pages.URL+"/form.html in the browser and click Place order.",
+				"--mcp-config", mcpConfig, "--model", "claude-sonnet-4-5", "--output-format", "json",
+				"--allowedTools", strings.Join([]string{"ToolSearch", tools.navigate, tools.snapshot, tools.click}, ","))
+			cmd.Dir = home
+			cmd.Env = []string{
+				"HOME=" + home, "PATH=" + os.Getenv("PATH"),
+				"ANTHROPIC_BASE_URL=" + front.URL, "ANTHROPIC_API_KEY=sk-ant-e2e-not-a-real-key",
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("claude: %v\n%s", err, tail(string(out), 3000))
+			}
+			model.mu.Lock()
+			clicked, lost := model.clicked, model.lost
+			model.mu.Unlock()
+			if lost || clicked == "" {
+				t.Fatalf("the model never saw the target in its snapshot (lost %v): pruning hid it\n%s", lost, tail(string(out), 1000))
+			}
+			if r := gjson.GetBytes(out, "result").String(); r != "Done: the order is placed." {
+				t.Errorf("Claude Code ended with %q", tail(string(out), 1000))
+			}
+			bodies, answers := front.recorded()
+			pruned := 0
+			for i, h := range answers {
+				if !strings.HasPrefix(h.Get("X-Focusgate-Status"), "pruned") {
+					continue
+				}
+				pruned++
+				if m := tools.target.FindStringSubmatch(strings.ReplaceAll(string(bodies[i]), `\"`, `"`)); m == nil {
+					t.Errorf("request %d was pruned, and the target is not in what the client sent", i)
+				}
+			}
+			if pruned == 0 {
+				t.Errorf("no request of %d was pruned: the snapshot reached the model whole", len(answers))
+			}
+			t.Logf("%d requests, %d pruned, click on %s", len(answers), pruned, clicked)
+		})
 	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("claude: %v\n%s", err, tail(string(out), 3000))
-	}
-	if r := gjson.GetBytes(out, "result").String(); r != "Done: the order is placed." {
-		t.Errorf("Claude Code ended with %q", tail(string(out), 1000))
-	}
-	model.mu.Lock()
-	clicked, lost := model.clicked, model.lost
-	model.mu.Unlock()
-	if lost || clicked == "" {
-		t.Fatalf("the model never saw the target in its snapshot (lost %v): pruning hid it", lost)
-	}
-
-	bodies, answers := front.recorded()
-	pruned := 0
-	for i, h := range answers {
-		if !strings.HasPrefix(h.Get("X-Focusgate-Status"), "pruned") {
-			continue
-		}
-		pruned++
-		sent := string(bodies[i])
-		if !strings.Contains(sent, `button \"Place order\" [ref=`+clicked+`]`) {
-			t.Errorf("request %d was pruned, and its snapshot does not hold the target", i)
-		}
-	}
-	if pruned == 0 {
-		t.Errorf("no request of %d was pruned: the snapshot reached the model whole", len(answers))
-	}
-	t.Logf("%d requests, %d pruned, click on %s", len(answers), pruned, clicked)
 }
 
-func writeJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+// writeJSONFile writes v as JSON; the test fails later, when the tool
+// cannot read it, should the write fail.
+func writeJSONFile(path string, v any) {
+	b, _ := json.Marshal(v)
+	_ = os.WriteFile(path, b, 0o600)
 }
