@@ -59,6 +59,12 @@ type Line struct {
 	Depth      int    // nesting level, 0 for the root
 	BID        string // element id as the agent uses it in actions ("a212", "1744", "e12"); empty when none
 	Role       string // "link", "StaticText", "button", ...; empty when none
+	// Gutter is how many bytes at Start are not the element's own: the line
+	// number a file read put before it ("12\t" from Claude Code's Read,
+	// "    12\t" from cat -n). It stays with the line when the line is kept
+	// and is never shown to the retriever. Zero for a page as a tool printed
+	// it.
+	Gutter int
 }
 
 // Mode says how the lines the retriever did not choose are written back.

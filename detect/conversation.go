@@ -533,7 +533,7 @@ func (c *conversation) blocks(ui, si int) []Block {
 	}
 	text := c.segText(si)
 	if trees {
-		s.blocks = Blocks(text)
+		s.blocks = findBlocks(text)
 	}
 	if nested {
 		s.inner = innerTrees(text)

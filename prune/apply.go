@@ -168,15 +168,21 @@ func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) string {
 	}
 	for i := 0; i < len(t.Lines); {
 		l := t.Lines[i]
-		line := t.Text[l.Start:l.End]
+		// A line number a file read put before the element (its gutter)
+		// stays with the line and with its stub; a marker, which stands
+		// for several lines, gets none.
+		gutter, line := t.Text[l.Start:l.Start+l.Gutter], t.Text[l.Start+l.Gutter:l.End]
 		switch {
 		case acts[i] == keep:
+			b.WriteString(gutter)
 			b.WriteString(line)
 			i++
 		case acts[i] == stub:
+			b.WriteString(gutter)
 			writeStub(&b, t.Format, line, l, "")
 			i++
 		case mode == focusgate.Stubs && (flagged == nil || !flagged[i]) && (l.BID != "" || l.Role != ""):
+			b.WriteString(gutter)
 			writeStub(&b, t.Format, line, l, suffix())
 			i++
 		case mode == focusgate.Stubs:
