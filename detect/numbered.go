@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"regexp"
 	"sort"
 	"strings"
 
@@ -104,8 +105,35 @@ func numberedBlocks(s string) []Block {
 	return blocks
 }
 
-// findBlocks is Blocks for a string that may be a numbered file read.
+// truncated is the marker Codex puts where it cut the middle of a long
+// command output ("…4210 tokens truncated…"), inside a line that it joins
+// from the two halves.
+var truncated = regexp.MustCompile(`…\d+ tokens truncated…`)
+
+// findBlocks is Blocks for a string that may be a numbered file read, or a
+// command output that Codex cut in the middle: the line holding the cut is
+// neither half's, so each half is searched on its own and the marker line
+// is never pruned.
 func findBlocks(s string) []Block {
+	if strings.HasPrefix(strings.TrimSpace(s), "<persisted-output>") {
+		// Claude Code's preview of an output it saved to a file: the first
+		// kilobytes, which the model reads whole with Read if it needs
+		// them. Nothing here to prune.
+		return nil
+	}
+	if m := truncated.FindStringIndex(s); m != nil {
+		lineStart := strings.LastIndexByte(s[:m[0]], '\n') + 1
+		lineEnd := len(s)
+		if i := strings.IndexByte(s[m[1]:], '\n'); i >= 0 {
+			lineEnd = m[1] + i
+		}
+		blocks := findBlocks(s[:lineStart])
+		for _, b := range findBlocks(s[lineEnd:]) {
+			b.Start, b.End = b.Start+lineEnd, b.End+lineEnd
+			blocks = append(blocks, b)
+		}
+		return blocks
+	}
 	if numberedRead(s) {
 		return numberedBlocks(s)
 	}

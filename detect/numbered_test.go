@@ -7,15 +7,15 @@ import (
 
 func TestGutterLen(t *testing.T) {
 	for line, want := range map[string]int{
-		"12\t- button":       3,
+		"12\t- button":        3,
 		"     1\t\t[a1] link": 7,
-		"    12→- button":    9,
-		"1. first item":      0,
-		"2024-11-24 12:00":   0,
-		"12 - button":        0,
-		"\t12\tx":            0,
-		"1234567890\tx":      0,
-		"":                   0,
+		"    12→- button":     9,
+		"1. first item":       0,
+		"2024-11-24 12:00":    0,
+		"12 - button":         0,
+		"\t12\tx":             0,
+		"1234567890\tx":       0,
+		"":                    0,
 	} {
 		if got := gutterLen(line); got != want {
 			t.Errorf("gutterLen(%q) = %d, want %d", line, got, want)
