@@ -22,6 +22,9 @@ type RedisOptions struct {
 	// for TLS). Timeouts given as URL query parameters are overridden by the
 	// fields below.
 	URL string
+	// Cluster says URL names a Redis Cluster: seed nodes as go-redis's
+	// ParseClusterURL reads them, redis://host:7000?addr=host:7001&addr=host:7002.
+	Cluster bool
 	// TTL is the lifetime of a stored value. Default 24h.
 	TTL time.Duration
 	// Timeout bounds each dial, socket read and write, and the wait for a
@@ -45,17 +48,19 @@ type RedisOptions struct {
 }
 
 // Redis is a Store shared by every replica of the gateway. Values live under
-// focusgate:sel:<key>; the replica computing a missing value holds
-// focusgate:lock:<key> and announces the end of its computation on the
-// channel focusgate:done:<key>, so that the others wait instead of paying for
-// the same retriever call.
+// focusgate:sel:{<key>}; the replica computing a missing value holds
+// focusgate:lock:{<key>} and announces the end of its computation on the
+// channel focusgate:done:{<key>}, so that the others wait instead of paying
+// for the same retriever call. The braces are a hash tag: on a Redis
+// Cluster a key's value and lock live in one slot, which the script that
+// reads one and takes the other needs.
 //
 // Redis is never on the critical path for failures: calls have short
 // timeouts and no retries, the first failure marks Redis down, and while it
 // is down every call returns an error at once without touching the network
 // until a background PING succeeds again.
 type Redis struct {
-	client       *redis.Client
+	client       redis.UniversalClient
 	ttl          time.Duration
 	timeout      time.Duration
 	lockTTL      time.Duration
@@ -125,7 +130,8 @@ return redis.call("PUBLISH", ARGV[2], "")`)
 // URL: a server that is down at start is marked down and probed until it
 // answers. Call Close when done.
 func NewRedis(opts RedisOptions) (*Redis, error) {
-	ro, err := redis.ParseURL(opts.URL)
+	opts = opts.withDefaults()
+	client, err := newClient(opts)
 	if err != nil {
 		// A url.Error quotes the whole URL, password included.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
@@ -133,20 +139,8 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 		}
 		return nil, fmt.Errorf("cache: invalid redis URL: %w", err)
 	}
-	opts = opts.withDefaults()
-
-	ro.DialTimeout = opts.Timeout
-	ro.ReadTimeout = opts.Timeout
-	ro.WriteTimeout = opts.Timeout
-	ro.PoolTimeout = opts.Timeout
-	ro.MaxRetries = -1
-	ro.DialerRetries = 1
-	// Maintenance notifications would relax the timeouts above during a
-	// server upgrade, which is exactly when Redis must stay off the path.
-	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-
 	r := &Redis{
-		client:       redis.NewClient(ro),
+		client:       client,
 		ttl:          opts.TTL,
 		timeout:      opts.Timeout,
 		lockTTL:      opts.LockTTL,
@@ -159,6 +153,37 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 	r.up.Store(true)
 	go r.probe(opts.ProbeInterval)
 	return r, nil
+}
+
+// newClient connects to one server or to a cluster, with every call bounded
+// by the timeout and never retried: a slow or dead Redis must cost a request
+// at most one timeout.
+func newClient(opts RedisOptions) (redis.UniversalClient, error) {
+	// Maintenance notifications would relax the timeouts during a server
+	// upgrade, which is exactly when Redis must stay off the path.
+	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if !opts.Cluster {
+		ro, err := redis.ParseURL(opts.URL)
+		if err != nil {
+			return nil, err
+		}
+		ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
+		ro.MaxRetries, ro.DialerRetries = -1, 1
+		ro.MaintNotificationsConfig = maint
+		return redis.NewClient(ro), nil
+	}
+	co, err := redis.ParseClusterURL(opts.URL)
+	if err != nil {
+		return nil, err
+	}
+	co.DialTimeout, co.ReadTimeout, co.WriteTimeout, co.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
+	co.MaxRetries, co.DialerRetries = -1, 1
+	// A MOVED or ASK during a resharding or failover is followed once, within
+	// the same call's timeout; a storm of them fails the call, which marks
+	// the cluster down like any failure.
+	co.MaxRedirects = 1
+	co.MaintNotificationsConfig = maint
+	return redis.NewClusterClient(co), nil
 }
 
 func (o RedisOptions) withDefaults() RedisOptions {
@@ -420,9 +445,9 @@ func (r *Redis) ping() {
 	}
 }
 
-func valueKey(key string) string    { return "focusgate:sel:" + key }
-func lockKey(key string) string     { return "focusgate:lock:" + key }
-func doneChannel(key string) string { return "focusgate:done:" + key }
+func valueKey(key string) string    { return "focusgate:sel:{" + key + "}" }
+func lockKey(key string) string     { return "focusgate:lock:{" + key + "}" }
+func doneChannel(key string) string { return "focusgate:done:{" + key + "}" }
 
 // throttle lets one log line through per interval and counts the lines it
 // holds back, so that a dead Redis under load costs one line per interval

@@ -84,10 +84,10 @@ func TestRedisStoresNamespacedValuesWithTTL(t *testing.T) {
 	if got, err := r.Get(ctx, key); err != nil || string(got) != "selection" {
 		t.Fatalf("Get = %q, %v", got, err)
 	}
-	if got, err := raw.Get(ctx, "focusgate:sel:"+key).Result(); err != nil || got != "selection" {
-		t.Errorf("raw GET focusgate:sel:<key> = %q, %v", got, err)
+	if got, err := raw.Get(ctx, "focusgate:sel:{"+key+"}").Result(); err != nil || got != "selection" {
+		t.Errorf("raw GET focusgate:sel:{<key>} = %q, %v", got, err)
 	}
-	if ttl, err := raw.PTTL(ctx, "focusgate:sel:"+key).Result(); err != nil || ttl <= 0 || ttl > time.Hour {
+	if ttl, err := raw.PTTL(ctx, "focusgate:sel:{"+key+"}").Result(); err != nil || ttl <= 0 || ttl > time.Hour {
 		t.Errorf("PTTL = %v, %v; want within (0, 1h]", ttl, err)
 	}
 }

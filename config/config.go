@@ -48,6 +48,7 @@ type Config struct {
 	PruneAll           bool              `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
 	BypassModels       string            `env:"BYPASS_MODELS" help:"comma-separated glob patterns of action models never pruned, e.g. o3*,gpt-5*"`
 	RedisURL           string            `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
+	RedisCluster       bool              `env:"REDIS_CLUSTER" envDefault:"false" help:"FOCUSGATE_REDIS_URL names a Redis Cluster: seed nodes as redis://host:7000?addr=host:7001&addr=host:7002"`
 	RedisTimeout       time.Duration     `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
 	CacheTTL           time.Duration     `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
 	CacheMaxBytes      int64             `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
@@ -174,6 +175,12 @@ func (c Config) Validate() error {
 	}
 	if c.MinTokens < 0 {
 		bad("MIN_TOKENS", "must not be negative, got %d", c.MinTokens)
+	}
+	if c.RedisCluster && c.RedisURL == "" {
+		bad("REDIS_CLUSTER", "needs %sREDIS_URL, the cluster's seed nodes", Prefix)
+	}
+	if c.RedisCluster && strings.HasPrefix(c.RedisURL, "unix:") {
+		bad("REDIS_URL", "a Redis Cluster is reached over TCP: redis:// or rediss://")
 	}
 	if c.RedisURL != "" {
 		if err := checkRedisURL(c.RedisURL); err != nil {

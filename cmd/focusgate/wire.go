@@ -52,7 +52,7 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 		// go-redis logs every failed dial on its own; the cache already
 		// counts and logs failures at a bounded rate.
 		redis.SetLogger(&logging.VoidLogger{})
-		r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, TTL: cfg.CacheTTL, Timeout: cfg.RedisTimeout, Logger: log})
+		r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, Cluster: cfg.RedisCluster, TTL: cfg.CacheTTL, Timeout: cfg.RedisTimeout, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("%sREDIS_URL: %w", config.Prefix, err)
 		}

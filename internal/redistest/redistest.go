@@ -33,6 +33,7 @@ type Server struct {
 	bin     string
 	dir     string
 	port    int
+	args    []string // further redis-server arguments
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has exited
 	exitErr error         // cmd's exit status, once exited is closed
@@ -118,6 +119,7 @@ func (s *Server) start() error {
 		"--dir", s.dir,
 		"--logfile", s.logPath(),
 	)
+	cmd.Args = append(cmd.Args, s.args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
@@ -187,4 +189,100 @@ func freePort(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Cluster is a Redis Cluster of throwaway servers owned by one test, each a
+// master holding a share of the slots, with no replicas: a master that dies
+// takes its slots down with it, as in a cluster failing over.
+type Cluster struct {
+	Masters []*Server
+}
+
+// StartCluster starts masters redis-servers in cluster mode on free
+// loopback ports, joins them with redis-cli --cluster create, and waits
+// until every node reports the cluster ok. The servers stop when the test
+// ends.
+func StartCluster(tb testing.TB, masters int) *Cluster {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Fatalf("redistest: redis-server not found on PATH (%v): install it, e.g. apt-get install redis-server; CI installs it", err)
+	}
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		tb.Fatalf("redistest: redis-cli not found on PATH (%v): it comes with redis-server (redis-tools)", err)
+	}
+	c := &Cluster{}
+	var addrs []string
+	for range masters {
+		dir := tb.TempDir()
+		s := &Server{tb: tb, bin: bin, dir: dir, args: []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--cluster-node-timeout", "1000",
+		}}
+		for attempt := 1; ; attempt++ {
+			s.port = freePort(tb)
+			if err = s.start(); err == nil {
+				break
+			}
+			if attempt == startAttempts {
+				tb.Fatalf("redistest: %v", err)
+			}
+		}
+		tb.Cleanup(s.Stop)
+		c.Masters = append(c.Masters, s)
+		addrs = append(addrs, s.addr())
+	}
+	out, err := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	for _, a := range addrs {
+		for {
+			info, err := command(a, "CLUSTER INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				tb.Fatalf("redistest: the cluster is not ok after %v: %v\n%s", readyTimeout, err, info)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return c
+}
+
+// URL is the cluster's seed URL in go-redis's ParseClusterURL form.
+func (c *Cluster) URL() string {
+	u := "redis://" + c.Masters[0].addr()
+	for i, m := range c.Masters[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=" + m.addr()
+	}
+	return u
+}
+
+// command sends an inline command and returns the whole reply, up to 64 KiB.
+func command(addr, cmd string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return "", err
+	}
+	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 64<<10)
+	n, err := conn.Read(buf)
+	return string(buf[:n]), err
 }

@@ -1,0 +1,109 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/internal/redistest"
+)
+
+func clusterStore(t *testing.T, c *redistest.Cluster, configure ...func(*cache.RedisOptions)) *cache.Redis {
+	t.Helper()
+	return redistest.NewStore(t, c.URL(), append([]func(*cache.RedisOptions){func(o *cache.RedisOptions) { o.Cluster = true }}, configure...)...)
+}
+
+// On a real three-master Redis Cluster, two replicas share what either
+// stored, byte for byte, and twenty identical concurrent computations across
+// them run once: the lock script reads a value and takes a lock that a hash
+// tag keeps in one slot.
+func TestRedisClusterSharesSelections(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	a := cache.New(clusterStore(t, cl), nil)
+	b := cache.New(clusterStore(t, cl, wakeOnlyByNotification), nil)
+
+	// Keys spread over every master's slots.
+	for i := range 12 {
+		key := fmt.Sprintf("%s-%d", testKey(t), i)
+		want := []byte(fmt.Sprintf(`{"ranges":[[1,%d]]}`, i))
+		if _, out, err := a.Fetch(t.Context(), key, func(context.Context) ([]byte, error) { return want, nil }); err != nil || out != cache.Miss {
+			t.Fatalf("replica a: %q, %v", out, err)
+		}
+		got, out, err := b.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
+			return nil, errors.New("replica b computed a stored value")
+		})
+		if err != nil || out != cache.Hit || string(got) != string(want) {
+			t.Fatalf("replica b: %q, %q, %v; want a hit with a's bytes", got, out, err)
+		}
+	}
+
+	const callers = 20
+	key := testKey(t)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	compute := func(context.Context) ([]byte, error) {
+		calls.Add(1)
+		<-release
+		return []byte("selection"), nil
+	}
+	var results []<-chan result
+	for i := range callers {
+		replica := a
+		if i%2 == 1 {
+			replica = b
+		}
+		results = append(results, goFetch(t.Context(), replica, key, compute))
+	}
+	waitFor(t, "one replica to compute while the others wait", func() bool {
+		return calls.Load() == 1 && a.Waiting(key)+b.Waiting(key) == callers
+	})
+	close(release)
+	for _, ch := range results {
+		if r := receive(t, ch); r.err != nil || string(r.val) != "selection" {
+			t.Fatalf("Fetch = %q, %v", r.val, r.err)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("compute ran %d times across replicas, want 1", n)
+	}
+}
+
+// A master that dies takes its slots down; no request fails for it: each
+// gets its value, uncached, and the store reports the cluster's state.
+func TestRedisClusterMasterDeathFailsNoRequest(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	r := clusterStore(t, cl)
+	c := cache.New(r, nil)
+	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	killed := make(chan struct{})
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 40 {
+				if w == 0 && i == 10 {
+					cl.Masters[1].Stop()
+					close(killed)
+				}
+				key := fmt.Sprintf("%s-%d-%d", testKey(t), w, i)
+				val, _, err := c.Fetch(t.Context(), key, compute)
+				if err != nil || string(val) != "selection" {
+					errs <- fmt.Errorf("Fetch(%s) = %q, %v", key, val, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	<-killed
+	for err := range errs {
+		t.Error(err)
+	}
+	if s := r.Stats(); s.Errors["get"]+s.Errors["set"]+s.Errors["lock"] == 0 && s.Skipped == 0 {
+		t.Errorf("the store never noticed the dead master: %+v", s)
+	}
+}
