@@ -372,6 +372,16 @@ func TestChartUsesAnExistingSecret(t *testing.T) {
 }
 
 func TestChartRedis(t *testing.T) {
+	t.Run("cluster", func(t *testing.T) {
+		r := mustRender(t, "redis.url=redis://node-0.cache:7000", "redis.cluster=true")
+		e := env(gatewayContainer(t, r.get(t, "Deployment", "fg-focusgate")))
+		if e["FOCUSGATE_REDIS_CLUSTER"] != "true" || e["FOCUSGATE_REDIS_URL"] != "secret:fg-focusgate/redis-url" {
+			t.Errorf("FOCUSGATE_REDIS_CLUSTER = %q, FOCUSGATE_REDIS_URL = %q; want true and the URL from the Secret", e["FOCUSGATE_REDIS_CLUSTER"], e["FOCUSGATE_REDIS_URL"])
+		}
+		if _, ok := env(gatewayContainer(t, mustRender(t, "redis.url=redis://node-0.cache:7000").get(t, "Deployment", "fg-focusgate")))["FOCUSGATE_REDIS_CLUSTER"]; ok {
+			t.Error("FOCUSGATE_REDIS_CLUSTER set without redis.cluster")
+		}
+	})
 	t.Run("existing", func(t *testing.T) {
 		const url = "redis://:hunter2-redis-password@redis-master.cache:6379/0"
 		r := mustRender(t, "redis.url="+url)
