@@ -40,6 +40,11 @@ type RedisOptions struct {
 	PollInterval time.Duration
 	// ProbeInterval is how often a Redis known to be down is pinged. Default 1s.
 	ProbeInterval time.Duration
+	// SlowAfter is how long a call may take before it counts as slow; a
+	// Redis whose calls are slow slowCalls times in a row is treated as down
+	// (skipped, and probed until it answers in time), since it costs every
+	// request nearly the timeout without ever failing. Default Timeout/2.
+	SlowAfter time.Duration
 	// LogInterval is the least time between two failure log lines; the next
 	// line says how many were suppressed. Default 30s.
 	LogInterval time.Duration
@@ -67,6 +72,9 @@ type Redis struct {
 	pollInterval time.Duration
 	log          *slog.Logger
 	logs         throttle
+
+	slowAfter time.Duration
+	slow      atomic.Int32 // calls slower than slowAfter in a row
 
 	up      atomic.Bool
 	skipped atomic.Int64
@@ -98,13 +106,28 @@ func (o op) String() string { return opNames[o] }
 // errSkipped is returned for calls not sent because Redis is known to be down.
 var errSkipped = errors.New("cache: redis is down; call skipped")
 
+// errSlow marks down a Redis whose calls keep taking most of their timeout.
+var errSlow = errors.New("cache: redis answers too slowly")
+
+// errValueTooLarge is returned for a stored value larger than maxValueBytes:
+// a selection is a few kilobytes, and reading megabytes would stall the
+// request for nothing. The caller computes the value again and overwrites it.
+var errValueTooLarge = fmt.Errorf("cache: redis value larger than %d bytes", maxValueBytes)
+
+// maxValueBytes bounds what is read of a stored value.
+const maxValueBytes = 1 << 20
+
+// slowCalls is how many slow calls in a row mark Redis down.
+const slowCalls = 3
+
 var (
-	// lockScript returns the value under KEYS[1] when there is one, and
-	// otherwise tries to take the lock KEYS[2] with token ARGV[1] for ARGV[2]
-	// ms, returning 1 when it took it and 0 when another replica holds it.
+	// lockScript returns the value under KEYS[1] when there is one (at most
+	// ARGV[3]+1 bytes of it: a value is never empty), and otherwise tries to
+	// take the lock KEYS[2] with token ARGV[1] for ARGV[2] ms, returning 1
+	// when it took it and 0 when another replica holds it.
 	lockScript = redis.NewScript(`
-local val = redis.call("GET", KEYS[1])
-if val then
+local val = redis.call("GETRANGE", KEYS[1], 0, ARGV[3])
+if val ~= "" then
 	return val
 end
 if redis.call("SET", KEYS[2], ARGV[1], "NX", "PX", ARGV[2]) then
@@ -145,6 +168,7 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 		timeout:      opts.Timeout,
 		lockTTL:      opts.LockTTL,
 		pollInterval: opts.PollInterval,
+		slowAfter:    opts.SlowAfter,
 		log:          opts.Logger,
 		logs:         throttle{every: opts.LogInterval},
 		closing:      make(chan struct{}),
@@ -198,6 +222,7 @@ func (o RedisOptions) withDefaults() RedisOptions {
 	def(&o.PollInterval, time.Second)
 	def(&o.ProbeInterval, time.Second)
 	def(&o.LogInterval, 30*time.Second)
+	def(&o.SlowAfter, o.Timeout/2)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -246,12 +271,19 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 	if !r.available() {
 		return nil, errSkipped
 	}
-	val, err := r.client.Get(ctx, valueKey(key)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, ErrNotFound
-	}
+	start := time.Now()
+	// A value is never empty, so an empty range is a missing key; more than
+	// maxValueBytes is not read.
+	val, err := r.client.GetRange(ctx, valueKey(key), 0, maxValueBytes).Bytes()
 	if err != nil {
 		return nil, r.fail(ctx, opGet, err)
+	}
+	r.timed(ctx, opGet, start)
+	switch {
+	case len(val) == 0:
+		return nil, ErrNotFound
+	case len(val) > maxValueBytes:
+		return nil, errValueTooLarge
 	}
 	return val, nil
 }
@@ -261,9 +293,11 @@ func (r *Redis) Set(ctx context.Context, key string, val []byte) error {
 	if !r.available() {
 		return errSkipped
 	}
+	start := time.Now()
 	if err := r.client.Set(ctx, valueKey(key), val, r.ttl).Err(); err != nil {
 		return r.fail(ctx, opSet, err)
 	}
+	r.timed(ctx, opSet, start)
 	return nil
 }
 
@@ -298,12 +332,17 @@ func (r *Redis) lock(ctx context.Context, key string) (val []byte, found bool, r
 		return nil, false, nil, errSkipped
 	}
 	token := rand.Text()
-	res, err := lockScript.Run(ctx, r.client, []string{valueKey(key), lockKey(key)}, token, r.lockTTL.Milliseconds()).Result()
+	start := time.Now()
+	res, err := lockScript.Run(ctx, r.client, []string{valueKey(key), lockKey(key)}, token, r.lockTTL.Milliseconds(), maxValueBytes).Result()
 	if err != nil {
 		return nil, false, nil, r.fail(ctx, opLock, err)
 	}
+	r.timed(ctx, opLock, start)
 	switch res := res.(type) {
 	case string:
+		if len(res) > maxValueBytes {
+			return nil, false, nil, errValueTooLarge
+		}
 		return []byte(res), true, nil, nil
 	case int64:
 		if res == 0 {
@@ -384,6 +423,19 @@ func (r *Redis) wait(ctx context.Context, key string) ([]byte, func(), error) {
 	}
 }
 
+// timed counts a call that succeeded slowly: slowCalls in a row mark Redis
+// down like a failure, a call in time resets the count.
+func (r *Redis) timed(ctx context.Context, o op, start time.Time) {
+	if time.Since(start) <= r.slowAfter {
+		r.slow.Store(0)
+		return
+	}
+	if r.slow.Add(1) >= slowCalls {
+		r.slow.Store(0)
+		r.fail(ctx, o, errSlow)
+	}
+}
+
 // available reports whether Redis is believed up, counting the call as
 // skipped when it is not.
 func (r *Redis) available() bool {
@@ -436,9 +488,13 @@ func (r *Redis) probe(interval time.Duration) {
 
 func (r *Redis) ping() {
 	ctx := context.Background()
+	start := time.Now()
 	if err := r.client.Ping(ctx).Err(); err != nil {
 		r.fail(ctx, opPing, err)
 		return
+	}
+	if time.Since(start) > r.slowAfter && !r.up.Load() {
+		return // still too slow to come back
 	}
 	if !r.up.Swap(true) {
 		r.log.Info("redis cache reachable again; caching resumes")
