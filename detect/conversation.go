@@ -536,7 +536,7 @@ func (c *conversation) blocks(ui, si int) []Block {
 		s.blocks = findBlocks(text)
 	}
 	if nested {
-		s.inner = innerTrees(text)
+		s.inner = findInner(text)
 	}
 	c.seen.PutBytes(raw, searched{text: text, blocks: s.blocks, inner: s.inner}, searchedSize(text, s.blocks, s.inner))
 	return s.blocks

@@ -40,10 +40,10 @@ func gutterLen(line string) int {
 	return 0
 }
 
-// numberedRead says whether s is a numbered file read: at least MinLines
+// numberedRead says whether s is a numbered file read: at least minLines
 // lines, nearly all of them numbered.
-func numberedRead(s string) bool {
-	if strings.Count(s, "\n")+1 < MinLines || gutterLen(s) == 0 {
+func numberedRead(s string, minLines int) bool {
+	if strings.Count(s, "\n")+1 < minLines || gutterLen(s) == 0 {
 		return false
 	}
 	lines, numbered := 0, 0
@@ -56,16 +56,19 @@ func numberedRead(s string) bool {
 			numbered++
 		}
 	}
-	return numbered >= MinLines && numbered*10 >= lines*9
+	return numbered >= minLines && numbered*10 >= lines*9
 }
 
-// numberedBlocks finds the trees of a numbered read: it searches the read
-// with its line numbers removed and maps what it finds back onto s, each
-// line starting at its number.
-func numberedBlocks(s string) []Block {
-	// starts[k] and plains[k]: where line k starts in s and in the text
-	// without numbers; gutters[k]: the length of its number.
-	var starts, plains, gutters []int
+// numbers is a numbered read with its line numbers set aside: plain is the
+// text without them; line k starts at starts[k] in the read and at plains[k]
+// in plain, after a number of gutters[k] bytes.
+type numbers struct {
+	plain                   string
+	starts, plains, gutters []int
+}
+
+func stripNumbers(s string) numbers {
+	var n numbers
 	var plain strings.Builder
 	plain.Grow(len(s))
 	for at := 0; at <= len(s); {
@@ -76,33 +79,62 @@ func numberedBlocks(s string) []Block {
 			end += at
 		}
 		g := gutterLen(s[at:end])
-		starts, plains, gutters = append(starts, at), append(plains, plain.Len()), append(gutters, g)
+		n.starts, n.plains, n.gutters = append(n.starts, at), append(n.plains, plain.Len()), append(n.gutters, g)
 		plain.WriteString(s[at+g : end])
 		if end < len(s) {
 			plain.WriteByte('\n')
 		}
 		at = end + 1
 	}
-	// lineOf is the line of s that plain offset p falls on.
-	lineOf := func(p int) int { return sort.SearchInts(plains, p+1) - 1 }
-	toS := func(p int) int {
-		k := lineOf(p)
-		return p - plains[k] + starts[k] + gutters[k]
-	}
-	blocks := Blocks(plain.String())
+	n.plain = plain.String()
+	return n
+}
+
+// line is the line that plain offset p falls on.
+func (n numbers) line(p int) int { return sort.SearchInts(n.plains, p+1) - 1 }
+
+// toRead maps a plain offset to the read.
+func (n numbers) toRead(p int) int {
+	k := n.line(p)
+	return p - n.plains[k] + n.starts[k] + n.gutters[k]
+}
+
+// numberedBlocks finds the trees of a numbered read: it searches the read
+// with its line numbers removed and maps what it finds back onto s, each
+// line starting at its number.
+func numberedBlocks(s string) []Block {
+	n := stripNumbers(s)
+	blocks := Blocks(n.plain)
 	for bi := range blocks {
 		b := &blocks[bi]
-		first := lineOf(b.Start)
-		start := starts[first] // the first line's number belongs to the tree
+		start := n.starts[n.line(b.Start)] // the first line's number belongs to the tree
 		lines := make([]focusgate.Line, len(b.Lines))
 		for i, l := range b.Lines {
-			k := lineOf(b.Start + l.Start)
-			l.Start, l.End, l.Gutter = starts[k]-start, toS(b.Start+l.End)-start, gutters[k]
+			k := n.line(b.Start + l.Start)
+			l.Start, l.End, l.Gutter = n.starts[k]-start, n.toRead(b.Start+l.End)-start, n.gutters[k]
 			lines[i] = l
 		}
-		b.Start, b.End, b.Lines = start, toS(b.End), lines
+		b.Start, b.End, b.Lines = start, n.toRead(b.End), lines
 	}
 	return blocks
+}
+
+// findInner is innerTrees for a string that may be a numbered read of a JSON
+// file: Claude Code saves a large MCP result of several parts as JSON, so the
+// page comes back from Read on one numbered line, escaped. A JSON string never
+// spans lines, so each inner string keeps its place on its line.
+func findInner(s string) []inner {
+	if !numberedRead(s, 2) {
+		return innerTrees(s)
+	}
+	n := stripNumbers(s)
+	found := innerTrees(n.plain)
+	for i := range found {
+		in := &found[i]
+		in.lit = span{n.toRead(in.lit.start), n.toRead(in.lit.end)}
+		in.raw = span{n.toRead(in.raw.start), n.toRead(in.raw.end)}
+	}
+	return found
 }
 
 // truncated is the marker Codex puts where it cut the middle of a long
@@ -134,7 +166,7 @@ func findBlocks(s string) []Block {
 		}
 		return blocks
 	}
-	if numberedRead(s) {
+	if numberedRead(s, MinLines) {
 		return numberedBlocks(s)
 	}
 	return Blocks(s)

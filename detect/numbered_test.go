@@ -36,7 +36,7 @@ func TestNumberedReadNeedsAlmostEveryLine(t *testing.T) {
 			mixed.WriteString("1\t" + line + "\n")
 		}
 	}
-	if !numberedRead(read.String()) {
+	if !numberedRead(read.String(), MinLines) {
 		t.Error("a numbered read not recognised")
 	}
 	for name, s := range map[string]string{
@@ -45,7 +45,7 @@ func TestNumberedReadNeedsAlmostEveryLine(t *testing.T) {
 		"too short":                 "1\ta\n2\tb\n3\tc",
 		"a numbered list":           strings.Repeat("1. do this [ref=e2]\n", 12),
 	} {
-		if numberedRead(s) {
+		if numberedRead(s, MinLines) {
 			t.Errorf("%s taken for a numbered read", name)
 		}
 	}

@@ -112,3 +112,48 @@ func TestNumberedFileReadsArePrunedWithTheirNumbers(t *testing.T) {
 		})
 	}
 }
+
+// Claude Code saves a large MCP result of several parts as a JSON file, so
+// the model reads the page back as one escaped line of a numbered read. The
+// tree inside is pruned and written back escaped as it came: the read, its
+// numbers set aside, is still the JSON file, whose text is the pruned page.
+func TestPageInAJSONFileRead(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/agents/claude-code/playwright-mcp-admin/07-messages-stream.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := gjson.GetBytes(raw, "messages.8.content.0.content").Raw // the MCP result's parts
+	var parts any
+	if err := json.Unmarshal([]byte(result), &parts); err != nil {
+		t.Fatal(err)
+	}
+	file, _ := json.MarshalIndent(parts, "", "  ")
+	chunk := readChunk(string(file), 1, strings.Count(string(file), "\n")+1, "%d\t%s")
+	got, out := newGoldenPipeline().Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: claudeRead(t, chunk)})
+	if out.Status != focusgate.Pruned || len(out.Pages) != 1 || out.Pages[0].Observation.Nested != 1 {
+		t.Fatalf("%s %s, %d pages: want the page in the JSON line found and pruned", out.Status, out.Reason, len(out.Pages))
+	}
+	sent := gjson.GetBytes(got, "messages.2.content.0.content").String()
+	var plain strings.Builder
+	for _, line := range strings.Split(sent, "\n") {
+		m := gutter.FindStringSubmatchIndex(line)
+		if m == nil {
+			t.Fatalf("line %q lost its number", line)
+		}
+		plain.WriteString(line[m[1]:] + "\n")
+	}
+	var back []struct{ Type, Text string }
+	if err := json.Unmarshal([]byte(plain.String()), &back); err != nil {
+		t.Fatalf("the read, numbers set aside, is no longer JSON: %v", err)
+	}
+	before, after := 0, 0
+	for _, p := range gjson.Get(result, "#.text").Array() {
+		before += len(p.String())
+	}
+	for _, p := range back {
+		after += len(p.Text)
+	}
+	if after >= before || !strings.Contains(sent, `button \"Save employee\"`) {
+		t.Errorf("the page in the file was not pruned (%d of %d bytes of text), or lost its target", after, before)
+	}
+}
