@@ -36,8 +36,11 @@ type scriptedClaude struct {
 }
 
 // browserTools are the MCP tools of one browser server, as Claude Code names
-// them, and the inputs the scripted model gives them.
+// them, and the inputs the scripted model gives them; or, with cli set, the
+// commands of a browser CLI that the model runs through Claude Code's Bash
+// tool.
 type browserTools struct {
+	cli                          string // the CLI's command line prefix, when the browser is a CLI
 	navigate, snapshot, click    string
 	navigateInput, snapshotInput string // navigateInput has one %q: the URL
 	clickInput                   string // one %q: the ref
@@ -75,6 +78,13 @@ var chromeDevToolsTools = browserTools{
 		}
 		return map[string]any{"command": node, "args": args, "env": map[string]string{"CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS": "1", "CI": "1"}}
 	},
+}
+
+// agentBrowserTools drive the agent-browser CLI through Bash: open, a
+// snapshot of the interactive elements, a click on the ref read there.
+var agentBrowserTools = browserTools{
+	cli:    "agent-browser --session fg-e2e",
+	target: regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`),
 }
 
 // chromeArgs keep Debian's chromium from stalling on a machine without a
@@ -132,6 +142,9 @@ func (m *scriptedClaude) next(body []byte) (name, input string) {
 	if !gjson.GetBytes(body, `tools.#(name=="ToolSearch")`).Exists() {
 		return "", "Nothing to do here." // Claude Code's side requests
 	}
+	if m.tools.cli != "" {
+		return m.nextCommand(body)
+	}
 	last := ""
 	gjson.GetBytes(body, "messages").ForEach(func(_, msg gjson.Result) bool {
 		msg.Get("content").ForEach(func(_, block gjson.Result) bool {
@@ -175,6 +188,45 @@ func (m *scriptedClaude) next(body []byte) (name, input string) {
 	return "", "Done: the order is placed."
 }
 
+// nextCommand is the scripted model's next step with a browser CLI: the
+// commands run so far say where it is.
+func (m *scriptedClaude) nextCommand(body []byte) (name, input string) {
+	ran := 0
+	gjson.GetBytes(body, "messages").ForEach(func(_, msg gjson.Result) bool {
+		msg.Get("content").ForEach(func(_, block gjson.Result) bool {
+			if block.Get("type").String() == "tool_use" && block.Get("name").String() == "Bash" {
+				ran++
+			}
+			return true
+		})
+		return true
+	})
+	bash := func(args string) (string, string) {
+		in, _ := json.Marshal(map[string]string{"command": m.tools.cli + " " + args, "description": "Run agent-browser"})
+		return "Bash", string(in)
+	}
+	switch ran {
+	case 0:
+		return bash("open " + m.page)
+	case 1:
+		return bash("snapshot -i")
+	case 2:
+		ref := ""
+		if sm := m.target.FindStringSubmatch(strings.ReplaceAll(string(body), `\"`, `"`)); sm != nil {
+			ref = sm[1]
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if ref == "" {
+			m.lost = true
+			return "", "The page I was shown has no such button."
+		}
+		m.clicked = ref
+		return bash("click @" + ref)
+	}
+	return "", "Done: the order is placed."
+}
+
 // retrieve answers the gateway's retriever call: line 1 and the target's.
 func (m *scriptedClaude) retrieve(w http.ResponseWriter, body []byte) {
 	prompt := gjson.GetBytes(body, "messages.0.content").String()
@@ -210,25 +262,39 @@ func TestClaudeCodeRunsThroughTheGateway(t *testing.T) {
 	}
 	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
 	t.Cleanup(pages.Close)
-	for name, tools := range map[string]browserTools{"playwright-mcp": playwrightTools, "chrome-devtools-mcp": chromeDevToolsTools} {
+	for name, tools := range map[string]browserTools{"playwright-mcp": playwrightTools, "chrome-devtools-mcp": chromeDevToolsTools, "agent-browser": agentBrowserTools} {
 		t.Run(name, func(t *testing.T) {
 			model := newScriptedClaude(t, pages.URL+"/form.html", tools)
 			gw := startGateway(t, map[string]string{"FOCUSGATE_ANTHROPIC_URL": model.URL})
 			front := newClientRecorder(t, gw.URL)
 
 			home := t.TempDir()
-			mcpConfig := filepath.Join(home, "mcp.json")
-			server := strings.SplitN(strings.TrimPrefix(tools.navigate, "mcp__"), "__", 2)[0]
-			writeJSONFile(mcpConfig, map[string]any{"mcpServers": map[string]any{server: tools.server(node, modules, chromium, home)}})
+			args := []string{"-p", "Open " + pages.URL + "/form.html in the browser and click Place order.",
+				"--model", "claude-sonnet-4-5", "--output-format", "json"}
+			if tools.cli != "" {
+				// agent-browser runs Debian's chromium, never a browser of
+				// its own; its session ends with the test.
+				args = append(args, "--allowedTools", "Bash(agent-browser:*)")
+				t.Cleanup(func() {
+					stop := exec.Command(filepath.Join(modules, ".bin/agent-browser"), "--session", "fg-e2e", "close")
+					stop.Env = []string{"HOME=" + home, "AGENT_BROWSER_EXECUTABLE_PATH=" + chromium}
+					stop.Run()
+				})
+			} else {
+				mcpConfig := filepath.Join(home, "mcp.json")
+				server := strings.SplitN(strings.TrimPrefix(tools.navigate, "mcp__"), "__", 2)[0]
+				writeJSONFile(mcpConfig, map[string]any{"mcpServers": map[string]any{server: tools.server(node, modules, chromium, home)}})
+				args = append(args, "--mcp-config", mcpConfig,
+					"--allowedTools", strings.Join([]string{"ToolSearch", tools.navigate, tools.snapshot, tools.click}, ","))
+			}
 
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, claude, "-p", "Open "+pages.URL+"/form.html in the browser and click Place order.",
-				"--mcp-config", mcpConfig, "--model", "claude-sonnet-4-5", "--output-format", "json",
-				"--allowedTools", strings.Join([]string{"ToolSearch", tools.navigate, tools.snapshot, tools.click}, ","))
+			cmd := exec.CommandContext(ctx, claude, args...)
 			cmd.Dir = home
 			cmd.Env = []string{
-				"HOME=" + home, "PATH=" + os.Getenv("PATH"),
+				"HOME=" + home, "PATH=" + filepath.Join(modules, ".bin") + ":" + os.Getenv("PATH"),
+				"AGENT_BROWSER_EXECUTABLE_PATH=" + chromium,
 				"ANTHROPIC_BASE_URL=" + front.URL, "ANTHROPIC_API_KEY=sk-ant-e2e-not-a-real-key",
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
 			}
