@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// scriptedCodex plays OpenAI for a real Codex run through the gateway: the
+// action model, which runs the agent-browser CLI with exec_command (open,
+// snapshot -i, click on the ref it READ in the output it was sent), and the
+// retriever the gateway asks, which keeps the root and the target's line.
+type scriptedCodex struct {
+	*httptest.Server
+	page    string
+	cli     string // agent-browser's path: Codex runs commands in a login shell, whose PATH is its own
+	target  *regexp.Regexp
+	mu      sync.Mutex
+	clicked string
+	lost    bool
+}
+
+func newScriptedCodex(t *testing.T, page, cli string) *scriptedCodex {
+	t.Helper()
+	m := &scriptedCodex{page: page, cli: cli, target: regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`)}
+	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch r.URL.Path {
+		case "/v1/chat/completions":
+			m.retrieve(w, body)
+		case "/v1/responses":
+			m.respond(w, body)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(m.Close)
+	return m
+}
+
+func (m *scriptedCodex) respond(w http.ResponseWriter, body []byte) {
+	calls := 0
+	var lastOutput string
+	gjson.GetBytes(body, "input").ForEach(func(_, it gjson.Result) bool {
+		switch it.Get("type").String() {
+		case "function_call":
+			calls++
+		case "function_call_output":
+			lastOutput = it.Get("output").String()
+		}
+		return true
+	})
+	run := func(args string) map[string]any {
+		a, _ := json.Marshal(map[string]string{"cmd": m.cli + " --session fg-e2e-codex " + args})
+		return map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", calls), "call_id": fmt.Sprintf("call_%d", calls),
+			"name": "exec_command", "arguments": string(a), "status": "completed"}
+	}
+	say := func(text string) map[string]any {
+		return map[string]any{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
+	}
+	var item map[string]any
+	switch calls {
+	case 0:
+		item = run("open " + m.page)
+	case 1:
+		item = run("snapshot -i")
+	case 2:
+		sm := m.target.FindStringSubmatch(lastOutput)
+		m.mu.Lock()
+		if sm == nil {
+			m.lost = true
+			item = say("The page I was shown has no such button.")
+		} else {
+			m.clicked = sm[1]
+			item = run("click @" + sm[1])
+		}
+		m.mu.Unlock()
+	default:
+		item = say("Done: the order is placed.")
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	event := func(data map[string]any) {
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", data["type"], b)
+		w.(http.Flusher).Flush()
+	}
+	event(map[string]any{"type": "response.created", "response": map[string]any{"id": "resp_e2e", "object": "response", "status": "in_progress", "output": []any{}}})
+	event(map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
+	event(map[string]any{"type": "response.completed", "response": map[string]any{"id": "resp_e2e", "object": "response", "status": "completed",
+		"output": []any{item}, "usage": map[string]any{"input_tokens": 100, "output_tokens": 10, "total_tokens": 110,
+			"input_tokens_details": map[string]int{"cached_tokens": 0}, "output_tokens_details": map[string]int{"reasoning_tokens": 0}}}})
+}
+
+// retrieve answers the gateway's retriever call (chat completions): line 1
+// and the target's.
+func (m *scriptedCodex) retrieve(w http.ResponseWriter, body []byte) {
+	prompt := gjson.GetBytes(body, "messages.1.content").String()
+	ranges := []string{"(1,1)"}
+	for _, line := range strings.Split(prompt, "\n") {
+		if sm := numberedLine.FindStringSubmatch(line); sm != nil && m.target.MatchString(line) {
+			ranges = append(ranges, "("+sm[1]+","+sm[1]+")")
+		}
+	}
+	answer, _ := json.Marshal("<answer>[" + strings.Join(ranges, ", ") + "]</answer>")
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":"r","object":"chat.completion","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, answer)
+}
+
+// The real Codex CLI (the pinned @openai/codex), its model provider pointed
+// at the gateway, runs the agent-browser CLI through exec_command against a
+// local page: the snapshot, under Codex's output header, reaches the model
+// pruned with the target kept, and the click lands on the ref it read there.
+func TestCodexRunsThroughTheGateway(t *testing.T) {
+	e2eRequirements(t)
+	codex, err := filepath.Abs("../../e2e/node_modules/.bin/codex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(codex); err != nil {
+		t.Fatalf("Codex is not installed (%v): run scripts/install-e2e.sh", err)
+	}
+	modules, _ := filepath.Abs("../../e2e/node_modules")
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
+	t.Cleanup(pages.Close)
+	model := newScriptedCodex(t, pages.URL+"/form.html", filepath.Join(modules, ".bin/agent-browser"))
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":  model.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_URL": model.URL + "/v1",
+	})
+	front := newClientRecorder(t, gw.URL)
+
+	home := t.TempDir()
+	codexHome := filepath.Join(home, "codex")
+	work := filepath.Join(home, "work")
+	for _, d := range []string{codexHome, work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := fmt.Sprintf("model = \"gpt-5\"\nmodel_provider = \"focusgate\"\n\n[model_providers.focusgate]\nname = \"focusgate\"\nbase_url = %q\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n", front.URL+"/v1")
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop := exec.Command(filepath.Join(modules, ".bin/agent-browser"), "--session", "fg-e2e-codex", "close")
+		stop.Env = []string{"HOME=" + home, "AGENT_BROWSER_EXECUTABLE_PATH=" + chromium}
+		stop.Run()
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+		"Open "+pages.URL+"/form.html with agent-browser and click Place order.")
+	cmd.Dir = work
+	cmd.Env = []string{
+		"HOME=" + home, "CODEX_HOME=" + codexHome, "PATH=" + filepath.Join(modules, ".bin") + ":" + os.Getenv("PATH"),
+		"AGENT_BROWSER_EXECUTABLE_PATH=" + chromium, "OPENAI_API_KEY=sk-e2e-not-a-real-key",
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("codex: %v\n%s", err, tail(string(out), 3000))
+	}
+	model.mu.Lock()
+	clicked, lost := model.clicked, model.lost
+	model.mu.Unlock()
+	if lost || clicked == "" {
+		t.Fatalf("the model never saw the target in the snapshot (lost %v): pruning hid it\n%s", lost, tail(string(out), 2000))
+	}
+	if !strings.Contains(string(out), "Done: the order is placed.") {
+		t.Errorf("Codex did not finish:\n%s", tail(string(out), 2000))
+	}
+	bodies, answers := front.recorded()
+	pruned := 0
+	for i, h := range answers {
+		if !strings.HasPrefix(h.Get("X-Focusgate-Status"), "pruned") {
+			continue
+		}
+		pruned++
+		output := gjson.GetBytes(bodies[i], `input.#(type=="function_call_output")#.output`).Array()
+		if len(output) == 0 || !strings.Contains(output[len(output)-1].String(), "Chunk ID: ") {
+			t.Errorf("request %d: the pruned output lost Codex's header", i)
+		}
+	}
+	if pruned == 0 {
+		t.Errorf("no request of %d was pruned: the snapshot reached the model whole", len(answers))
+	}
+	t.Logf("%d requests, %d pruned, click on %s", len(answers), pruned, clicked)
+}
