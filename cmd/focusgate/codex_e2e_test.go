@@ -20,12 +20,14 @@ import (
 )
 
 // scriptedCodex plays OpenAI for a real Codex run through the gateway: the
-// action model, which runs the agent-browser CLI with exec_command (open,
-// snapshot -i, click on the ref it READ in the output it was sent), and the
-// retriever the gateway asks, which keeps the root and the target's line.
+// action model, which drives a browser MCP server's tools, or the
+// agent-browser CLI with exec_command (open, snapshot, a click on the ref it
+// READ in the output it was sent), and the retriever the gateway asks, which
+// keeps the root and the target's line.
 type scriptedCodex struct {
 	*httptest.Server
 	page    string
+	tools   browserTools
 	cli     string // agent-browser's path: Codex runs commands in a login shell, whose PATH is its own
 	target  *regexp.Regexp
 	mu      sync.Mutex
@@ -33,9 +35,9 @@ type scriptedCodex struct {
 	lost    bool
 }
 
-func newScriptedCodex(t *testing.T, page, cli string) *scriptedCodex {
+func newScriptedCodex(t *testing.T, page string, tools browserTools, cli string) *scriptedCodex {
 	t.Helper()
-	m := &scriptedCodex{page: page, cli: cli, target: regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`)}
+	m := &scriptedCodex{page: page, tools: tools, cli: cli, target: tools.target}
 	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		switch r.URL.Path {
@@ -63,11 +65,23 @@ func (m *scriptedCodex) respond(w http.ResponseWriter, body []byte) {
 		}
 		return true
 	})
-	run := func(args string) map[string]any {
-		a, _ := json.Marshal(map[string]string{"cmd": m.cli + " --session fg-e2e-codex " + args})
-		return map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", calls), "call_id": fmt.Sprintf("call_%d", calls),
-			"name": "exec_command", "arguments": string(a), "status": "completed"}
+	call := func(name, args string) map[string]any {
+		item := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", calls), "call_id": fmt.Sprintf("call_%d", calls),
+			"name": name, "arguments": args, "status": "completed"}
+		// Codex names an MCP tool by its server's namespace and its own name.
+		if ns, tool, ok := strings.Cut(strings.TrimPrefix(name, "mcp__"), "__"); ok {
+			item["namespace"], item["name"] = "mcp__"+codexServer(ns), tool
+		}
+		return item
 	}
+	run := func(args string) map[string]any {
+		if m.tools.cli == "" {
+			return nil
+		}
+		a, _ := json.Marshal(map[string]string{"cmd": m.cli + " --session fg-e2e-codex " + args})
+		return call("exec_command", string(a))
+	}
+	tl := m.tools
 	say := func(text string) map[string]any {
 		return map[string]any{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
@@ -75,18 +89,24 @@ func (m *scriptedCodex) respond(w http.ResponseWriter, body []byte) {
 	var item map[string]any
 	switch calls {
 	case 0:
-		item = run("open " + m.page)
+		if item = run("open " + m.page); item == nil {
+			item = call(tl.navigate, fmt.Sprintf(tl.navigateInput, m.page))
+		}
 	case 1:
-		item = run("snapshot -i")
+		if item = run("snapshot -i"); item == nil {
+			item = call(tl.snapshot, tl.snapshotInput)
+		}
 	case 2:
-		sm := m.target.FindStringSubmatch(lastOutput)
+		sm := m.target.FindStringSubmatch(strings.ReplaceAll(lastOutput, `\"`, `"`))
 		m.mu.Lock()
 		if sm == nil {
 			m.lost = true
 			item = say("The page I was shown has no such button.")
 		} else {
 			m.clicked = sm[1]
-			item = run("click @" + sm[1])
+			if item = run("click @" + sm[1]); item == nil {
+				item = call(tl.click, fmt.Sprintf(tl.clickInput, sm[1]))
+			}
 		}
 		m.mu.Unlock()
 	default:
@@ -121,11 +141,12 @@ func (m *scriptedCodex) retrieve(w http.ResponseWriter, body []byte) {
 }
 
 // The real Codex CLI (the pinned @openai/codex), its model provider pointed
-// at the gateway, runs the agent-browser CLI through exec_command against a
-// local page: the snapshot, under Codex's output header, reaches the model
-// pruned with the target kept, and the click lands on the ref it read there.
+// at the gateway, drives a browser against a local page: Playwright MCP and
+// chrome-devtools-mcp as MCP servers, agent-browser through exec_command. The
+// snapshot, under Codex's output header, reaches the model pruned with the
+// target kept, and the click lands on the ref it read there.
 func TestCodexRunsThroughTheGateway(t *testing.T) {
-	e2eRequirements(t)
+	node := e2eRequirements(t)
 	codex, err := filepath.Abs("../../e2e/node_modules/.bin/codex")
 	if err != nil {
 		t.Fatal(err)
@@ -138,69 +159,108 @@ func TestCodexRunsThroughTheGateway(t *testing.T) {
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"
 	}
-	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
+	// Codex cuts the middle of a tool result longer than about 1,600 tokens
+	// itself (…N tokens truncated…), before any gateway sees it: the e2e
+	// pages' snapshots lose their buttons there. This form's fits, and the
+	// gateway prunes pages from 300 tokens on.
+	var form strings.Builder
+	form.WriteString("<!doctype html><title>New employee</title><h1>New employee</h1><form>")
+	for i := range 24 {
+		fmt.Fprintf(&form, "<label>Field %d <input name=f%d></label>", i, i)
+	}
+	form.WriteString("<button type=button>Save employee</button></form>")
+	pages := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, form.String())
+	}))
 	t.Cleanup(pages.Close)
-	model := newScriptedCodex(t, pages.URL+"/form.html", filepath.Join(modules, ".bin/agent-browser"))
-	gw := startGateway(t, map[string]string{
-		"FOCUSGATE_UPSTREAM_URL":  model.URL + "/v1",
-		"FOCUSGATE_RETRIEVER_URL": model.URL + "/v1",
-	})
-	front := newClientRecorder(t, gw.URL)
+	for name, tools := range map[string]browserTools{"playwright-mcp": playwrightTools, "chrome-devtools-mcp": chromeDevToolsTools, "agent-browser": agentBrowserTools} {
+		t.Run(name, func(t *testing.T) {
+			tools.target = regexp.MustCompile(strings.ReplaceAll(tools.target.String(), "Place order", "Save employee"))
+			model := newScriptedCodex(t, pages.URL+"/admin", tools, filepath.Join(modules, ".bin/agent-browser"))
+			gw := startGateway(t, map[string]string{
+				"FOCUSGATE_UPSTREAM_URL":  model.URL + "/v1",
+				"FOCUSGATE_RETRIEVER_URL": model.URL + "/v1",
+				"FOCUSGATE_MIN_TOKENS":    "300",
+			})
+			front := newClientRecorder(t, gw.URL)
 
-	home := t.TempDir()
-	codexHome := filepath.Join(home, "codex")
-	work := filepath.Join(home, "work")
-	for _, d := range []string{codexHome, work} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	config := fmt.Sprintf("model = \"gpt-5\"\nmodel_provider = \"focusgate\"\n\n[model_providers.focusgate]\nname = \"focusgate\"\nbase_url = %q\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n", front.URL+"/v1")
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop := exec.Command(filepath.Join(modules, ".bin/agent-browser"), "--session", "fg-e2e-codex", "close")
-		stop.Env = []string{"HOME=" + home, "AGENT_BROWSER_EXECUTABLE_PATH=" + chromium}
-		stop.Run()
-	})
+			home := t.TempDir()
+			codexHome := filepath.Join(home, "codex")
+			work := filepath.Join(home, "work")
+			for _, d := range []string{codexHome, work} {
+				if err := os.MkdirAll(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			config := fmt.Sprintf("model = \"gpt-5\"\nmodel_provider = \"focusgate\"\n\n[model_providers.focusgate]\nname = \"focusgate\"\nbase_url = %q\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n", front.URL+"/v1")
+			if tools.cli == "" {
+				server := codexServer(strings.SplitN(strings.TrimPrefix(tools.navigate, "mcp__"), "__", 2)[0])
+				s := tools.server(node, modules, chromium, home)
+				args, _ := json.Marshal(s["args"]) // a JSON array of strings is a TOML array
+				config += fmt.Sprintf("\n[mcp_servers.%s]\ncommand = %q\nargs = %s\n", server, s["command"], args)
+				if env, ok := s["env"].(map[string]string); ok {
+					config += fmt.Sprintf("\n[mcp_servers.%s.env]\n", server)
+					for k, v := range env {
+						config += fmt.Sprintf("%s = %q\n", k, v)
+					}
+				}
+			} else {
+				t.Cleanup(func() {
+					stop := exec.Command(filepath.Join(modules, ".bin/agent-browser"), "--session", "fg-e2e-codex", "close")
+					stop.Env = []string{"HOME=" + home, "AGENT_BROWSER_EXECUTABLE_PATH=" + chromium}
+					stop.Run()
+				})
+			}
+			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
+				t.Fatal(err)
+			}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-		"Open "+pages.URL+"/form.html with agent-browser and click Place order.")
-	cmd.Dir = work
-	cmd.Env = []string{
-		"HOME=" + home, "CODEX_HOME=" + codexHome, "PATH=" + filepath.Join(modules, ".bin") + ":" + os.Getenv("PATH"),
-		"AGENT_BROWSER_EXECUTABLE_PATH=" + chromium, "OPENAI_API_KEY=sk-e2e-not-a-real-key",
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+				"Open "+pages.URL+"/admin in the browser and click Save employee.")
+			cmd.Dir = work
+			cmd.Env = []string{
+				"HOME=" + home, "CODEX_HOME=" + codexHome, "PATH=" + filepath.Join(modules, ".bin") + ":" + os.Getenv("PATH"),
+				"AGENT_BROWSER_EXECUTABLE_PATH=" + chromium, "OPENAI_API_KEY=sk-e2e-not-a-real-key",
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("codex: %v\n%s", err, tail(string(out), 3000))
+			}
+			model.mu.Lock()
+			clicked, lost := model.clicked, model.lost
+			model.mu.Unlock()
+			if lost || clicked == "" {
+				t.Fatalf("the model never saw the target in the snapshot (lost %v): pruning hid it\n%s", lost, tail(string(out), 2000))
+			}
+			if !strings.Contains(string(out), "Done: the order is placed.") {
+				t.Errorf("Codex did not finish:\n%s", tail(string(out), 2000))
+			}
+			bodies, answers := front.recorded()
+			pruned := 0
+			for i, h := range answers {
+				if !strings.HasPrefix(h.Get("X-Focusgate-Status"), "pruned") {
+					continue
+				}
+				pruned++
+				outputs := gjson.GetBytes(bodies[i], `input.#(type=="function_call_output")#.output`).Array()
+				if len(outputs) == 0 || !strings.Contains(outputs[len(outputs)-1].Raw, "Wall time: ") {
+					t.Errorf("request %d: the pruned output lost Codex's header", i)
+				}
+				if tools.target.FindStringSubmatch(strings.ReplaceAll(string(bodies[i]), `\"`, `"`)) == nil {
+					t.Errorf("request %d was pruned, and the target is not in what the client sent", i)
+				}
+			}
+			if pruned == 0 {
+				t.Errorf("no request of %d was pruned: the snapshot reached the model whole", len(answers))
+			}
+			t.Logf("%d requests, %d pruned, click on %s", len(answers), pruned, clicked)
+		})
 	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("codex: %v\n%s", err, tail(string(out), 3000))
-	}
-	model.mu.Lock()
-	clicked, lost := model.clicked, model.lost
-	model.mu.Unlock()
-	if lost || clicked == "" {
-		t.Fatalf("the model never saw the target in the snapshot (lost %v): pruning hid it\n%s", lost, tail(string(out), 2000))
-	}
-	if !strings.Contains(string(out), "Done: the order is placed.") {
-		t.Errorf("Codex did not finish:\n%s", tail(string(out), 2000))
-	}
-	bodies, answers := front.recorded()
-	pruned := 0
-	for i, h := range answers {
-		if !strings.HasPrefix(h.Get("X-Focusgate-Status"), "pruned") {
-			continue
-		}
-		pruned++
-		output := gjson.GetBytes(bodies[i], `input.#(type=="function_call_output")#.output`).Array()
-		if len(output) == 0 || !strings.Contains(output[len(output)-1].String(), "Chunk ID: ") {
-			t.Errorf("request %d: the pruned output lost Codex's header", i)
-		}
-	}
-	if pruned == 0 {
-		t.Errorf("no request of %d was pruned: the snapshot reached the model whole", len(answers))
-	}
-	t.Logf("%d requests, %d pruned, click on %s", len(answers), pruned, clicked)
 }
+
+// codexServer is the name an MCP server is given in Codex's configuration,
+// which becomes its tools' namespace: without the hyphens Codex does not keep.
+func codexServer(name string) string { return strings.ReplaceAll(name, "-", "") }
