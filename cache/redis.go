@@ -345,10 +345,13 @@ func (r *Redis) Delete(ctx context.Context, key string) error {
 
 func (r *Redis) claim(ctx context.Context, key string) ([]byte, func(), error) {
 	val, found, release, err := r.lock(ctx, key)
-	if err != nil || found || release != nil {
-		return val, release, err
+	if err == nil && !found && release == nil {
+		val, release, err = r.wait(ctx, key)
 	}
-	return r.wait(ctx, key)
+	if err == nil && release == nil {
+		r.remember(key, val)
+	}
+	return val, release, err
 }
 
 // lock returns the value under key when it is stored, and otherwise tries
