@@ -45,6 +45,12 @@ type RedisOptions struct {
 	// (skipped, and probed until it answers in time), since it costs every
 	// request nearly the timeout without ever failing. Default Timeout/2.
 	SlowAfter time.Duration
+	// FrontBytes bounds an in-process cache in front of Redis, so that hot
+	// selections do not cross the network at all; 0 means 8 MiB, negative
+	// turns it off. FrontTTL (default 30 s) bounds how long an entry deleted
+	// or overwritten on another replica may still be served here.
+	FrontBytes int64
+	FrontTTL   time.Duration
 	// LogInterval is the least time between two failure log lines; the next
 	// line says how many were suppressed. Default 30s.
 	LogInterval time.Duration
@@ -74,6 +80,7 @@ type Redis struct {
 	logs         throttle
 
 	slowAfter time.Duration
+	front     *Memory      // nil when turned off
 	slow      atomic.Int32 // calls slower than slowAfter in a row
 
 	up      atomic.Bool
@@ -174,6 +181,9 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 		closing:      make(chan struct{}),
 		probed:       make(chan struct{}),
 	}
+	if opts.FrontBytes > 0 {
+		r.front = NewMemory(opts.FrontBytes, opts.FrontTTL)
+	}
 	r.up.Store(true)
 	go r.probe(opts.ProbeInterval)
 	return r, nil
@@ -223,6 +233,10 @@ func (o RedisOptions) withDefaults() RedisOptions {
 	def(&o.ProbeInterval, time.Second)
 	def(&o.LogInterval, 30*time.Second)
 	def(&o.SlowAfter, o.Timeout/2)
+	def(&o.FrontTTL, 30*time.Second)
+	if o.FrontBytes == 0 {
+		o.FrontBytes = 8 << 20
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -268,6 +282,11 @@ func (r *Redis) Stats() RedisStats {
 
 // Get returns the value under key, or ErrNotFound.
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
+	if r.front != nil {
+		if val, err := r.front.Get(ctx, key); err == nil {
+			return val, nil
+		}
+	}
 	if !r.available() {
 		return nil, errSkipped
 	}
@@ -285,11 +304,20 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 	case len(val) > maxValueBytes:
 		return nil, errValueTooLarge
 	}
+	r.remember(key, val)
 	return val, nil
+}
+
+// remember keeps val in the in-process front, when there is one.
+func (r *Redis) remember(key string, val []byte) {
+	if r.front != nil {
+		r.front.Set(context.Background(), key, val)
+	}
 }
 
 // Set stores val under key for the TTL.
 func (r *Redis) Set(ctx context.Context, key string, val []byte) error {
+	r.remember(key, val)
 	if !r.available() {
 		return errSkipped
 	}
@@ -303,6 +331,9 @@ func (r *Redis) Set(ctx context.Context, key string, val []byte) error {
 
 // Delete removes the value under key, if any.
 func (r *Redis) Delete(ctx context.Context, key string) error {
+	if r.front != nil {
+		r.front.Delete(ctx, key)
+	}
 	if !r.available() {
 		return errSkipped
 	}
@@ -314,10 +345,13 @@ func (r *Redis) Delete(ctx context.Context, key string) error {
 
 func (r *Redis) claim(ctx context.Context, key string) ([]byte, func(), error) {
 	val, found, release, err := r.lock(ctx, key)
-	if err != nil || found || release != nil {
-		return val, release, err
+	if err == nil && !found && release == nil {
+		val, release, err = r.wait(ctx, key)
 	}
-	return r.wait(ctx, key)
+	if err == nil && release == nil {
+		r.remember(key, val)
+	}
+	return val, release, err
 }
 
 // lock returns the value under key when it is stored, and otherwise tries

@@ -16,7 +16,7 @@ import (
 
 // slowProxy relays TCP to addr, holding back each reply from the server by
 // delay: a Redis that answers, but slowly.
-func slowProxy(t *testing.T, addr string, delay time.Duration) string {
+func slowProxy(t testing.TB, addr string, delay time.Duration) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
