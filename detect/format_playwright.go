@@ -12,6 +12,10 @@ var playwrightFormat = spec{
 	name:  Playwright,
 	parse: parsePlaywright,
 	stub: func(line, bid, role string) string {
+		if role == "" {
+			// An unchanged element of an incremental snapshot is its ref.
+			return indentOf(line) + "- ref=" + bid + " [unchanged]"
+		}
 		s := indentOf(line) + "- " + role
 		if bid != "" {
 			s += " [ref=" + bid + "]"
@@ -75,7 +79,30 @@ func parsePlaywright(s string, p int) (element, bool) {
 }
 
 // playwrightKey parses `role "name" [attr]...` and returns what follows it.
+// Attributes may also share one bracket, comma-separated, as agent-browser
+// prints them (`[checked=false, ref=e5]`). An incremental snapshot of
+// Playwright MCP 0.0.51 to 0.0.68 names an element unchanged since the
+// previous snapshot by its ref alone (`- ref=e4 [unchanged]`): it has no
+// role.
 func playwrightKey(k string) (role, ref string, focused bool, rest string, ok bool) {
+	if v, ok := strings.CutPrefix(k, "ref="); ok {
+		end := strings.IndexAny(v, " :")
+		if end < 0 {
+			end = len(v)
+		}
+		if v[:end] == "" || bidValue(v[:end]) != v[:end] {
+			return "", "", false, "", false
+		}
+		ref, k = v[:end], v[end:]
+		for strings.HasPrefix(k, " [") {
+			end := strings.IndexByte(k, ']')
+			if end < 0 {
+				return "", "", false, "", false
+			}
+			k = k[end+1:]
+		}
+		return "", ref, false, k, true
+	}
 	start := 0
 	if strings.HasPrefix(k, "/") {
 		start = 1
@@ -103,13 +130,15 @@ func playwrightKey(k string) (role, ref string, focused bool, rest string, ok bo
 		if end < 0 {
 			return "", "", false, "", false
 		}
-		switch attr := k[2:end]; {
-		case strings.HasPrefix(attr, "ref="):
-			if v := attr[len("ref="):]; v != "" && bidValue(v) == v {
-				ref = v
+		for attr := range strings.SplitSeq(k[2:end], ", ") {
+			switch {
+			case strings.HasPrefix(attr, "ref="):
+				if v := attr[len("ref="):]; v != "" && bidValue(v) == v {
+					ref = v
+				}
+			case attr == "active":
+				focused = true
 			}
-		case attr == "active":
-			focused = true
 		}
 		k = k[end+1:]
 	}

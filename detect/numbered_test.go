@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -71,4 +72,50 @@ func FuzzNumberedBlocks(f *testing.F) {
 			}
 		}
 	})
+}
+
+// agent-browser's snapshots, as the real CLI (0.41.2) printed them, are read
+// by the playwright format with every ref, comma-separated attributes
+// included ([checked=false, ref=e15]); its content markers stay outside the
+// tree; its diff snapshots hold no tree.
+func TestAgentBrowserCaptures(t *testing.T) {
+	ref := regexp.MustCompile(`ref=([a-z0-9]+)`)
+	for _, name := range []string{"snap.txt", "snap-i.txt", "snap-cb.txt"} {
+		text := readFile(t, "testdata/captures/agent-browser-0.41.2/"+name)
+		blocks := Blocks(text)
+		if len(blocks) != 1 || blocks[0].Format != Playwright {
+			t.Fatalf("%s: %d trees, want one playwright tree", name, len(blocks))
+		}
+		b := blocks[0]
+		tree := text[b.Start:b.End]
+		for _, l := range b.Lines {
+			line := tree[l.Start:l.End]
+			if m := ref.FindStringSubmatch(line); m != nil && l.BID != m[1] {
+				t.Errorf("%s: %q read with id %q, want %q", name, line, l.BID, m[1])
+			}
+		}
+		if strings.Contains(tree, "AGENT_BROWSER_PAGE_CONTENT") {
+			t.Errorf("%s: a content marker is inside the tree", name)
+		}
+	}
+	if b := Blocks(readFile(t, "testdata/captures/agent-browser-0.41.2/diff.txt")); len(b) != 0 {
+		t.Errorf("a diff snapshot was read as %d trees", len(b))
+	}
+}
+
+// An incremental snapshot (Playwright MCP 0.0.51 to 0.0.68) names unchanged
+// elements by their ref alone; they are elements of the tree, and their
+// stub is the ref again.
+func TestPlaywrightIncrementalSnapshots(t *testing.T) {
+	s := "- generic [ref=e1]:\n  - ref=e2 [unchanged]\n  - ref=e3 [unchanged]\n  - ref=e4 [unchanged]\n  - button \"Save\" [ref=e5]\n  - ref=e6 [unchanged]\n  - textbox \"Name\" [ref=e7]\n  - ref=e8 [unchanged]\n  - ref=e9 [unchanged]\n  - link \"Help\" [ref=e10]"
+	b := Blocks(s)
+	if len(b) != 1 || len(b[0].Lines) != 10 {
+		t.Fatalf("%d trees: want one of 10 lines", len(b))
+	}
+	if l := b[0].Lines[1]; l.BID != "e2" || l.Role != "" || l.Depth != 1 {
+		t.Errorf("unchanged line read as %+v", l)
+	}
+	if got := Playwright.Stub("  - ref=e2 [unchanged]", "e2", ""); got != "  - ref=e2 [unchanged]" {
+		t.Errorf("stub %q", got)
+	}
 }
