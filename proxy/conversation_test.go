@@ -613,16 +613,11 @@ func TestToolLoopPruneAllPrunesUnknownOlderPages(t *testing.T) {
 	}
 }
 
-// slowRedis is a Redis store with a timeout a busy test machine cannot
-// mistake for an outage.
+// slowRedis is the tests' Redis store: a timeout a busy test machine cannot
+// mistake for an outage, and no in-process front hiding what Redis holds.
 func slowRedis(t *testing.T, url string) *cache.Redis {
 	t.Helper()
-	r, err := cache.NewRedis(cache.RedisOptions{URL: url, Timeout: 5 * time.Second, ProbeInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	return redistest.NewStore(t, url)
 }
 
 // When the retriever fails on the newest page, that page goes out as it came

@@ -149,21 +149,8 @@ func (s *Server) passthrough(c *gin.Context) {
 // been read, so such a body is read whole (its compressed size is under the
 // cap too) and counted as it decodes, in constant memory.
 func (s *Server) passCompressed(c *gin.Context, enc string) {
-	r := c.Request
-	rc := http.NewResponseController(c.Writer)
-	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
-	raw, err := readAll(r.Body, s.opts.MaxBodyBytes, r.ContentLength)
-	_ = rc.SetReadDeadline(time.Time{})
-	infoFrom(r.Context()).bytesIn.Store(int64(len(raw)))
-	switch {
-	case errors.Is(err, errBodyTooLarge):
-		s.tooLarge(c)
-		return
-	case isTimeout(err):
-		s.slowBody(c.Writer)
-		return
-	case err != nil:
-		writeError(c.Writer, http.StatusBadRequest, "focusgate: could not read the request body", "invalid_request_error", "unreadable_body")
+	raw, ok := s.readBody(c)
+	if !ok {
 		return
 	}
 	// A body that does not decode is the upstream's to refuse.
@@ -171,7 +158,7 @@ func (s *Server) passCompressed(c *gin.Context, enc string) {
 		s.tooLarge(c)
 		return
 	}
-	setBody(r, raw)
+	setBody(c.Request, raw)
 	s.forward(c)
 }
 

@@ -25,20 +25,8 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 			s.tooLarge(c)
 			return
 		}
-		rc := http.NewResponseController(c.Writer)
-		_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
-		raw, err := readAll(r.Body, s.opts.MaxBodyBytes, r.ContentLength)
-		_ = rc.SetReadDeadline(time.Time{})
-		infoFrom(r.Context()).bytesIn.Store(int64(len(raw)))
-		switch {
-		case errors.Is(err, errBodyTooLarge):
-			s.tooLarge(c)
-			return
-		case isTimeout(err):
-			s.slowBody(c.Writer)
-			return
-		case err != nil:
-			writeError(c.Writer, http.StatusBadRequest, "focusgate: could not read the request body", "invalid_request_error", "unreadable_body")
+		raw, ok := s.readBody(c)
+		if !ok {
 			return
 		}
 
@@ -95,6 +83,30 @@ func (s *Server) logOutcome(ctx context.Context, out pipeline.Outcome) {
 		return
 	}
 	s.log.LogAttrs(ctx, level, "observations", append(out.LogAttrs(), slog.String("key", keyName(ctx)))...)
+}
+
+// readBody reads a request body whole, under the size cap and the read
+// deadline, and answers the client itself (413, 408, 400) when it cannot:
+// ok is false then.
+func (s *Server) readBody(c *gin.Context) (raw []byte, ok bool) {
+	r := c.Request
+	rc := http.NewResponseController(c.Writer)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+	raw, err := readAll(r.Body, s.opts.MaxBodyBytes, r.ContentLength)
+	_ = rc.SetReadDeadline(time.Time{})
+	infoFrom(r.Context()).bytesIn.Store(int64(len(raw)))
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		s.tooLarge(c)
+		return nil, false
+	case isTimeout(err):
+		s.slowBody(c.Writer)
+		return nil, false
+	case err != nil:
+		writeError(c.Writer, http.StatusBadRequest, "focusgate: could not read the request body", "invalid_request_error", "unreadable_body")
+		return nil, false
+	}
+	return raw, true
 }
 
 // slowBody answers a client that did not send its body within

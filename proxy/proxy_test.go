@@ -322,27 +322,7 @@ func TestCompressedBodiesArriveDecoded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compress := map[string]func([]byte) []byte{
-		"gzip": func(b []byte) []byte {
-			var buf bytes.Buffer
-			w := gzip.NewWriter(&buf)
-			w.Write(b)
-			w.Close()
-			return buf.Bytes()
-		},
-		"deflate": func(b []byte) []byte {
-			var buf bytes.Buffer
-			w := zlib.NewWriter(&buf)
-			w.Write(b)
-			w.Close()
-			return buf.Bytes()
-		},
-		"zstd": func(b []byte) []byte {
-			enc, _ := zstd.NewWriter(nil)
-			defer enc.Close()
-			return enc.EncodeAll(b, nil)
-		},
-	}
+	compress := compressors
 	gw := newGateway(t, nil)
 	for enc, fn := range compress {
 		t.Run(enc, func(t *testing.T) {
