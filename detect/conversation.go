@@ -96,6 +96,7 @@ type conversation struct {
 	// that has any.
 	firsts map[role]nearestAnswer
 	seen   *memo.Memo[searched] // the Finder's memory; nil for none
+	model  string               // the last top-level "model" string
 }
 
 func parseConversation(body []byte, api focusgate.API) (*conversation, error) {
@@ -109,6 +110,12 @@ func parseConversation(body []byte, api focusgate.API) (*conversation, error) {
 		// Of duplicate members, JSON readers keep the last: what focusgate
 		// prunes and counts must be what the upstream reads.
 		switch {
+		case string(key) == "model":
+			lit, next, ok, err := stringOrSkip(body, v, 1)
+			if c.model = ""; ok {
+				c.model = c.decode(lit)
+			}
+			return next, err
 		case api == focusgate.Chat && string(key) == "messages":
 			c.forget("messages")
 			return c.messages(v)

@@ -100,19 +100,33 @@ func NewFinder(maxBytes int) *Finder {
 
 // Find is the package's Find, remembering what it decodes and finds.
 func (f *Finder) Find(body []byte, api focusgate.API, opts Options) ([]Observation, error) {
+	r, err := f.Read(body, api, opts)
+	return r.Observations, err
+}
+
+// Request is what Read learns of a request body.
+type Request struct {
+	Observations []Observation
+	// Model is the action model as the upstream reads it: the last of
+	// duplicate "model" members, escaped names included.
+	Model string
+}
+
+// Read is Find that also reports the request's model, read in the same walk.
+func (f *Finder) Read(body []byte, api focusgate.API, opts Options) (Request, error) {
 	c, err := parseConversation(body, api)
 	if err != nil {
-		return nil, err
+		return Request{}, err
 	}
 	if f != nil {
 		c.seen = f.seen
 	}
-	return c.observations(opts), nil
+	return Request{Observations: c.observations(opts), Model: c.model}, nil
 }
 
-// Model returns the request's "model" field, or "" when there is none. Like
-// the upstream's JSON reader, it takes the last of duplicate members and
-// reads escaped member names.
+// Model returns a request body's "model" as the upstream reads it (the last
+// of duplicate members, escaped names included), or "" when there is none.
+// It scans every top-level member; Read reports the same in its own walk.
 func Model(body []byte) string {
 	var model string
 	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
@@ -122,4 +136,11 @@ func Model(body []byte) string {
 		return true
 	})
 	return model
+}
+
+// FirstModel returns the first "model" member of a request body without
+// walking the rest: a quick look for decisions taken before detection, to be
+// confirmed with Model or Read, since a later duplicate would override it.
+func FirstModel(body []byte) string {
+	return gjson.GetBytes(body, "model").String()
 }

@@ -191,8 +191,8 @@ func TestDuplicateAndEscapedMembers(t *testing.T) {
 				t.Errorf("%d observations, %v; want %d", len(obs), err, tt.pages)
 			}
 			if tt.model != "" {
-				if got := Model([]byte(tt.body)); got != tt.model {
-					t.Errorf("Model = %q, want %q", got, tt.model)
+				if r, err := (*Finder)(nil).Read([]byte(tt.body), tt.api, Options{}); err != nil || r.Model != tt.model {
+					t.Errorf("Read: model %q, %v; want %q", r.Model, err, tt.model)
 				}
 			}
 		})

@@ -167,3 +167,21 @@ func TestCountTokensWithoutAGoalPassesThrough(t *testing.T) {
 		t.Errorf("a conversation with its task: %s %s, want pruned", out.Status, out.Reason)
 	}
 }
+
+// The model a request is priced and bypassed by is the one the upstream
+// reads: of duplicate members, the last.
+func TestDuplicateModelMembersReadAsTheUpstreamDoes(t *testing.T) {
+	laptop := readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")
+	opts := goldenOptions()
+	opts.BypassModels = []string{"o3*"}
+	p := pipeline.New(opts)
+	body := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop})
+	dup := append(bytes.TrimSuffix(body, []byte("}")), []byte(`,"model":"o3"}`)...)
+	if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: dup}); out.Reason != focusgate.BypassModel {
+		t.Errorf("gpt-4.1 then o3: %s %s, want bypass-model (o3 is what the upstream reads)", out.Status, out.Reason)
+	}
+	dup = append(bytes.TrimSuffix(toolLoop(t, "o3", [2]string{"snapshot", laptop}), []byte("}")), []byte(`,"model":"gpt-4.1"}`)...)
+	if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: dup}); out.Status != focusgate.Pruned || out.Model != "gpt-4.1" {
+		t.Errorf("o3 then gpt-4.1: %s %s (model %q), want pruned for gpt-4.1", out.Status, out.Reason, out.Model)
+	}
+}

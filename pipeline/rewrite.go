@@ -59,33 +59,17 @@ func (p *Pipeline) plan(ctx context.Context, req Request) (plan, Outcome, bool) 
 		return pl, skipped(focusgate.ModeOff), false
 	}
 	body := req.Body
-	// The model is looked up only when it is needed: before detection when
-	// an uneconomic request is to be skipped, otherwise once detection has
-	// found something to prune, so that a request without an observation
-	// (most of a gateway's traffic) is scanned once, by detection.
-	looked := false
-	lookUp := func() {
-		if !looked {
-			pl.model = detect.Model(body)
-			pl.actionPrice, pl.priced = p.opts.Prices.Lookup(pl.model)
-			pl.priced = pl.priced && pl.retrieval.priced
-			looked = true
-		}
-	}
-	if len(p.opts.BypassModels) > 0 {
-		lookUp()
-		if p.bypassed(pl.model) {
-			// Older pages are left as they came too: a conversation with
-			// such a model was never pruned, or must now go whole.
-			return pl, skipped(focusgate.BypassModel), false
-		}
-	}
-	// The defender prompt is chosen for safety, not savings.
-	if p.opts.SkipUneconomic && pl.variant != focusgate.Defender {
-		lookUp()
-		if pl.priced {
-			if be, ok := pricing.BreakEven(pl.retrieval.price, pl.actionPrice); ok && be >= p.opts.ExpectedReduction {
-				return pl, skipped(focusgate.Uneconomic), false
+	// The model decides whether the request is pruned at all (a bypassed or
+	// uneconomic model is not). When those checks are on, a quick look at
+	// the body's first "model" member decides before detection, so that
+	// skipped requests skip it too; a skip is confirmed against the model as
+	// the upstream reads it (the last of duplicate members). Detection reads
+	// that model in its own walk, and the checks run again when it differs.
+	checked := p.modelChecks(pl)
+	if checked {
+		if reason, skip := p.skipModel(&pl, detect.FirstModel(body)); skip {
+			if last := detect.Model(body); last == pl.model {
+				return pl, skipped(reason), false
 			}
 		}
 	}
@@ -96,7 +80,8 @@ func (p *Pipeline) plan(ctx context.Context, req Request) (plan, Outcome, bool) 
 	// next.
 	_, span := tracer.Start(ctx, "focusgate.detect", trace.WithAttributes(
 		attribute.String("focusgate.api", req.API.String()), attribute.Int("focusgate.body_bytes", len(body))))
-	obs, err := p.opts.Finder.Find(body, req.API, detect.Options{All: true})
+	read, err := p.opts.Finder.Read(body, req.API, detect.Options{All: true})
+	obs := read.Observations
 	span.SetAttributes(attribute.Int("focusgate.observations", len(obs)))
 	span.End()
 	if errors.Is(err, detect.ErrNotJSON) {
@@ -112,9 +97,39 @@ func (p *Pipeline) plan(ctx context.Context, req Request) (plan, Outcome, bool) 
 		// count of anything but what it sent, would break its own limits.
 		return pl, skipped(focusgate.NoGoal), false
 	}
+	if !checked || read.Model != pl.model {
+		if reason, skip := p.skipModel(&pl, read.Model); skip {
+			return pl, skipped(reason), false
+		}
+	}
 	pl.obs = obs
-	lookUp()
 	return pl, Outcome{}, true
+}
+
+// modelChecks says whether a model can keep a request from being pruned:
+// bypass patterns are set, or uneconomic models are skipped (never for the
+// defender prompt, chosen for safety, not savings).
+func (p *Pipeline) modelChecks(pl plan) bool {
+	return len(p.opts.BypassModels) > 0 || p.opts.SkipUneconomic && pl.variant != focusgate.Defender
+}
+
+// skipModel records model and its price in pl and says whether the request
+// goes out unpruned because of it, and why.
+func (p *Pipeline) skipModel(pl *plan, model string) (focusgate.Reason, bool) {
+	pl.model = model
+	pl.actionPrice, pl.priced = p.opts.Prices.Lookup(model)
+	pl.priced = pl.priced && pl.retrieval.priced
+	if len(p.opts.BypassModels) > 0 && p.bypassed(model) {
+		// Older pages are left as they came too: a conversation with such
+		// a model was never pruned, or must now go whole.
+		return focusgate.BypassModel, true
+	}
+	if p.opts.SkipUneconomic && pl.variant != focusgate.Defender && pl.priced {
+		if be, ok := pricing.BreakEven(pl.retrieval.price, pl.actionPrice); ok && be >= p.opts.ExpectedReduction {
+			return focusgate.Uneconomic, true
+		}
+	}
+	return "", false
 }
 
 // rewrite has the observations of a plan pruned and splices the results
