@@ -50,12 +50,19 @@ type segment struct {
 	// result is 1 + the index of the Messages API tool_result block whose
 	// content holds the text (part then indexes that content's blocks), or
 	// 0 when the text is not a tool result's.
-	result  int
-	text    string // decoded lazily
-	decoded bool
-	blocks  []Block // found lazily
-	inner   []inner // trees inside a JSON text held by the string, found lazily
-	scanned bool
+	result int
+	// state is what was learnt of the string once it was looked at, nil
+	// before: a body can hold a million short strings that never are, and
+	// each segment's size counts then.
+	state *segState
+}
+
+// segState is what a segment's string gave once looked at: its decoded
+// text, and, once scanned, the trees in it and those inside a JSON text it
+// holds.
+type segState struct {
+	searched
+	decoded, scanned bool
 }
 
 // call is a tool call made by an assistant turn, kept as history.
@@ -97,10 +104,16 @@ type conversation struct {
 	firsts map[role]nearestAnswer
 	seen   *memo.Memo[searched] // the Finder's memory; nil for none
 	model  string               // the last top-level "model" string
+
+	// The memory held beyond the body, charged to reserve (see account).
+	reserve           func(int64) bool
+	pending           int64
+	segsCap, unitsCap int
+	over              bool
 }
 
-func parseConversation(body []byte, api focusgate.API) (*conversation, error) {
-	c := &conversation{body: body}
+func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool) (*conversation, error) {
+	c := &conversation{body: body, reserve: reserve}
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, syntaxError(i, "expected object")
@@ -136,7 +149,7 @@ func parseConversation(body []byte, api focusgate.API) (*conversation, error) {
 			lit, next, ok, err := stringOrSkip(body, v, 1)
 			instructions = nil
 			if ok {
-				c.segs = append(c.segs, segment{lit: lit, part: -1})
+				c.segs = append(room(c.segs), segment{lit: lit, part: -1})
 				instructions = &unit{role: roleSystem, top: "instructions", index: -1, first: len(c.segs) - 1, end: len(c.segs)}
 			}
 			return next, err
@@ -153,6 +166,9 @@ func parseConversation(body []byte, api focusgate.API) (*conversation, error) {
 		// Instructions (the Messages API's system) come before every input
 		// item, whatever the member order.
 		c.units = append([]unit{*instructions}, c.units...)
+	}
+	if err := c.account(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -173,10 +189,13 @@ func (c *conversation) messages(v int) (int, error) {
 		return skipValue(b, v, 1)
 	}
 	return eachElement(b, v, 1, func(n, m int) (int, error) {
+		if err := c.account(); err != nil {
+			return m, err
+		}
 		if b[m] != '{' {
 			return skipValue(b, m, 2)
 		}
-		c.units = append(c.units, unit{top: "messages", index: n, first: len(c.segs)})
+		c.units = append(room(c.units), unit{top: "messages", index: n, first: len(c.segs)})
 		ui := len(c.units) - 1
 		next, err := eachMember(b, m, 2, func(key []byte, v int) (int, error) {
 			switch string(key) {
@@ -205,14 +224,17 @@ func (c *conversation) input(v int) (int, error) {
 	switch b[v] {
 	case '"':
 		lit, next, err := scanString(b, v)
-		c.segs = append(c.segs, segment{lit: lit, part: -1})
-		c.units = append(c.units, unit{role: roleUser, top: "input", index: -1, first: len(c.segs) - 1, end: len(c.segs)})
+		c.segs = append(room(c.segs), segment{lit: lit, part: -1})
+		c.units = append(room(c.units), unit{role: roleUser, top: "input", index: -1, first: len(c.segs) - 1, end: len(c.segs)})
 		return next, err
 	case '[':
 	default:
 		return skipValue(b, v, 1)
 	}
 	return eachElement(b, v, 1, func(n, it int) (int, error) {
+		if err := c.account(); err != nil {
+			return it, err
+		}
 		if b[it] != '{' {
 			return skipValue(b, it, 2)
 		}
@@ -272,7 +294,7 @@ func (c *conversation) input(v int) (int, error) {
 			}
 		}
 		c.segs, u.end = kept, len(kept)
-		c.units = append(c.units, u)
+		c.units = append(room(c.units), u)
 		return next, err
 	})
 }
@@ -284,13 +306,16 @@ func (c *conversation) content(field string, v, depth int) (int, error) {
 	switch b[v] {
 	case '"':
 		lit, next, err := scanString(b, v)
-		c.segs = append(c.segs, segment{lit: lit, field: field, part: -1})
+		c.segs = append(room(c.segs), segment{lit: lit, field: field, part: -1})
 		return next, err
 	case '[':
 	default:
 		return skipValue(b, v, depth)
 	}
 	return eachElement(b, v, depth, func(n, p int) (int, error) {
+		if err := c.account(); err != nil {
+			return p, err
+		}
 		if b[p] != '{' {
 			return skipValue(b, p, depth+1)
 		}
@@ -317,7 +342,7 @@ func (c *conversation) content(field string, v, depth int) (int, error) {
 			return skipValue(b, v, depth+2)
 		})
 		if textual && hasText {
-			c.segs = append(c.segs, segment{lit: text, field: field, part: n})
+			c.segs = append(room(c.segs), segment{lit: text, field: field, part: n})
 		}
 		return next, err
 	})
@@ -330,6 +355,9 @@ func (c *conversation) toolCalls(ui, v int) (int, error) {
 		return skipValue(b, v, 3)
 	}
 	return eachElement(b, v, 3, func(_, tc int) (int, error) {
+		if err := c.account(); err != nil {
+			return tc, err
+		}
 		if b[tc] != '{' {
 			return skipValue(b, tc, 4)
 		}
@@ -349,6 +377,7 @@ func (c *conversation) toolCalls(ui, v int) (int, error) {
 				return next, err
 			})
 			c.units[ui].calls = append(c.units[ui].calls, fn)
+			c.note(2 * callSize) // with what growing the list leaves behind
 			return next, err
 		})
 	})
@@ -377,11 +406,22 @@ func (c *conversation) decode(lit literal) string {
 }
 
 func (c *conversation) segText(si int) string {
-	s := &c.segs[si]
+	s := c.state(si)
 	if !s.decoded {
-		s.text, s.decoded = c.decode(s.lit), true
+		c.note(int64(c.segs[si].lit.end - c.segs[si].lit.start))
+		s.text, s.decoded = c.decode(c.segs[si].lit), true
 	}
 	return s.text
+}
+
+// state returns the state of segment si, made on first use.
+func (c *conversation) state(si int) *segState {
+	s := &c.segs[si]
+	if s.state == nil {
+		s.state = &segState{}
+		c.note(segStateSize)
+	}
+	return s.state
 }
 
 // context returns the lazily built context of unit ui.
@@ -417,6 +457,7 @@ func (c *conversation) unitText(ui int) (string, []int) {
 		sb.WriteString(t)
 	}
 	ctx.text = sb.String()
+	c.note(int64(len(ctx.text) + 8*len(ctx.bases)))
 	return ctx.text, ctx.bases
 }
 
@@ -435,8 +476,12 @@ func (c *conversation) trees(ui, si int) []located {
 	for _, b := range c.blocks(ui, si) {
 		found = append(found, located{unit: ui, seg: si, block: b})
 	}
-	for k := range c.segs[si].inner {
-		in := &c.segs[si].inner[k]
+	var inners []inner
+	if s := c.segs[si].state; s != nil {
+		inners = s.inner
+	}
+	for k := range inners {
+		in := &inners[k]
 		found = append(found, located{unit: ui, seg: si, block: Block{Start: in.lit.start, End: in.lit.end}, in: in})
 	}
 	slices.SortStableFunc(found, func(a, b located) int { return a.block.Start - b.block.Start })
@@ -448,6 +493,9 @@ func (c *conversation) observations(opts Options) []Observation {
 	if opts.All {
 		for ui, u := range c.units {
 			for si := u.first; si < u.end; si++ {
+				if c.account() != nil {
+					return nil
+				}
 				found = append(found, c.trees(ui, si)...)
 			}
 		}
@@ -455,6 +503,9 @@ func (c *conversation) observations(opts Options) []Observation {
 	newest:
 		for ui := len(c.units) - 1; ui >= 0; ui-- {
 			for si := c.units[ui].end - 1; si >= c.units[ui].first; si-- {
+				if c.account() != nil {
+					return nil
+				}
 				if fs := c.trees(ui, si); len(fs) > 0 {
 					found = append(found, fs[len(fs)-1])
 					break newest
@@ -520,22 +571,25 @@ func (c *conversation) innerObservation(f located) Observation {
 // JSON text it holds. Strings with fewer lines or element ids than a tree needs
 // are never decoded; the others are looked up in the Finder's memory first.
 func (c *conversation) blocks(ui, si int) []Block {
-	s := &c.segs[si]
-	if s.scanned {
+	if s := c.segs[si].state; s != nil && s.scanned {
 		return s.blocks
 	}
-	s.scanned = true
 	if !c.units[ui].role.mayHoldTree() {
 		return nil
 	}
-	raw := c.body[s.lit.start:s.lit.end]
-	ids := s.lit.ids >= MinIDLines || hasIDCues(raw)
-	trees, nested := ids && s.lit.newlines >= MinLines-1, ids && s.lit.nested >= MinLines-1
+	lit := c.segs[si].lit
+	trees, nested := lit.newlines >= MinLines-1, lit.nested >= MinLines-1
 	if !trees && !nested {
 		return nil
 	}
+	raw := c.body[lit.start:lit.end]
+	if lit.ids < MinIDLines && !hasIDCues(raw) {
+		return nil
+	}
+	s := c.state(si)
+	s.scanned = true
 	if r, ok := c.seen.GetBytes(raw); ok {
-		s.text, s.decoded, s.blocks, s.inner = r.text, true, r.blocks, r.inner
+		s.searched, s.decoded = r, true
 		return s.blocks
 	}
 	text := c.segText(si)
@@ -545,7 +599,9 @@ func (c *conversation) blocks(ui, si int) []Block {
 	if nested {
 		s.inner = findInner(text)
 	}
-	c.seen.PutBytes(raw, searched{text: text, blocks: s.blocks, inner: s.inner}, searchedSize(text, s.blocks, s.inner))
+	size := searchedSize(text, s.blocks, s.inner)
+	c.note(int64(size - len(text))) // the text was noted when decoded
+	c.seen.PutBytes(raw, searched{text: text, blocks: s.blocks, inner: s.inner}, size)
 	return s.blocks
 }
 

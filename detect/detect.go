@@ -28,6 +28,10 @@ const (
 // ErrNotJSON is returned, wrapped, by Find when a body is not a JSON object.
 var ErrNotJSON = errors.New("detect: request body is not a JSON object")
 
+// ErrOverBudget is returned when Options.Reserve refused the memory that
+// detecting the observations of a body would hold.
+var ErrOverBudget = errors.New("detect: inspecting the body would exceed its memory budget")
+
 // Block is one tree found in a plain string.
 type Block struct {
 	Start, End int // byte span of the tree in the string: first byte of its first line, end of its last line (no trailing newline)
@@ -55,6 +59,13 @@ type Observation struct {
 // Options tune Find.
 type Options struct {
 	All bool // select every observation, not only the newest
+	// Reserve, when set, is asked for the memory detection is about to hold
+	// beyond the body itself: its index of the body's strings and turns,
+	// decoded text and found lines. A body of many small parts costs several
+	// times its size; once Reserve refuses, detection stops and returns
+	// ErrOverBudget. The caller gives the memory back when it is done with
+	// the observations.
+	Reserve func(n int64) bool
 }
 
 // Find returns the observations of a request body, oldest first. A body with no
@@ -114,14 +125,18 @@ type Request struct {
 
 // Read is Find that also reports the request's model, read in the same walk.
 func (f *Finder) Read(body []byte, api focusgate.API, opts Options) (Request, error) {
-	c, err := parseConversation(body, api)
+	c, err := parseConversation(body, api, opts.Reserve)
 	if err != nil {
 		return Request{}, err
 	}
 	if f != nil {
 		c.seen = f.seen
 	}
-	return Request{Observations: c.observations(opts), Model: c.model}, nil
+	obs := c.observations(opts)
+	if err := c.account(); err != nil {
+		return Request{}, err
+	}
+	return Request{Observations: obs, Model: c.model}, nil
 }
 
 // Model returns a request body's "model" as the upstream reads it (the last

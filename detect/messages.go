@@ -37,6 +37,9 @@ func (c *conversation) anthropicMessages(v int) (int, error) {
 		return skipValue(b, v, 1)
 	}
 	return eachElement(b, v, 1, func(n, m int) (int, error) {
+		if err := c.account(); err != nil {
+			return m, err
+		}
 		if b[m] != '{' {
 			return skipValue(b, m, 2)
 		}
@@ -68,7 +71,7 @@ func (c *conversation) anthropicMessages(v int) (int, error) {
 			if r != roleAssistant && r != roleUser {
 				u.role = roleOther
 			}
-			c.units = append(c.units, u)
+			c.units = append(room(c.units), u)
 			return next, err
 		}
 		for _, run := range runs {
@@ -76,7 +79,7 @@ func (c *conversation) anthropicMessages(v int) (int, error) {
 			if run.tool {
 				u.role = roleTool
 			}
-			c.units = append(c.units, u)
+			c.units = append(room(c.units), u)
 		}
 		return next, err
 	})
@@ -89,7 +92,7 @@ func (c *conversation) anthropicContent(v int, runs *[]blockRun, calls *[]call) 
 	switch b[v] {
 	case '"':
 		lit, next, err := scanString(b, v)
-		c.segs = append(c.segs, segment{lit: lit, field: "content", part: -1})
+		c.segs = append(room(c.segs), segment{lit: lit, field: "content", part: -1})
 		*runs = append(*runs, blockRun{first: len(c.segs) - 1, end: len(c.segs)})
 		return next, err
 	case '[':
@@ -97,6 +100,9 @@ func (c *conversation) anthropicContent(v int, runs *[]blockRun, calls *[]call) 
 		return skipValue(b, v, 3)
 	}
 	return eachElement(b, v, 3, func(k, blk int) (int, error) {
+		if err := c.account(); err != nil {
+			return blk, err
+		}
 		if b[blk] != '{' {
 			return skipValue(b, blk, 4)
 		}
@@ -134,11 +140,12 @@ func (c *conversation) anthropicContent(v int, runs *[]blockRun, calls *[]call) 
 		case bytes.Equal(t, []byte("tool_result")):
 			addRun(runs, true, first, len(c.segs))
 		case bytes.Equal(t, []byte("text")) && hasText && !harnessText(b[text.start:text.end]):
-			c.segs = append(c.segs[:first], segment{lit: text, field: "content", part: k})
+			c.segs = append(room(c.segs[:first]), segment{lit: text, field: "content", part: k})
 			addRun(runs, false, first, len(c.segs))
 		case bytes.Equal(t, []byte("tool_use")) && hasName && input.start >= 0:
 			c.segs = c.segs[:first]
 			*calls = append(*calls, call{name: name, args: input, raw: true})
+			c.note(2 * callSize) // with what growing the list leaves behind
 		default:
 			c.segs = c.segs[:first]
 		}
@@ -153,7 +160,7 @@ func (c *conversation) toolResultContent(k, v int) (int, error) {
 	switch b[v] {
 	case '"':
 		lit, next, err := scanString(b, v)
-		c.segs = append(c.segs, segment{lit: lit, field: "content", part: -1, result: k + 1})
+		c.segs = append(room(c.segs), segment{lit: lit, field: "content", part: -1, result: k + 1})
 		return next, err
 	case '[':
 	default:

@@ -283,6 +283,7 @@ var goalWords = append([][]byte{[]byte("Goal"), []byte("OBJECTIVE"), []byte("<us
 func (c *conversation) earlierGoal(ui int) (string, bool) {
 	if c.goals == nil {
 		c.goals = make([]nearestAnswer, len(c.units))
+		c.note(int64(len(c.goals)) * answerSize)
 	}
 	return nearest(c.goals, ui-1, func(i int) (string, bool) {
 		if c.units[i].role != roleUser || !c.mentions(i, goalWords) {
@@ -318,6 +319,7 @@ func (c *conversation) mentions(ui int, words [][]byte) bool {
 func (c *conversation) userText(ui int) string {
 	if c.users == nil {
 		c.users = make([]nearestAnswer, len(c.units))
+		c.note(int64(len(c.users)) * answerSize)
 	}
 	latest, ok := nearest(c.users, ui, func(i int) (string, bool) { return c.words(i, roleUser) })
 	if !ok {

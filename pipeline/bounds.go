@@ -41,20 +41,22 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 	if p.stopping.Err() != nil {
 		return body, skipped(focusgate.Shutdown)
 	}
-	n := int64(len(body))
-	if !p.inspecting.Acquire(n) {
+	// The tab holds the body's bytes, and what detection holds beyond them
+	// as it grows, until the work is done.
+	tab := p.inspecting.Open()
+	if !tab.Acquire(int64(len(body))) {
 		return body, skipped(focusgate.Busy)
 	}
 	var pl plan
 	planned := false
-	if n <= inlineBytes {
+	if len(body) <= inlineBytes {
 		b, out := p.guarded(ctx, body, func() ([]byte, Outcome) {
 			var out Outcome
-			pl, out, planned = p.plan(ctx, req)
+			pl, out, planned = p.plan(ctx, req, tab)
 			return body, out
 		})
 		if !planned {
-			p.inspecting.Release(n)
+			tab.Close()
 			return b, out
 		}
 	}
@@ -69,12 +71,12 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer p.inspecting.Release(n)
+		defer tab.Close()
 		b, out := p.guarded(ctx, body, func() ([]byte, Outcome) {
 			if !planned {
 				var out Outcome
 				var ok bool
-				if pl, out, ok = p.plan(ctx, req); !ok {
+				if pl, out, ok = p.plan(ctx, req, tab); !ok {
 					return body, out
 				}
 			}

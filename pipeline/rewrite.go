@@ -12,6 +12,7 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/internal/budget"
 	"github.com/focusgate/focusgate/pricing"
 	"github.com/focusgate/focusgate/prune"
 )
@@ -34,9 +35,10 @@ type plan struct {
 	priced      bool // both the action model and the retriever have a price
 }
 
-// plan reads the request's settings and finds its observations. It returns
-// false, with the outcome to report, when there is nothing to prune.
-func (p *Pipeline) plan(ctx context.Context, req Request) (plan, Outcome, bool) {
+// plan reads the request's settings and finds its observations, holding
+// what detection needs on tab. It returns false, with the outcome to report,
+// when there is nothing to prune.
+func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan, Outcome, bool) {
 	pl := plan{api: req.API, retrieval: p.retrievals[req.API], mode: p.opts.Mode, variant: p.opts.Variant}
 	if pl.retrieval.ClientKey {
 		pl.credential = req.Credential
@@ -80,12 +82,15 @@ func (p *Pipeline) plan(ctx context.Context, req Request) (plan, Outcome, bool) 
 	// next.
 	_, span := tracer.Start(ctx, "focusgate.detect", trace.WithAttributes(
 		attribute.String("focusgate.api", req.API.String()), attribute.Int("focusgate.body_bytes", len(body))))
-	read, err := p.opts.Finder.Read(body, req.API, detect.Options{All: true})
+	read, err := p.opts.Finder.Read(body, req.API, detect.Options{All: true, Reserve: tab.Acquire})
 	obs := read.Observations
 	span.SetAttributes(attribute.Int("focusgate.observations", len(obs)))
 	span.End()
 	if errors.Is(err, detect.ErrNotJSON) {
 		return pl, skipped(focusgate.NotJSON), false
+	}
+	if errors.Is(err, detect.ErrOverBudget) {
+		return pl, skipped(focusgate.Busy), false
 	}
 	if err != nil || len(obs) == 0 {
 		return pl, skipped(focusgate.NoObservation), false

@@ -133,7 +133,9 @@ func TestRequestsOverTheInspectionBudgetGoOutUninspected(t *testing.T) {
 	body := readFile(t, laptopRequest)
 	gw := newGateway(t, nil, func(o *gatewayOptions) {
 		o.Pruner = prunerFor(rt, "m", cache.NewMemory(1<<20, time.Hour))
-		o.InspectBudgetBytes = int64(len(body)) * 3 / 2 // room for one such request
+		// Room for one such request: its body, and what detection holds of
+		// it (about two and a half times the body), not for two bodies more.
+		o.InspectBudgetBytes = int64(len(body)) * 4
 	})
 
 	first := make(chan *http.Response, 1)
@@ -145,7 +147,14 @@ func TestRequestsOverTheInspectionBudgetGoOutUninspected(t *testing.T) {
 		}
 		first <- resp
 	}()
-	<-asked // the first request is being inspected
+	select { // the first request is being inspected
+	case <-asked:
+	case r := <-first:
+		if r != nil {
+			t.Fatalf("the first request was answered without asking the retriever: %s", r.Header.Get(proxy.HeaderStatus))
+		}
+		t.FailNow()
+	}
 
 	other := bytes.Replace(body, []byte("Standard Laptop"), []byte("Standard Desktop"), 1)
 	resp := post(t, gw.URL+"/v1/chat/completions", other, nil)

@@ -41,3 +41,31 @@ func (b *Bytes) Release(n int64) {
 
 // Used is the bytes held now.
 func (b *Bytes) Used() int64 { return b.used.Load() }
+
+// Tab is one piece of work's share of a budget: taken as the work grows and
+// given back in one go when it ends. One goroutine at a time may use it.
+type Tab struct {
+	b    *Bytes
+	held int64
+}
+
+// Open starts a tab on the budget.
+func (b *Bytes) Open() *Tab {
+	return &Tab{b: b}
+}
+
+// Acquire takes n more bytes for the tab, or reports false when they do not
+// fit.
+func (t *Tab) Acquire(n int64) bool {
+	if !t.b.Acquire(n) {
+		return false
+	}
+	t.held += n
+	return true
+}
+
+// Close gives back everything the tab holds.
+func (t *Tab) Close() {
+	t.b.Release(t.held)
+	t.held = 0
+}
