@@ -212,8 +212,10 @@ func TestRunDrainsOpenStreamsOnShutdown(t *testing.T) {
 	}
 }
 
-// A stream that never ends is cut when the grace period is over.
-func TestRunShutdownIsBounded(t *testing.T) {
+// endlessStream starts a gateway with env in front of an upstream whose
+// stream never ends, and opens such a stream through it.
+func endlessStream(t *testing.T, env map[string]string) *process {
+	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: 1\n\n")
@@ -221,17 +223,20 @@ func TestRunShutdownIsBounded(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	t.Cleanup(up.Close)
-	gw := startGateway(t, map[string]string{
-		"FOCUSGATE_UPSTREAM_URL":     up.URL + "/v1",
-		"FOCUSGATE_SHUTDOWN_TIMEOUT": "200ms",
-	})
+	env["FOCUSGATE_UPSTREAM_URL"] = up.URL + "/v1"
+	gw := startGateway(t, env)
 	resp, err := http.Post(gw.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
 	io.ReadFull(resp.Body, make([]byte, 4))
+	return gw
+}
 
+// A stream that never ends is cut when the grace period is over.
+func TestRunShutdownIsBounded(t *testing.T) {
+	gw := endlessStream(t, map[string]string{"FOCUSGATE_SHUTDOWN_TIMEOUT": "200ms"})
 	gw.stop()
 	if err := gw.wait(t, time.Minute); err != nil {
 		t.Errorf("run returned %v", err)
@@ -497,25 +502,10 @@ func TestRunRejectsBadPrices(t *testing.T) {
 // A second SIGTERM ends the grace period at once: the open stream is cut and
 // run returns, though the grace period would have lasted ten minutes.
 func TestSecondSignalEndsTheGracePeriod(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "data: 1\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	t.Cleanup(up.Close)
-	gw := startGateway(t, map[string]string{
-		"FOCUSGATE_UPSTREAM_URL":     up.URL + "/v1",
+	gw := endlessStream(t, map[string]string{
 		"FOCUSGATE_SHUTDOWN_DELAY":   "5m",
 		"FOCUSGATE_SHUTDOWN_TIMEOUT": "10m",
 	})
-	resp, err := http.Post(gw.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	io.ReadFull(resp.Body, make([]byte, 4))
-
 	gw.stop()
 	gw.logs.WaitFor(t, "shutting down")
 	gw.hurry()
