@@ -100,6 +100,12 @@ type Request struct {
 	// Credential is the client's own API key, for a retriever that has
 	// none configured. It is never logged and never part of a cache key.
 	Credential string
+	// Sizing says the body is to be counted, not answered (the Messages
+	// API's count_tokens). Claude Code sizes one tool output, alone in a
+	// message, before deciding to save it to a file: such a body goes as
+	// it came, since a count of anything but what the client sent would
+	// break its own limits. A conversation is counted as it would be sent.
+	Sizing bool
 }
 
 // Pipeline rewrites request bodies. It is safe for concurrent use.

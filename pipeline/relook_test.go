@@ -162,9 +162,23 @@ func TestCountTokensWithoutAGoalPassesThrough(t *testing.T) {
 	if out.Status != focusgate.Skipped || out.Reason != focusgate.NoGoal || !bytes.Equal(got, lone) {
 		t.Errorf("a lone tool output: %s %s, changed %v; want skipped no-goal, unchanged", out.Status, out.Reason, !bytes.Equal(got, lone))
 	}
+	// What Claude Code 2.1.328 sends to count_tokens for a Playwright MCP
+	// snapshot: the tool's text, headings and all, as a user text block.
+	js, _ = json.Marshal("### Page\n- Page URL: http://localhost/laptop\n- Page Title: Standard Laptop\n### Snapshot\n```yaml\n" + laptop + "\n```")
+	output := []byte(`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":[{"type":"text","text":` + string(js) + `}]}]}`)
+	got, out = p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: output, Sizing: true})
+	if out.Status != focusgate.Skipped || out.Reason != focusgate.NoGoal || !bytes.Equal(got, output) {
+		t.Errorf("a tool output sized alone: %s %s, changed %v; want skipped no-goal, unchanged", out.Status, out.Reason, !bytes.Equal(got, output))
+	}
+	if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: output}); out.Status != focusgate.Pruned {
+		t.Errorf("the same message sent to be answered: %s %s, want pruned (its words are the only goal there is)", out.Status, out.Reason)
+	}
+	js, _ = json.Marshal(laptop)
 	withTask := []byte(`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"Order a standard laptop"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"snapshot","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":` + string(js) + `}]}]}`)
-	if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: withTask}); out.Status != focusgate.Pruned {
-		t.Errorf("a conversation with its task: %s %s, want pruned", out.Status, out.Reason)
+	for _, sizing := range []bool{false, true} {
+		if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: withTask, Sizing: sizing}); out.Status != focusgate.Pruned {
+			t.Errorf("a conversation with its task (sizing %v): %s %s, want pruned", sizing, out.Status, out.Reason)
+		}
 	}
 }
 

@@ -95,13 +95,13 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 	if err != nil || len(obs) == 0 {
 		return pl, skipped(focusgate.NoObservation), false
 	}
-	if obs[len(obs)-1].Goal == "" {
-		// Without a goal the retriever cannot tell what matters. Claude
-		// Code sends one tool output alone to count_tokens, to size it
-		// before deciding to save it to a file: a guessed pruning, or a
-		// count of anything but what it sent, would break its own limits.
+	if obs[len(obs)-1].Goal == "" || req.Sizing && read.Turns == 1 {
+		// Without a goal the retriever cannot tell what matters; a lone
+		// message sized by count_tokens is one tool output, whose own
+		// headings (Playwright MCP's "### Page") are no goal either.
 		return pl, skipped(focusgate.NoGoal), false
 	}
+
 	if !checked || read.Model != pl.model {
 		if reason, skip := p.skipModel(&pl, read.Model); skip {
 			return pl, skipped(reason), false

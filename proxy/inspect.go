@@ -57,6 +57,7 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				Mode:       r.Header.Get(HeaderMode),
 				Prompt:     r.Header.Get(HeaderPrompt),
 				Credential: credential(r.Header),
+				Sizing:     strings.HasSuffix(r.URL.Path, "/count_tokens"),
 			})
 		}
 		if out.Status != "" {

@@ -33,6 +33,9 @@ type scriptedClaude struct {
 	mu      sync.Mutex
 	clicked string // the ref the click named
 	lost    bool   // a snapshot reached the model without the target
+	// script, when set, plays the model instead of next.
+	script  func(body []byte) (name, input string)
+	counted [][]byte // the count_tokens bodies as they arrived
 }
 
 // browserTools are the MCP tools of one browser server, as Claude Code names
@@ -103,6 +106,9 @@ func (m *scriptedClaude) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/count_tokens"):
+		m.mu.Lock()
+		m.counted = append(m.counted, body)
+		m.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"input_tokens":1000}`)
 		return
@@ -110,7 +116,11 @@ func (m *scriptedClaude) serve(w http.ResponseWriter, r *http.Request) {
 		m.retrieve(w, body)
 		return
 	}
-	name, input := m.next(body)
+	next := m.next
+	if m.script != nil {
+		next = m.script
+	}
+	name, input := next(body)
 	w.Header().Set("Content-Type", "text/event-stream")
 	event := func(typ string, data any) {
 		b, _ := json.Marshal(data)
