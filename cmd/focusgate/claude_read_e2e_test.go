@@ -185,7 +185,9 @@ func (r *bigReader) check(path, chunk string) {
 // with its line numbers kept as Claude Code wrote them; the snapshot it saves
 // to a JSON file is read back and pruned inside its escaped line; the
 // count_tokens calls that size those outputs go through unchanged; the click
-// lands on the ref the model read.
+// lands on the ref the model read. The fake upstream counts every body as
+// 1,000 tokens, so Read returns the saved JSON file whole; against Anthropic,
+// Read refuses a file over 25,000 tokens and the model must page through it.
 func TestClaudeCodeReadsABigSnapshotBackThroughTheGateway(t *testing.T) {
 	node := e2eRequirements(t)
 	claude, _ := filepath.Abs("../../e2e/node_modules/.bin/claude")
