@@ -110,9 +110,75 @@ func (f *spec) collect(s string, p int, buf []element) ([]element, int) {
 	return lineRun(s, p, f.parse, buf)
 }
 
+// cues reports whether s holds sub at least n times at places where at, if
+// set, holds; at is given the span s[i:j] of each occurrence. It is the
+// search a format's ids test makes: a text that holds no page is scanned
+// for a few bytes at memory speed instead of being parsed line by line by
+// every grammar. It looks for the last byte of sub first: in every cue it
+// is punctuation, rare in prose, where a search led by a letter would stop
+// at every word.
+func cues(s, sub string, n int, at func(s string, i, j int) bool) bool {
+	if len(s) < len(sub) {
+		return n <= 0
+	}
+	last := sub[len(sub)-1]
+	for j := len(sub) - 1; n > 0; j++ {
+		k := strings.IndexByte(s[j:], last)
+		if k < 0 {
+			return false
+		}
+		j += k
+		if i := j + 1 - len(sub); s[i:j+1] == sub && (at == nil || at(s, i, j+1)) {
+			n--
+		}
+	}
+	return true
+}
+
+// atLineStart reports whether s[i:j] starts its line, after its tabs.
+func atLineStart(s string, i, _ int) bool {
+	for i > 0 && s[i-1] == '\t' {
+		i--
+	}
+	return i == 0 || s[i-1] == '\n'
+}
+
+// digitAfter reports whether a digit follows s[i:j].
+func digitAfter(s string, _, j int) bool {
+	return j < len(s) && isDigit(s[j])
+}
+
+// spaceBeforeDigitAfter reports whether s[i:j] has a space before it and a
+// digit after it.
+func spaceBeforeDigitAfter(s string, i, j int) bool {
+	return i > 0 && s[i-1] == ' ' && digitAfter(s, i, j)
+}
+
 // Blocks finds every tree in one plain string (used for files given to `focusgate
 // prune` and internally).
 func Blocks(s string) []Block {
+	return searchBlocks(s, true)
+}
+
+// searchBlocks is Blocks; with screen unset it parses s with every grammar
+// even where the format's ids test says no tree of it can be there, which
+// only tests do, to show that the test never hides a tree.
+func searchBlocks(s string, screen bool) []Block {
+	// failed[g] is where the last rejected run of grammar g ended: a run
+	// starting before it is a suffix of the rejected one, and is rejected too.
+	// A grammar whose ids the text cannot hold is rejected everywhere at once.
+	failed := make([]int, len(grammars))
+	live := false
+	for g, f := range grammars {
+		if !screen || f.ids == nil || f.ids(s, MinIDLines) {
+			live = true
+		} else {
+			failed[g] = len(s)
+		}
+	}
+	if !live {
+		return nil
+	}
 	pooled := elementBufs.Get().(*[][]element)
 	bufs := *pooled // the same backing array: runs grown below stay pooled
 	defer func() {
@@ -123,12 +189,7 @@ func Blocks(s string) []Block {
 		}
 		elementBufs.Put(pooled)
 	}()
-	var (
-		blocks []Block
-		// failed[g] is where the last rejected run of grammar g ended: a run
-		// starting before it is a suffix of the rejected one, and is rejected too.
-		failed = make([]int, len(grammars))
-	)
+	var blocks []Block
 	for p := 0; p < len(s); {
 		best, bestEnd := -1, 0
 		for g := range grammars {

@@ -10,6 +10,7 @@ import "strings"
 var browserGymFormat = spec{
 	name:    BrowserGym,
 	parse:   parseBracket,
+	ids:     func(s string, n int) bool { return cues(s, "[", n, atLineStart) },
 	stub:    bracketStub,
 	marker:  indentedMarker,
 	fixture: "browsergym.txt",

@@ -12,6 +12,7 @@ import "strings"
 var chromeDevToolsFormat = spec{
 	name:   ChromeDevTools,
 	parse:  parseChromeDevTools,
+	ids:    func(s string, n int) bool { return cues(s, "uid=", n, nil) },
 	accept: nested,
 	idCue:  "uid=",
 	stub: func(line, bid, role string) string {

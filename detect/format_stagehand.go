@@ -13,6 +13,7 @@ import "strings"
 var stagehandFormat = spec{
 	name:       Stagehand,
 	parse:      parseStagehand,
+	ids:        func(s string, n int) bool { return cues(s, "[", n, digitAfter) },
 	accept:     nested,
 	labels:     []string{"instruction", "accessibility tree"},
 	goalLabels: []string{"instruction"},
