@@ -34,8 +34,12 @@ type target struct {
 
 // bodyCase is one kind of request and what every answer to it must be.
 type bodyCase struct {
-	name       string
-	body       []byte
+	name string
+	body []byte
+	// bodies, when set, makes the body of each request instead: the nth
+	// request of the case, counted by seq, sends bodies(n).
+	bodies     func(n uint64) []byte
+	seq        *atomic.Uint64
 	answerSize int64
 	// gatewayStatus is the X-Focusgate-Status focusgate must answer with.
 	gatewayStatus string
@@ -138,7 +142,11 @@ func (l *loader) warn(err error) {
 // checks it. The response it returns, body read and closed, is for its
 // headers.
 func (l *loader) send(ctx context.Context, c bodyCase, t target) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+"/v1/chat/completions", bytes.NewReader(c.body))
+	body := c.body
+	if c.bodies != nil {
+		body = c.bodies(c.seq.Add(1))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+"/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,7 +47,7 @@ func main() {
 }
 
 // caseNames are the request kinds, in the order they run.
-var caseNames = []string{"passthrough", "stream", "tree"}
+var caseNames = []string{"passthrough", "stream", "tree", "nopage"}
 
 type options struct {
 	duration, warmup      time.Duration
@@ -55,6 +56,7 @@ type options struct {
 	cases                 []string
 	treeTokens            int
 	requestFile, treeFile string
+	notesFile             string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -76,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		return nil
 	})
-	fs.Func("cases", "comma-separated cases to run: passthrough, stream, tree (default all)", func(s string) error {
+	fs.Func("cases", "comma-separated cases to run: passthrough, stream, tree, nopage (default all)", func(s string) error {
 		opts.cases = nil
 		for f := range strings.SplitSeq(s, ",") {
 			if f = strings.TrimSpace(f); !slices.Contains(caseNames, f) {
@@ -91,6 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"page whose first lines are the tree case's observation")
 	fs.StringVar(&opts.requestFile, "request", "testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
 		"GenericAgent request that carries the observation")
+	fs.StringVar(&opts.notesFile, "notes", workload.NotesFile, "text of the nopage case's requests")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
@@ -169,8 +172,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	defer l.client.CloseIdleConnections()
 
+	notes, err := os.ReadFile(opts.notesFile)
+	if err != nil {
+		return err
+	}
+	noPage := workload.NoPage(string(notes))
+	rep.noPage = noPage(0)
 	const noObservation = "skipped; reason=no-observation"
 	cases := map[string]bodyCase{
+		"nopage": {name: "nopage", bodies: noPage, seq: new(atomic.Uint64),
+			answerSize: int64(len(workload.Completion)), gatewayStatus: noObservation},
 		"passthrough": {name: "passthrough", body: workload.Chat(false), answerSize: int64(len(workload.Completion)), gatewayStatus: noObservation},
 		"stream":      {name: "stream", body: workload.Chat(true), answerSize: streamSize(), gatewayStatus: noObservation},
 		"tree":        {name: "tree", body: tree.Body, answerSize: int64(len(workload.Completion)), gatewayStatus: "pruned", cacheHit: true},

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate/internal/loadbench/workload"
 	"github.com/focusgate/focusgate/proxy"
 )
 
@@ -129,6 +131,7 @@ func TestRunEndToEnd(t *testing.T) {
 		"-requests", "20", "-warmup", "0", "-concurrency", "1,4", "-rounds", "2",
 		"-tree", "../../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt",
 		"-request", "../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
+		"-notes", filepath.Join("../..", workload.NotesFile),
 	}, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)

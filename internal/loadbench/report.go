@@ -22,6 +22,7 @@ type report struct {
 	loadBefore, loadAfter string
 	tree                  workload.Tree
 	treeTokensAfter       int
+	noPage                []byte // the nopage case's first request
 	retrieverCalls        int64
 	results               []result
 }
@@ -81,6 +82,10 @@ func (r report) write(w io.Writer) error {
 			p("- tree: a %s-byte GenericAgent request whose observation has %s lines and %s tokens; "+
 				"focusgate forwards it pruned to %s tokens from its cached selection (retriever calls in the whole run: %d).\n",
 				grouped(len(r.tree.Body)), grouped(r.tree.Lines), grouped(r.tree.Tokens), grouped(r.treeTokensAfter), r.retrieverCalls)
+		case "nopage":
+			p("- nopage: %s-byte chat requests with no page, but markdown notes (`%s`) of list items, check boxes and links "+
+				"that look like element ids; each differs from the others in its first words, so focusgate searches each anew.\n",
+				grouped(len(r.noPage)), r.opts.notesFile)
 		}
 	}
 

@@ -17,6 +17,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +53,34 @@ compare them. Point out anything in this plan that you think will not hold up in
 // the body of the passthrough benchmarks. With stream set it asks for
 // server-sent events.
 func Chat(stream bool) []byte {
+	return chat(stream, "You are a senior Go engineer. Answer precisely and show code where it helps.", chatPrompt)
+}
+
+// NotesFile is, relative to the repository's root, the text of the NoPage
+// request: 15 KB of markdown planning notes.
+const NotesFile = "detect/testdata/negative/sprint_notes.md"
+
+// NoPage returns chat-completion requests of about 16 KB that hold no page
+// but read like one at first sight: the user asks about notes, the text of
+// NotesFile, whose hundreds of "- " list items follow the line grammar of
+// Playwright's snapshots and whose "[#1234]" links and "[x]" boxes look like
+// element ids. It is what detection must reject at memory speed. The nth
+// request says its number in its first words, so that each is new to
+// focusgate's memory of the texts it has searched, as the newest message of
+// a chat is.
+func NoPage(notes string) func(n uint64) []byte {
+	const first = "Request 0. "
+	b := chat(false, "You are a helpful project assistant.", first+"Summarise what is still open, by owner.\n\n"+notes)
+	at := bytes.Index(b, []byte(first)) + len("Request ")
+	head, tail := b[:at], b[at+1:]
+	return func(n uint64) []byte {
+		out := make([]byte, 0, len(b)+20)
+		out = strconv.AppendUint(append(out, head...), n, 10)
+		return append(out, tail...)
+	}
+}
+
+func chat(stream bool, system, user string) []byte {
 	type message struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
@@ -62,12 +91,9 @@ func Chat(stream bool) []byte {
 		Temperature float64   `json:"temperature"`
 		Stream      bool      `json:"stream,omitempty"`
 	}{
-		Model: "gpt-4.1-2025-04-14",
-		Messages: []message{
-			{Role: "system", Content: "You are a senior Go engineer. Answer precisely and show code where it helps."},
-			{Role: "user", Content: chatPrompt},
-		},
-		Stream: stream,
+		Model:    "gpt-4.1-2025-04-14",
+		Messages: []message{{Role: "system", Content: system}, {Role: "user", Content: user}},
+		Stream:   stream,
 	})
 	if err != nil {
 		panic(err) // a fixed value of plain types always marshals

@@ -3,8 +3,10 @@ package workload
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/focusgate/focusgate"
@@ -29,6 +31,39 @@ func TestChatHasNothingToPrune(t *testing.T) {
 		obs, err := detect.Find(body, focusgate.Chat, detect.Options{All: true})
 		if err != nil || len(obs) != 0 {
 			t.Errorf("Chat(%v): detect found %d observations (err %v), want none", stream, len(obs), err)
+		}
+	}
+}
+
+func TestNoPageRequestsAreNewEachTimeAndHoldNoPage(t *testing.T) {
+	notes, err := os.ReadFile("../../../" + NotesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noPage := NoPage(string(notes))
+	seen := map[string]bool{}
+	for _, n := range []uint64{0, 1, 9, 10, 18446744073709551615} {
+		body := noPage(n)
+		if size := len(body); size < 15<<10 || size > 17<<10 {
+			t.Errorf("request %d is %d bytes, want about 16 KB", n, size)
+		}
+		var req struct {
+			Messages []struct{ Content string }
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) != 2 {
+			t.Fatalf("request %d: %d messages, %v", n, len(req.Messages), err)
+		}
+		if want := fmt.Sprintf("Request %d. Summarise", n); !strings.HasPrefix(req.Messages[1].Content, want) ||
+			!strings.HasSuffix(req.Messages[1].Content, string(notes)) {
+			t.Errorf("request %d asks %.40q, want %q and then the notes", n, req.Messages[1].Content, want)
+		}
+		if seen[string(body)] {
+			t.Errorf("request %d is the same as an earlier one", n)
+		}
+		seen[string(body)] = true
+		obs, err := detect.Find(body, focusgate.Chat, detect.Options{All: true})
+		if err != nil || len(obs) != 0 {
+			t.Errorf("request %d: detect found %d observations (err %v), want none", n, len(obs), err)
 		}
 	}
 }
