@@ -173,6 +173,23 @@ func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool)
 	return c, nil
 }
 
+// countMessages returns the number of messages or input items the units were
+// read from: the units of one message (a Messages API message's runs of text
+// and of tool results) count once, and the system prompt or instructions not
+// at all.
+func (c *conversation) countMessages() int {
+	n := 0
+	for i, u := range c.units {
+		switch {
+		case u.top == "system" || u.top == "instructions":
+		case i > 0 && u.index >= 0 && c.units[i-1].top == u.top && c.units[i-1].index == u.index:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
 // forget empties the units read from an earlier occurrence of the top-level
 // member top, which a later one replaces.
 func (c *conversation) forget(top string) {

@@ -198,3 +198,39 @@ func TestDuplicateAndEscapedMembers(t *testing.T) {
 		})
 	}
 }
+
+// Read counts the messages of a request as its API defines them: the system
+// prompt or instructions are no message, and a Messages API message counts
+// once whatever blocks it holds.
+func TestReadCountsMessages(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		api  focusgate.API
+		body string
+		want int
+	}{
+		{"messages: one tool output", focusgate.Messages,
+			`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}]}`, 1},
+		{"messages: one message with system", focusgate.Messages,
+			`{"system":"Order a laptop","messages":[{"role":"user","content":"x"}]}`, 1},
+		{"messages: system blocks after the message", focusgate.Messages,
+			`{"messages":[{"role":"user","content":"x"}],"system":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`, 1},
+		{"messages: text, tool results and text in one message", focusgate.Messages,
+			`{"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t","content":"x"},{"type":"text","text":"b"}]}]}`, 1},
+		{"messages: a conversation", focusgate.Messages,
+			`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`, 3},
+		{"messages: system alone", focusgate.Messages, `{"system":"s","messages":[]}`, 0},
+		{"chat: a system message is a message", focusgate.Chat,
+			`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"x"}]}`, 2},
+		{"responses: instructions and a string", focusgate.Responses, `{"instructions":"s","input":"x"}`, 1},
+		{"responses: items", focusgate.Responses,
+			`{"instructions":"s","input":[{"role":"user","content":"a"},{"type":"function_call_output","call_id":"c","output":"o"}]}`, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := (*Finder)(nil).Read([]byte(tt.body), tt.api, Options{})
+			if err != nil || r.Messages != tt.want {
+				t.Errorf("Messages = %d, %v; want %d", r.Messages, err, tt.want)
+			}
+		})
+	}
+}
