@@ -219,7 +219,7 @@ func (c *conversation) messages(v int) (int, error) {
 			case "role":
 				lit, next, ok, err := stringOrSkip(b, v, 3)
 				if ok {
-					c.units[ui].role = parseRole(b[lit.start:lit.end])
+					c.units[ui].role = parseRole(word(b, lit))
 				}
 				return next, err
 			case "content":
@@ -263,13 +263,13 @@ func (c *conversation) input(v int) (int, error) {
 			case "type":
 				lit, next, ok, err := stringOrSkip(b, v, 3)
 				if ok {
-					kind = string(b[lit.start:lit.end])
+					kind = string(word(b, lit))
 				}
 				return next, err
 			case "role":
 				lit, next, ok, err := stringOrSkip(b, v, 3)
 				if ok {
-					u.role = parseRole(b[lit.start:lit.end])
+					u.role = parseRole(word(b, lit))
 				}
 				return next, err
 			case "content", "output":
@@ -344,7 +344,7 @@ func (c *conversation) content(field string, v, depth int) (int, error) {
 			case "type":
 				lit, next, ok, err := stringOrSkip(b, v, depth+2)
 				if ok {
-					switch string(b[lit.start:lit.end]) {
+					switch string(word(b, lit)) {
 					case "text", "input_text", "output_text":
 					default:
 						textual = false

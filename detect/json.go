@@ -311,6 +311,17 @@ func stringOrSkip(b []byte, v, depth int) (lit literal, next int, ok bool, err e
 	return lit, next, false, err
 }
 
+// word returns the content of the string literal lit of b as the upstream's
+// JSON reader sees it: its bytes, decoded when it holds escapes, so that a
+// role or a block type written "u\u0073er" is compared as "user".
+func word(b []byte, lit literal) []byte {
+	raw := b[lit.start:lit.end]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return []byte(unquote(raw))
+	}
+	return raw
+}
+
 // unquote decodes a string literal's content without losing anything, so that
 // the lines focusgate keeps can be encoded back to the bytes the client sent:
 // invalid UTF-8 stays as the raw bytes it was, and an escaped surrogate that is

@@ -184,6 +184,16 @@ func TestDuplicateAndEscapedMembers(t *testing.T) {
 		{"role: the last wins", focusgate.Chat, `{"messages":[{"role":"user","content":` + js(tree) + `,"role":"assistant"}]}`, 0, ""},
 		{"Messages content: the last wins", focusgate.Messages, `{"messages":[{"role":"user","content":[{"type":"text","text":` + js(tree) + `}],"content":"hi"}]}`, 0, ""},
 		{"input: the last wins", focusgate.Responses, `{"input":` + js(tree) + `,"input":"hi"}`, 0, ""},
+		// Escaped values of role and type read as the upstream reads them.
+		{"role: escaped user", focusgate.Chat, `{"messages":[{"role":"u\u0073er","content":` + js(tree) + `}]}`, 1, ""},
+		{"role: escaped assistant", focusgate.Chat, `{"messages":[{"role":"\u0061ssistant","content":` + js(tree) + `}]}`, 0, ""},
+		{"role: escaped tool, content part type escaped", focusgate.Chat, `{"messages":[{"role":"t\u006fol","content":[{"type":"t\u0065xt","text":` + js(tree) + `}]}]}`, 1, ""},
+		{"type: an escaped image is no text", focusgate.Chat, `{"messages":[{"role":"user","content":[{"type":"im\u0061ge","text":` + js(tree) + `}]}]}`, 0, ""},
+		{"Responses: escaped item type and role", focusgate.Responses, `{"input":[{"role":"\u0075ser","content":"Find it"},{"type":"function_c\u0061ll_output","call_id":"c","output":` + js(tree) + `}]}`, 1, ""},
+		{"Responses: escaped part type", focusgate.Responses, `{"input":[{"role":"user","content":[{"type":"input_t\u0065xt","text":` + js(tree) + `}]}]}`, 1, ""},
+		{"Messages: escaped role and tool_result", focusgate.Messages, `{"messages":[{"role":"us\u0065r","content":[{"type":"tool_r\u0065sult","tool_use_id":"t","content":` + js(tree) + `}]}]}`, 1, ""},
+		{"Messages: escaped text block", focusgate.Messages, `{"messages":[{"role":"user","content":[{"type":"\u0074ext","text":` + js(tree) + `}]}]}`, 1, ""},
+		{"Messages: escaped assistant", focusgate.Messages, `{"messages":[{"role":"assist\u0061nt","content":[{"type":"text","text":` + js(tree) + `}]}]}`, 0, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs, err := Find([]byte(tt.body), tt.api, Options{All: true})
