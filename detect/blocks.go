@@ -110,48 +110,73 @@ func (f *spec) collect(s string, p int, buf []element) ([]element, int) {
 	return lineRun(s, p, f.parse, buf)
 }
 
-// cues reports whether s holds sub at least n times at places where at, if
-// set, holds; at is given the span s[i:j] of each occurrence. It is the
-// search a format's ids test makes: a text that holds no page is scanned
-// for a few bytes at memory speed instead of being parsed line by line by
-// every grammar. It looks for the last byte of sub first: in every cue it
-// is punctuation, rare in prose, where a search led by a letter would stop
-// at every word.
-func cues(s, sub string, n int, at func(s string, i, j int) bool) bool {
+// screen is a text as the formats' ids tests see it, before any grammar
+// reads it: the text, and what one walk over its opening brackets found,
+// which several formats' ids need. The walk is made on first use, and
+// stops once every count has reached MinIDLines.
+type screen struct {
+	s      string
+	walked bool
+	// The opening brackets: at the start of a line after its tabs, before
+	// a digit, and after a space and before a digit.
+	lineStart, digit, spaceDigit int
+}
+
+// brackets returns the counts of the walk over the text's '['.
+func (c *screen) brackets() *screen {
+	if c.walked {
+		return c
+	}
+	c.walked = true
+	s := c.s
+	for i := strings.IndexByte(s, '['); i >= 0; {
+		k := i
+		for k > 0 && s[k-1] == '\t' {
+			k--
+		}
+		if k == 0 || s[k-1] == '\n' {
+			c.lineStart++
+		}
+		if i+1 < len(s) && isDigit(s[i+1]) {
+			c.digit++
+			if i > 0 && s[i-1] == ' ' {
+				c.spaceDigit++
+			}
+		}
+		if c.lineStart >= MinIDLines && c.spaceDigit >= MinIDLines {
+			break // digit >= spaceDigit
+		}
+		next := strings.IndexByte(s[i+1:], '[')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return c
+}
+
+// has reports whether the text holds sub at least MinIDLines times: the
+// test of a format whose ids carry a fixed string ("ref=", "uid="). It
+// looks for the last byte of sub first: in every cue it is punctuation,
+// rare in prose, where a search led by a letter would stop at every word.
+func (c *screen) has(sub string) bool {
+	s, n := c.s, MinIDLines
 	if len(s) < len(sub) {
-		return n <= 0
+		return false
 	}
 	last := sub[len(sub)-1]
-	for j := len(sub) - 1; n > 0; j++ {
+	for j := len(sub) - 1; ; j++ {
 		k := strings.IndexByte(s[j:], last)
 		if k < 0 {
 			return false
 		}
 		j += k
-		if i := j + 1 - len(sub); s[i:j+1] == sub && (at == nil || at(s, i, j+1)) {
-			n--
+		if s[j+1-len(sub):j+1] == sub {
+			if n--; n == 0 {
+				return true
+			}
 		}
 	}
-	return true
-}
-
-// atLineStart reports whether s[i:j] starts its line, after its tabs.
-func atLineStart(s string, i, _ int) bool {
-	for i > 0 && s[i-1] == '\t' {
-		i--
-	}
-	return i == 0 || s[i-1] == '\n'
-}
-
-// digitAfter reports whether a digit follows s[i:j].
-func digitAfter(s string, _, j int) bool {
-	return j < len(s) && isDigit(s[j])
-}
-
-// spaceBeforeDigitAfter reports whether s[i:j] has a space before it and a
-// digit after it.
-func spaceBeforeDigitAfter(s string, i, j int) bool {
-	return i > 0 && s[i-1] == ' ' && digitAfter(s, i, j)
 }
 
 // Blocks finds every tree in one plain string (used for files given to `focusgate
@@ -160,17 +185,18 @@ func Blocks(s string) []Block {
 	return searchBlocks(s, true)
 }
 
-// searchBlocks is Blocks; with screen unset it parses s with every grammar
-// even where the format's ids test says no tree of it can be there, which
-// only tests do, to show that the test never hides a tree.
-func searchBlocks(s string, screen bool) []Block {
+// searchBlocks is Blocks; with screened unset it parses s with every
+// grammar even where the format's ids test says no tree of it can be there,
+// which only tests do, to show that the test never hides a tree.
+func searchBlocks(s string, screened bool) []Block {
 	// failed[g] is where the last rejected run of grammar g ended: a run
 	// starting before it is a suffix of the rejected one, and is rejected too.
 	// A grammar whose ids the text cannot hold is rejected everywhere at once.
 	failed := make([]int, len(grammars))
 	live := false
+	text := &screen{s: s}
 	for g, f := range grammars {
-		if !screen || f.ids == nil || f.ids(s, MinIDLines) {
+		if !screened || f.ids == nil || f.ids(text) {
 			live = true
 		} else {
 			failed[g] = len(s)

@@ -511,7 +511,7 @@ func TestIDCuesRejectNotes(t *testing.T) {
 			t.Errorf("%s has no ids test: its grammar reads every line of every text", g.name)
 			continue
 		}
-		if g.ids(notes, MinIDLines) {
+		if g.ids(&screen{s: notes}) {
 			t.Errorf("%s: the notes pass the ids test", g.name)
 		}
 	}
@@ -534,7 +534,7 @@ func TestIDCuesRejectNotes(t *testing.T) {
 		{ChromeDevTools, "uid=1_0 a\n  uid=1_1\n  uid=1_2", true},
 		{ChromeDevTools, "uid=1_0 a\n  uid=1_1\n  id=1_2", false},
 	} {
-		if got := tt.format.spec().ids(tt.text, MinIDLines); got != tt.want {
+		if got := tt.format.spec().ids(&screen{s: tt.text}); got != tt.want {
 			t.Errorf("%s ids(%q) = %v, want %v", tt.format, tt.text, got, tt.want)
 		}
 	}

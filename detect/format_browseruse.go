@@ -9,7 +9,7 @@ var browserUseFormat = spec{
 	name:  BrowserUse,
 	parse: browserUseElement,
 	// Every id closes right before its tag: `[12]<button`, `|SHADOW(open)+3]<div`.
-	ids: func(s string, n int) bool { return cues(s, "]<", n, nil) },
+	ids: func(text *screen) bool { return text.has("]<") },
 	run: browserUseRun,
 	stub: func(line, bid, role string) string {
 		s := indentOf(line)

@@ -12,7 +12,7 @@ import "strings"
 var chromeDevToolsFormat = spec{
 	name:   ChromeDevTools,
 	parse:  parseChromeDevTools,
-	ids:    func(s string, n int) bool { return cues(s, "uid=", n, nil) },
+	ids:    func(text *screen) bool { return text.has("uid=") },
 	accept: nested,
 	idCue:  "uid=",
 	stub: func(line, bid, role string) string {
