@@ -30,8 +30,8 @@ const (
 //
 //  1. Write detect/format_<name>.go with a Format constant, a parse function
 //     for one line (reporting depth, id, role and focus, and spanning names that
-//     run over several lines) and a spec value naming it, its stub and marker
-//     syntax and its fixture.
+//     run over several lines) and a spec value naming it, its ids test, its
+//     stub and marker syntax and its fixture.
 //  2. Add the spec to registry below. Order matters only when two grammars read
 //     the same lines equally long: the earlier one wins.
 //  3. Put a real page, as the tool printed it, in detect/testdata/formats/ and
