@@ -111,25 +111,30 @@ func (f *spec) collect(s string, p int, buf []element) ([]element, int) {
 }
 
 // screen is a text as the formats' ids tests see it, before any grammar
-// reads it: the text, and what one walk over its opening brackets found,
-// which several formats' ids need. The walk is made on first use, and
-// stops once every count has reached MinIDLines.
+// reads it: the text, and a walk over its opening brackets, whose counts
+// several formats' ids need. The walk goes only as far as the counts asked
+// for need, so that a page whose first lines answer costs a few lines, and
+// it goes over the text at most once, whichever formats ask.
 type screen struct {
-	s      string
-	walked bool
-	// The opening brackets: at the start of a line after its tabs, before
-	// a digit, and after a space and before a digit.
+	s    string
+	next int // where the walk looks for the next '['; len(s) once done
+	// The opening brackets walked over: at the start of a line after its
+	// tabs, before a digit, and after a space and before a digit.
 	lineStart, digit, spaceDigit int
 }
 
-// brackets returns the counts of the walk over the text's '['.
-func (c *screen) brackets() *screen {
-	if c.walked {
-		return c
-	}
-	c.walked = true
+// brackets returns *count, one of the walk's counts, once it has reached
+// MinIDLines or the walk has reached the end of the text.
+func (c *screen) brackets(count *int) int {
 	s := c.s
-	for i := strings.IndexByte(s, '['); i >= 0; {
+	for *count < MinIDLines && c.next < len(s) {
+		i := strings.IndexByte(s[c.next:], '[')
+		if i < 0 {
+			c.next = len(s)
+			break
+		}
+		i += c.next
+		c.next = i + 1
 		k := i
 		for k > 0 && s[k-1] == '\t' {
 			k--
@@ -143,16 +148,8 @@ func (c *screen) brackets() *screen {
 				c.spaceDigit++
 			}
 		}
-		if c.lineStart >= MinIDLines && c.spaceDigit >= MinIDLines {
-			break // digit >= spaceDigit
-		}
-		next := strings.IndexByte(s[i+1:], '[')
-		if next < 0 {
-			break
-		}
-		i += 1 + next
 	}
-	return c
+	return *count
 }
 
 // has reports whether the text holds sub at least MinIDLines times: the

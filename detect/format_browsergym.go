@@ -11,7 +11,7 @@ var browserGymFormat = spec{
 	name:  BrowserGym,
 	parse: parseBracket,
 	// An id starts its line, after the tabs of its depth.
-	ids:     func(text *screen) bool { return text.brackets().lineStart >= MinIDLines },
+	ids:     func(text *screen) bool { return text.brackets(&text.lineStart) >= MinIDLines },
 	stub:    bracketStub,
 	marker:  indentedMarker,
 	fixture: "browsergym.txt",

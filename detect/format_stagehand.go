@@ -14,7 +14,7 @@ var stagehandFormat = spec{
 	name:  Stagehand,
 	parse: parseStagehand,
 	// An id opens with a digit: `[0-2]`, `[12]`.
-	ids:        func(text *screen) bool { return text.brackets().digit >= MinIDLines },
+	ids:        func(text *screen) bool { return text.brackets(&text.digit) >= MinIDLines },
 	accept:     nested,
 	labels:     []string{"instruction", "accessibility tree"},
 	goalLabels: []string{"instruction"},
