@@ -21,10 +21,10 @@ const minBase64Len = (MinKeyLength*4 + 2) / 3
 // quotes a key among other words, inside a URL, percent-encoded, or
 // base64-encoded (the Basic credential a client builds from a base URL with
 // "user:KEY@"). A key whose plain text is known (the one the request
-// presented) is found wherever it appears; a
-// key known only by lookup is found as a word of its own, split at any
-// character that is not a letter, digit, '-' or '_' (or at the separators
-// of URLs and headers). A Scanner is cheap to make: make one per request.
+// presented) is found wherever it appears; any other key is found as a word
+// of its own, split at any character that is not a letter, digit, '-' or
+// '_' (or at the separators of URLs and headers), and looked up. A Scanner
+// is cheap to make: make one per request.
 type Scanner struct {
 	// needles are the known keys and, for each, the base64 text that every
 	// base64 encoding of a text holding the key contains, whatever the
@@ -91,7 +91,11 @@ func (sc *Scanner) holds(text string, depth int) bool {
 			return true
 		}
 	}
-	if sc.lookup != nil && (sc.hasKeyWord(text, isSeparator) || sc.hasKeyWord(text, isNotWordChar)) {
+	if sc.lookup != nil && sc.hasKeyWord(text, isSeparator) {
+		return true
+	}
+	// Split finer only where that makes other words ("KEY.x").
+	if sc.lookup != nil && strings.ContainsFunc(text, splitsFiner) && sc.hasKeyWord(text, isNotWordChar) {
 		return true
 	}
 	if depth == maxFindDepth {
@@ -140,6 +144,10 @@ func isSeparator(r rune) bool {
 func isNotWordChar(r rune) bool {
 	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
 }
+
+// splitsFiner is a character that isNotWordChar splits at and isSeparator
+// does not.
+func splitsFiner(r rune) bool { return isNotWordChar(r) && !isSeparator(r) }
 
 func isNotBase64(r rune) bool {
 	return isNotWordChar(r) && r != '+' && r != '/' && r != '='

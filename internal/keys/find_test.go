@@ -94,3 +94,26 @@ func FuzzScannerHolds(f *testing.F) {
 		sc.Holds(before + after)
 	})
 }
+
+// BenchmarkScannerTypicalHeaders scans the headers an SDK sends with every
+// request, none of which holds a key: the cost the scan adds to a request.
+func BenchmarkScannerTypicalHeaders(b *testing.B) {
+	headers := []string{
+		"application/json",
+		"OpenAI/JS 5.12.0",
+		"gzip, deflate, br",
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		"MacOS", "arm64", "node", "v22.11.0", "5.12.0",
+		"2", "600000", "stainless-node-retry-1b4f5a2e-77f3-4c34-9a3b-2c1d0e9f8a7b",
+		"Bearer sk-upstream-company-key-0123456789",
+	}
+	sc := testScanner(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, h := range headers {
+			if sc.Holds(h) {
+				b.Fatal(h)
+			}
+		}
+	}
+}
