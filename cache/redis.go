@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -91,9 +92,10 @@ type Redis struct {
 	log          *slog.Logger
 	logs         throttle
 
-	slowAfter time.Duration
-	slow      slowness
-	front     *Memory // nil when turned off
+	slow     slowness
+	downSlow atomic.Bool // Redis was last marked down for slowness, not a failure
+	replies  replies
+	front    *Memory // nil when turned off
 
 	up      atomic.Bool
 	skipped atomic.Int64
@@ -194,14 +196,13 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 		timeout:      opts.Timeout,
 		lockTTL:      opts.LockTTL,
 		pollInterval: opts.PollInterval,
-		slowAfter:    opts.SlowAfter,
 		slow:         slowness{after: opts.SlowAfter, span: opts.SlowFor},
 		log:          opts.Logger,
 		logs:         throttle{every: opts.LogInterval},
 		closing:      make(chan struct{}),
 		probed:       make(chan struct{}),
 	}
-	client, err := newClient(opts, r.roundTrip)
+	client, err := newClient(opts, r.roundTrip, &r.replies)
 	if err != nil {
 		// A url.Error quotes the whole URL, password included.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
@@ -221,8 +222,8 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 // newClient connects to one server or to a cluster, with every call bounded
 // by the timeout and never retried: a slow or dead Redis must cost a request
 // at most one timeout. Every round trip on its connections is reported to
-// observe.
-func newClient(opts RedisOptions, observe func(time.Duration)) (redis.UniversalClient, error) {
+// observe, and every answer to rs.
+func newClient(opts RedisOptions, observe func(time.Duration), rs *replies) (redis.UniversalClient, error) {
 	// Maintenance notifications would relax the timeouts during a server
 	// upgrade, which is exactly when Redis must stay off the path.
 	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -234,7 +235,7 @@ func newClient(opts RedisOptions, observe func(time.Duration)) (redis.UniversalC
 		ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
 		ro.MaxRetries, ro.DialerRetries = -1, 1
 		ro.MaintNotificationsConfig = maint
-		ro.Dialer = timedDialer(redis.NewDialer(ro), observe)
+		ro.Dialer = timedDialer(redis.NewDialer(ro), observe, rs)
 		return redis.NewClient(ro), nil
 	}
 	co, err := redis.ParseClusterURL(opts.URL)
@@ -249,7 +250,7 @@ func newClient(opts RedisOptions, observe func(time.Duration)) (redis.UniversalC
 	co.MaxRedirects = 1
 	co.MaintNotificationsConfig = maint
 	// What the cluster client gives each node when it has no dialer.
-	co.Dialer = timedDialer(redis.NewDialer(&redis.Options{DialTimeout: co.DialTimeout, TLSConfig: co.TLSConfig}), observe)
+	co.Dialer = timedDialer(redis.NewDialer(&redis.Options{DialTimeout: co.DialTimeout, TLSConfig: co.TLSConfig}), observe, rs)
 	return redis.NewClusterClient(co), nil
 }
 
@@ -527,9 +528,44 @@ func (r *Redis) fail(ctx context.Context, o op, key string, err error) error {
 		return err // The caller gave up; Redis is not to blame.
 	}
 	r.errs[o].Add(1)
+	if r.gatewaysFault(err) {
+		if suppressed, ok := r.logs.allow(time.Now()); ok {
+			r.log.Warn("redis cache call timed out while Redis answered others: the gateway is short of CPU or connections; the call goes uncached, Redis stays in use",
+				"op", o.String(), "err", err, "suppressed", suppressed)
+		}
+		return err
+	}
 	r.down(err, key, "op", o.String())
 	return err
 }
+
+// gatewaysFault reports whether a failed call timed out for the gateway's
+// own lack of time rather than for Redis:
+//   - the wait for a pooled connection timed out: every connection stayed
+//     busy, the gateway's own queue (were Redis the cause, the calls holding
+//     them fail on their own);
+//   - a read or dial timed out while the same server answered another call
+//     within the last forgiveTimeouts timeouts: Redis was answering, and
+//     this call's goroutine was not run in time, as on a host short of CPU,
+//     where a deadline passes before the reader is scheduled even when the
+//     answer has arrived.
+//
+// A server that stopped answering answers no other call either: the first
+// timeout past that window marks it down, so that it costs requests at most
+// a few timeouts. One that answers, but late, is caught by the slowness
+// rule, which counts every timed-out read as a slow round trip.
+func (r *Redis) gatewaysFault(err error) bool {
+	if errors.Is(err, redis.ErrPoolTimeout) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Timeout() && oe.Addr != nil &&
+		r.replies.since(oe.Addr.String(), forgiveTimeouts*r.timeout)
+}
+
+// forgiveTimeouts is how many timeouts back an answer from a server makes a
+// timed-out call to it the gateway's fault.
+const forgiveTimeouts = 4
 
 // down marks Redis down for err, remembering key (when not empty) for the
 // probe, and logs it at most once per LogInterval.
@@ -539,6 +575,7 @@ func (r *Redis) down(err error, key string, logArgs ...any) {
 	if key != "" {
 		r.probeKey = key
 	}
+	r.downSlow.Store(errors.Is(err, errSlow))
 	r.mu.Unlock()
 	wasUp := r.up.Swap(false)
 	if suppressed, ok := r.logs.allow(time.Now()); ok {
@@ -576,7 +613,6 @@ func (r *Redis) ping() {
 	r.mu.Lock()
 	key := r.probeKey
 	r.mu.Unlock()
-	start := time.Now()
 	var err error
 	if key == "" {
 		err = r.client.Ping(ctx).Err()
@@ -587,7 +623,10 @@ func (r *Redis) ping() {
 		r.fail(ctx, opPing, key, err)
 		return
 	}
-	if time.Since(start) > r.slowAfter && !r.up.Load() {
+	// Judged by the round trip on the connection, not by the time the call
+	// took, which on a busy host is mostly the wait for a CPU: the slowness
+	// run goes on only if this round trip was slow too.
+	if !r.up.Load() && r.downSlow.Load() && r.slow.running.Load() {
 		return // still too slow to come back
 	}
 	r.mu.Lock()

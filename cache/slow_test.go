@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/redistest"
@@ -230,4 +233,177 @@ func TestHugeStoredValuesAreNotRead(t *testing.T) {
 	if !r.Stats().Up {
 		t.Error("a huge value marked Redis down")
 	}
+}
+
+// stallProxy relays TCP to addr; replies on the connections that stalled
+// picks (numbered from 1 in the order accepted) are never delivered, as
+// from a server that stopped answering them. Each request that reaches the
+// server on a stalled connection is reported on requests.
+type stallProxy struct {
+	addr     string
+	stalled  func(conn int) bool
+	requests chan int
+}
+
+func startStallProxy(t testing.TB, addr string, stalled func(conn int) bool) *stallProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &stallProxy{addr: ln.Addr().String(), stalled: stalled, requests: make(chan int, 64)}
+	go func() {
+		for n := 1; ; n++ {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", addr)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					k, err := client.Read(buf)
+					if k > 0 {
+						if p.stalled(n) {
+							select {
+							case p.requests <- n:
+							default:
+							}
+						}
+						if _, err := server.Write(buf[:k]); err != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				server.Close()
+			}()
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					k, err := server.Read(buf)
+					if k > 0 && !p.stalled(n) {
+						if _, err := client.Write(buf[:k]); err != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				client.Close()
+			}()
+		}
+	}()
+	return p
+}
+
+// downLog counts the log lines of a store that say Redis was marked down.
+type downLog struct{ n atomic.Int32 }
+
+func (*downLog) Enabled(context.Context, slog.Level) bool { return true }
+func (d *downLog) WithAttrs([]slog.Attr) slog.Handler     { return d }
+func (d *downLog) WithGroup(string) slog.Handler          { return d }
+func (d *downLog) Handle(_ context.Context, rec slog.Record) error {
+	if strings.Contains(rec.Message, "while it is down") {
+		d.n.Add(1)
+	}
+	return nil
+}
+
+// A call that times out is Redis's failure, and marks it down, only when
+// Redis answers nothing else either: a call whose goroutine was not run in
+// time, or that waited too long for a pooled connection, while the server
+// answered other calls, is the gateway's own lack of time. The call goes
+// uncached; Redis stays in use.
+func TestTimeoutsWhileRedisAnswersOthersKeepItUp(t *testing.T) {
+	// Timeouts happen for real here, so the timeout is short; still long
+	// enough for a loaded machine to answer the calls meant to succeed.
+	const timeout = time.Second
+	store := func(t *testing.T, url string) (*cache.Redis, *downLog) {
+		logs := &downLog{}
+		r := redistest.NewStore(t, url, neverProbed, func(o *cache.RedisOptions) {
+			o.Timeout = timeout
+			o.Logger = slog.New(logs)
+			o.LogInterval = time.Nanosecond
+		})
+		return r, logs
+	}
+
+	t.Run("read timed out while another connection was answered", func(t *testing.T) {
+		srv := redistest.Start(t)
+		raw := rawClient(t, srv.URL())
+		// The store's first connection, that of its first probe, stops
+		// being answered once the probe is done.
+		var probed atomic.Bool
+		p := startStallProxy(t, hostPort(t, srv.URL()), func(conn int) bool { return conn == 1 && probed.Load() })
+		r, logs := store(t, "redis://"+p.addr+"/0")
+		waitFor(t, "the first probe", func() bool { return calls(t, raw, "ping") == startPings+1 })
+		probed.Store(true)
+
+		stalled := make(chan error, 1)
+		go func() { _, err := r.Get(t.Context(), testKey(t)); stalled <- err }()
+		receive(t, p.requests) // on the idle connection, which is stalled
+		if _, err := r.Get(t.Context(), testKey(t)); !errors.Is(err, cache.ErrNotFound) {
+			t.Fatalf("Get on a second connection = %v, want ErrNotFound", err)
+		}
+		if err := receive(t, stalled); err == nil || !strings.Contains(err.Error(), "timeout") {
+			t.Fatalf("Get on the stalled connection = %v, want a timeout", err)
+		}
+		if err := r.Status(); err != nil || logs.n.Load() != 0 {
+			t.Errorf("Redis marked down (%v, %d lines) for a timeout while it answered others", err, logs.n.Load())
+		}
+		if n := r.Stats().Errors["get"]; n != 1 {
+			t.Errorf("get errors = %d, want the timeout counted", n)
+		}
+	})
+
+	t.Run("wait for a pooled connection timed out", func(t *testing.T) {
+		srv := redistest.Start(t)
+		raw := rawClient(t, srv.URL())
+		r, logs := store(t, srv.URL()+"?pool_size=1")
+		waitFor(t, "the first probe", func() bool { return calls(t, raw, "ping") == startPings+1 })
+		gate := "gate:" + testKey(t)
+		blocked := make(chan error, 1)
+		go func() { blocked <- r.Client().BLPop(t.Context(), 0, gate).Err() }()
+		waitFor(t, "the only connection to block", func() bool {
+			return strings.Contains(raw.Info(t.Context(), "clients").Val(), "blocked_clients:1")
+		})
+		if _, err := r.Get(t.Context(), testKey(t)); !errors.Is(err, redis.ErrPoolTimeout) {
+			t.Fatalf("Get = %v, want a pool timeout", err)
+		}
+		if err := r.Status(); err != nil || logs.n.Load() != 0 {
+			t.Errorf("Redis marked down (%v, %d lines) for the gateway's own queue", err, logs.n.Load())
+		}
+		raw.LPush(t.Context(), gate, "go")
+		receive(t, blocked)
+	})
+
+	t.Run("read timed out and Redis answered nothing else", func(t *testing.T) {
+		srv := redistest.Start(t)
+		raw := rawClient(t, srv.URL())
+		var probed atomic.Bool
+		p := startStallProxy(t, hostPort(t, srv.URL()), func(int) bool { return probed.Load() })
+		r, logs := store(t, "redis://"+p.addr+"/0")
+		waitFor(t, "the first probe", func() bool { return calls(t, raw, "ping") == startPings+1 })
+		probed.Store(true)
+		// The probe's answer is the last one; a timeout long after it is
+		// Redis's. Four timeouts back is the most that counts.
+		start := time.Now()
+		waitFor(t, "the probe's answer to be old", func() bool { return time.Since(start) > 4*timeout })
+
+		if _, err := r.Get(t.Context(), testKey(t)); err == nil || !strings.Contains(err.Error(), "timeout") {
+			t.Fatalf("Get = %v, want a timeout", err)
+		}
+		if r.Status() == nil || logs.n.Load() != 1 {
+			t.Errorf("Redis that answers nothing not marked down: status %v, %d lines", r.Status(), logs.n.Load())
+		}
+	})
 }
