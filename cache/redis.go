@@ -78,9 +78,10 @@ type RedisOptions struct {
 // reads one and takes the other needs.
 //
 // Redis is never on the critical path for failures: calls have short
-// timeouts and no retries, the first failure marks Redis down, and while it
-// is down every call returns an error at once without touching the network
-// until a background probe succeeds again. The one exception is a lock taken
+// timeouts and no retries, the first failure that is Redis's (not a busy
+// gateway's) marks Redis down, and while it is down every call returns an
+// error at once without touching the network until a background probe
+// succeeds again. The one exception is a lock taken
 // before: it is extended, released and its value stored whatever this
 // replica believes, since other replicas may be waiting on it.
 type Redis struct {
@@ -518,10 +519,10 @@ func (r *Redis) available() bool {
 }
 
 // fail records a failed call on the Redis key key (empty for a call on no
-// key) and returns its error. Any failure marks Redis down, whatever its
-// kind: a server that refuses or times out once would cost the next request
-// the same, and the probe brings it back within a ProbeInterval of
-// answering again.
+// key) and returns its error. A failure marks Redis down, whatever its kind,
+// unless it was the gateway's own lack of time (gatewaysFault): a server
+// that refuses or times out once would cost the next request the same, and
+// the probe brings it back within a ProbeInterval of answering again.
 func (r *Redis) fail(ctx context.Context, o op, key string, err error) error {
 	err = fmt.Errorf("cache: redis %s: %w", o, err)
 	if ctx.Err() != nil {
