@@ -32,6 +32,10 @@ type Outcome struct {
 	// Relook says the newest page was a re-look: the agent looked again at
 	// the page it had just been shown pruned, and got it whole.
 	Relook bool
+	// Repeated says the newest page is the same as the page before it,
+	// whether it was pruned or not: the share of such steps is compared
+	// between the pruned arm and the holdout.
+	Repeated bool
 
 	// Priced is set when both models have a price: SavedUSD is the
 	// action-model input the pruning avoided, RetrieverUSD what this

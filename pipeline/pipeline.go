@@ -106,6 +106,10 @@ type Request struct {
 	// it came, since a count of anything but what the client sent would
 	// break its own limits. A conversation is counted as it would be sent.
 	Sizing bool
+	// Holdout says the request's conversation is in the holdout: its body
+	// goes as it came, and is only read for the comparison of the arms
+	// (its model, and whether its newest page repeats the one before).
+	Holdout bool
 }
 
 // Pipeline rewrites request bodies. It is safe for concurrent use.
