@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/pipeline"
 )
 
@@ -31,7 +32,8 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 		}
 
 		body, out := raw, pipeline.Outcome{API: api}
-		if enc := r.Header.Get("Content-Encoding"); enc != "" {
+		enc := r.Header.Get("Content-Encoding")
+		if enc != "" {
 			decoded, charged, err := decode(raw, enc, s.opts.MaxBodyBytes, s.opts.Memory)
 			switch {
 			case errors.Is(err, errBodyTooLarge):
@@ -50,6 +52,16 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				r.Header.Del("Content-Encoding")
 			}
 		}
+		sizing := strings.HasSuffix(r.URL.Path, "/count_tokens")
+		var ticket holdout.Ticket
+		if out.Status == "" && s.opts.Holdout != nil {
+			// The arm is decided before anything else is done to the body.
+			ticket = s.opts.Holdout.Assign(api, body)
+			if ticket.OK && !sizing {
+				infoFrom(r.Context()).meter = &holdout.Meter{}
+				defer func() { s.recordStep(r, ticket, out, len(body), c.Writer.Status()) }()
+			}
+		}
 		if out.Status == "" && s.opts.Pipeline != nil {
 			body, out = s.opts.Pipeline.Rewrite(r.Context(), pipeline.Request{
 				API:        api,
@@ -57,8 +69,14 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				Mode:       r.Header.Get(HeaderMode),
 				Prompt:     r.Header.Get(HeaderPrompt),
 				Credential: credential(r.Header),
-				Sizing:     strings.HasSuffix(r.URL.Path, "/count_tokens"),
+				Sizing:     sizing,
+				Holdout:    ticket.Arm == holdout.Held,
 			})
+			if ticket.Arm == holdout.Held && enc != "" && r.Header.Get("Content-Encoding") == "" {
+				// A held-out body goes as it came, compressed too.
+				body = raw
+				r.Header.Set("Content-Encoding", enc)
+			}
 		}
 		if out.Status != "" {
 			setHeaders(c.Writer.Header(), out)
