@@ -245,10 +245,11 @@ func (h *Holdout) Open() int {
 	return h.order.Len()
 }
 
-// Run sweeps every tenth of Options.Idle until ctx ends, so that
-// conversations count once they go quiet even when no request comes.
+// Run sweeps every tenth of Options.Idle (at least every minute, at most
+// ten times a second) until ctx ends, so that conversations count once they
+// go quiet even when no request comes.
 func (h *Holdout) Run(ctx context.Context) {
-	t := time.NewTicker(h.opts.Idle / 10)
+	t := time.NewTicker(min(max(h.opts.Idle/10, 100*time.Millisecond), time.Minute))
 	defer t.Stop()
 	for {
 		select {

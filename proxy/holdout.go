@@ -31,7 +31,7 @@ func (s *Server) recordStep(r *http.Request, t holdout.Ticket, out pipeline.Outc
 	}
 	step := holdout.Step{
 		Model:        t.Model,
-		Agent:        agentName(r),
+		Agent:        s.agentName(r),
 		Repeat:       out.Repeated,
 		RetrieverUSD: out.RetrieverUSD,
 		SentBytes:    sent,
@@ -52,9 +52,9 @@ const maxAgentName = 40
 // agentName says who sent a request, for the per-agent comparison: the
 // gateway key's name when keys are configured, else the product of the
 // client's User-Agent ("claude-cli/2.0.8 (external, cli)" is claude-cli).
-func agentName(r *http.Request) string {
-	if name := keyName(r.Context()); name != "" {
-		return name
+func (s *Server) agentName(r *http.Request) string {
+	if s.opts.Keys != nil {
+		return keyName(r.Context())
 	}
 	ua := strings.TrimSpace(r.Header.Get("User-Agent"))
 	if i := strings.IndexAny(ua, "/ ("); i >= 0 {

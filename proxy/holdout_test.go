@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/focusgate/focusgate/holdout"
@@ -17,13 +18,30 @@ import (
 )
 
 // withHoldout gives the gateway a holdout of the given share whose ended
-// conversations go to the returned tally (after Flush).
-func withHoldout(share float64, tally **holdout.Tally, h **holdout.Holdout) func(*gatewayOptions) {
+// conversations go to the returned tally (after Flush), and to ended if
+// given.
+func withHoldout(share float64, tally **holdout.Tally, h **holdout.Holdout, ended ...*conversations) func(*gatewayOptions) {
 	return func(o *gatewayOptions) {
 		*tally = holdout.NewTally(share)
-		*h = holdout.New(holdout.Options{Share: share, Key: "test-key", Sinks: []holdout.Sink{*tally}})
+		sinks := []holdout.Sink{*tally}
+		for _, e := range ended {
+			sinks = append(sinks, e)
+		}
+		*h = holdout.New(holdout.Options{Share: share, Key: "test-key", Sinks: sinks})
 		o.Holdout = *h
 	}
+}
+
+// conversations keeps the conversations that ended.
+type conversations struct {
+	mu    sync.Mutex
+	ended []holdout.Conversation
+}
+
+func (c *conversations) End(conv holdout.Conversation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended = append(c.ended, conv)
 }
 
 // usageUpstream records each request and answers as a chat completion
@@ -134,9 +152,10 @@ func TestPerArmFiguresOnRecordedConversations(t *testing.T) {
 	for i, share := range []float64{0, 1} {
 		var tally *holdout.Tally
 		var h *holdout.Holdout
+		ended := &conversations{}
 		rec := &recorder{}
 		pruner := pruningGateway(t, rt).pipeline
-		gw := newGateway(t, usageUpstream(rec), withHoldout(share, &tally, &h), func(o *gatewayOptions) {
+		gw := newGateway(t, usageUpstream(rec), withHoldout(share, &tally, &h, ended), func(o *gatewayOptions) {
 			o.Pipeline = pruner
 			u := *o.Upstream
 			u.Path = ""
@@ -153,6 +172,11 @@ func TestPerArmFiguresOnRecordedConversations(t *testing.T) {
 		}
 		h.Flush()
 		reports[i] = tally.Report()
+		for _, c := range ended.ended {
+			if c.Agent != "OpenAI" || !strings.HasPrefix(c.Model, "gpt-4.1") && !strings.HasPrefix(c.Model, "claude") {
+				t.Errorf("a conversation of agent %q, model %q; want OpenAI, the recorded model", c.Agent, c.Model)
+			}
+		}
 	}
 	pruned, held := reports[0], reports[1]
 	if pruned.Arms[0].Conversations != 3 || pruned.Arms[1].Conversations != 0 || held.Arms[1].Conversations != 3 || held.Arms[0].Conversations != 0 {
