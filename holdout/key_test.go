@@ -2,6 +2,8 @@ package holdout
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,5 +123,52 @@ func TestRecordedAgentLabRequestKeysOnItsGoal(t *testing.T) {
 	}
 	if strings.Contains(key, "AXTree") {
 		t.Error("the key holds the page")
+	}
+}
+
+// Every request of each recorded agent run, as the real tools sent them,
+// names the same conversation, so a run stays in one arm from its first
+// request to its last. Stagehand is the exception by design: each of its
+// calls (observe, act, extract) is a prompt of its own, and each is a
+// conversation of one.
+func TestRecordedRunsStayInOneConversation(t *testing.T) {
+	dirs, _ := filepath.Glob("../testdata/agents/*/*")
+	runs := 0
+	for _, dir := range dirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		if len(files) < 2 || strings.Contains(dir, "stagehand") {
+			continue
+		}
+		runs++
+		slices.Sort(files)
+		keys := map[string][]string{}
+		for _, f := range files {
+			body, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			api := focusgate.Chat
+			switch base := filepath.Base(f); {
+			case strings.Contains(base, "responses"):
+				api = focusgate.Responses
+			case strings.Contains(base, "messages"):
+				api = focusgate.Messages
+			}
+			key, ok := conversationKey(api, body)
+			if !ok {
+				t.Errorf("%s: no conversation key", f)
+				continue
+			}
+			keys[key] = append(keys[key], filepath.Base(f))
+		}
+		if len(keys) != 1 {
+			t.Errorf("%s: %d conversations, want 1:", dir, len(keys))
+			for k, files := range keys {
+				t.Logf("  %v: %.200q", files, k)
+			}
+		}
+	}
+	if runs < 10 {
+		t.Errorf("only %d recorded runs found", runs)
 	}
 }
