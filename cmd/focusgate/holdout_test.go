@@ -44,7 +44,10 @@ func holdoutGateway(t *testing.T) (*process, int) {
 		"FOCUSGATE_RETRIEVER_API_KEY": "sk-retriever-secret",
 		"FOCUSGATE_PROMPT":            "defender",
 		"FOCUSGATE_HOLDOUT":           "0.5",
-		"FOCUSGATE_HOLDOUT_IDLE":      "1s",
+		// One conversation followed at a time: each new one ends the one
+		// before, so that conversations end when the test says, not
+		// after a quiet time.
+		"FOCUSGATE_HOLDOUT_MAX_OPEN": "1",
 	})
 	const conversations = 30
 	for i := range conversations {
@@ -53,11 +56,13 @@ func holdoutGateway(t *testing.T) (*process, int) {
 			send(t, gw.URL, body)
 		}
 	}
+	// A last conversation ends the thirtieth, and stays open itself.
+	send(t, gw.URL, []byte(`{"model":"gpt-4.1","messages":[{"role":"user","content":"Anything else?"}]}`))
 	return gw, conversations
 }
 
-// overview reads the dashboard's data once every conversation has ended
-// (gone quiet for a second): no sleep, the test polls until the gateway
+// holdoutOverview reads the dashboard's data once the conversations of all
+// the given steps have ended: no sleep, the test polls until the gateway
 // says so.
 func holdoutOverview(t *testing.T, gw *process, steps int) holdout.Report {
 	t.Helper()
