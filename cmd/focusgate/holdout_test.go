@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/focusgate/focusgate/holdout"
+	"github.com/focusgate/focusgate/internal/redistest"
 )
 
 // usageOpenAI plays the action model and reports a token of input for every
@@ -164,4 +166,75 @@ func near(a, b float64) bool {
 		d = -d
 	}
 	return d <= 1e-9*max(1, a, -a)
+}
+
+// Two gateways with the same FOCUSGATE_HOLDOUT_KEY, sharing one Redis or
+// nothing, serve the recorded runs of real agents in turns (one request
+// here, the next there): every request of a run is in the same arm.
+func TestReplicasKeepEachRunInOneArm(t *testing.T) {
+	for _, shared := range []string{"none", "redis"} {
+		t.Run(shared, func(t *testing.T) {
+			up := usageOpenAI(t)
+			redisURL := ""
+			if shared == "redis" {
+				redisURL = redistest.Start(t).URL()
+			}
+			env := func() map[string]string {
+				e := map[string]string{
+					"FOCUSGATE_UPSTREAM_URL":  up.URL + "/v1",
+					"FOCUSGATE_ANTHROPIC_URL": up.URL,
+					"FOCUSGATE_MODE":          "off", // the arm is decided before pruning, which is not needed here
+					"FOCUSGATE_HOLDOUT":       "0.5",
+					"FOCUSGATE_HOLDOUT_KEY":   "our-team-split",
+				}
+				if shared == "redis" {
+					e["FOCUSGATE_REDIS_URL"] = redisURL
+					e["FOCUSGATE_REDIS_TIMEOUT"] = redistest.CallTimeout.String()
+				}
+				return e
+			}
+			replicas := []*process{startGateway(t, env()), startGateway(t, env())}
+			dirs, _ := filepath.Glob("../../testdata/agents/*/*")
+			arms := map[bool]int{}
+			for _, dir := range dirs {
+				files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+				if len(files) < 2 || strings.Contains(dir, "stagehand") {
+					continue
+				}
+				slices.Sort(files)
+				var statuses []string
+				for i, f := range files {
+					body, err := os.ReadFile(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					path := "/v1/chat/completions"
+					switch base := filepath.Base(f); {
+					case strings.Contains(base, "responses"):
+						path = "/v1/responses"
+					case strings.Contains(base, "messages"):
+						path = "/v1/messages"
+					}
+					resp, err := http.Post(replicas[i%2].URL+path, "application/json", bytes.NewReader(body))
+					if err != nil {
+						t.Fatal(err)
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					statuses = append(statuses, resp.Header.Get("X-Focusgate-Status"))
+				}
+				held := statuses[0] == "skipped; reason=holdout"
+				arms[held]++
+				for i, st := range statuses {
+					if (st == "skipped; reason=holdout") != held {
+						t.Errorf("%s: request %d is %q, the first was %q", dir, i+1, st, statuses[0])
+					}
+				}
+			}
+			if arms[true]+arms[false] < 10 {
+				t.Errorf("only %d runs replayed", arms[true]+arms[false])
+			}
+			t.Logf("%d runs held out, %d pruned", arms[true], arms[false])
+		})
+	}
 }
