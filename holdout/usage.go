@@ -27,6 +27,7 @@ type Usage struct {
 type Meter struct {
 	pending []byte // bytes from a usage member's start, waiting for the rest of its object
 	tail    []byte // the last bytes written, for a member name cut between writes
+	scratch []byte // the tail and the next write, reused from write to write
 	usage   Usage
 }
 
@@ -52,7 +53,8 @@ func (m *Meter) Write(p []byte) (int, error) {
 	}
 	buf := p
 	if len(m.tail) > 0 {
-		buf = append(m.tail, p...)
+		m.scratch = append(append(m.scratch[:0], m.tail...), p...)
+		buf = m.scratch
 	}
 	m.scan(buf)
 	if m.pending == nil {
