@@ -7,14 +7,20 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/proxy"
+	"github.com/focusgate/focusgate/prune"
 )
 
 // withHoldout gives the gateway a holdout of the given share whose ended
@@ -306,6 +312,46 @@ func TestCompressedAnswerUsage(t *testing.T) {
 	for _, m := range tally.Report().Metrics {
 		if m.Name == "input_tokens" && m.Holdout != 321 {
 			t.Errorf("input tokens %v, want 321 from the compressed usage", m.Holdout)
+		}
+	}
+}
+
+// A held-out conversation is not rescued from its model's context window:
+// the refusal reaches the client as the upstream sent it, once, and counts
+// as the conversation's upstream error; the same request in the pruned arm
+// is rescued.
+func TestHeldOutConversationsAreNotRescued(t *testing.T) {
+	pages := rescuePages(t)
+	api := rescueAPIs[0]
+	body := api.body(t, pages, false)
+	for _, share := range []float64{1, 0} {
+		up := &windowUpstream{api: api, limit: len(api.body(t, pages[:2], false))}
+		srv := httptest.NewServer(up)
+		t.Cleanup(srv.Close)
+		base, _ := url.Parse(srv.URL + "/v1")
+		var tally *holdout.Tally
+		var h *holdout.Holdout
+		gw := newGateway(t, nil, withHoldout(share, &tally, &h), func(o *gatewayOptions) {
+			o.Upstream = base
+			o.Pruner = prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 100},
+				firstLinesRetriever{}, cache.New(cache.NewMemory(64<<20, time.Hour), nil))
+			o.Finder = detect.NewFinder(16 << 20)
+		})
+		resp := post(t, gw.URL+api.path, body, api.header)
+		got := readBody(t, resp)
+		h.Flush()
+		errors := tally.Report().Metrics[slices.IndexFunc(tally.Report().Metrics, func(m holdout.Comparison) bool { return m.Name == "errors" })]
+		if share == 1 {
+			if resp.StatusCode != http.StatusBadRequest || string(got) != api.refusal || len(up.received()) != 1 {
+				t.Errorf("held out: status %d after %d upstream calls; want the refusal, once", resp.StatusCode, len(up.received()))
+			}
+			if errors.Holdout != 1 {
+				t.Errorf("held out: %v upstream errors, want 1", errors.Holdout)
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusOK || len(up.received()) != 2 || errors.Pruned != 0 {
+			t.Errorf("pruned arm: status %d after %d upstream calls, %v errors; want the rescue's answer, no error", resp.StatusCode, len(up.received()), errors.Pruned)
 		}
 	}
 }

@@ -62,27 +62,45 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				defer func() { s.recordStep(r, ticket, out, len(body), c.Writer.Status()) }()
 			}
 		}
+		held := ticket.Arm == holdout.Held
+		var rs *rescue
 		if out.Status == "" && s.opts.Pipeline != nil {
-			body, out = s.opts.Pipeline.Rewrite(r.Context(), pipeline.Request{
+			req := pipeline.Request{
 				API:        api,
 				Body:       body,
 				Mode:       r.Header.Get(HeaderMode),
 				Prompt:     r.Header.Get(HeaderPrompt),
 				Credential: credential(r.Header),
 				Sizing:     sizing,
-				Holdout:    ticket.Arm == holdout.Held,
-			})
-			if ticket.Arm == holdout.Held && enc != "" && r.Header.Get("Content-Encoding") == "" {
+				Holdout:    held,
+			}
+			body, out = s.opts.Pipeline.Rewrite(r.Context(), req)
+			switch {
+			case held && enc != "" && r.Header.Get("Content-Encoding") == "":
 				// A held-out body goes as it came, compressed too.
 				body = raw
 				r.Header.Set("Content-Encoding", enc)
+			case held, req.Sizing:
+				// A held-out conversation is not rescued from its
+				// context window either: its overflows are part of the
+				// comparison.
+			default:
+				rs = &rescue{req: req, sent: len(body), header: c.Writer.Header(), out: out}
+				infoFrom(r.Context()).rescue = rs
 			}
 		}
 		if out.Status != "" {
 			setHeaders(c.Writer.Header(), out)
-			s.logOutcome(r.Context(), out)
-			s.metrics.observeOutcome(keyName(r.Context()), out)
-			s.record(r.Context(), out)
+			// Reported once the upstream has answered: a request refused
+			// for its length may be rescued, and is reported as it went.
+			defer func() {
+				if rs != nil {
+					out = rs.out
+				}
+				s.logOutcome(r.Context(), out)
+				s.metrics.observeOutcome(keyName(r.Context()), out)
+				s.record(r.Context(), out)
+			}()
 		}
 		setBody(r, body)
 		s.forward(c)

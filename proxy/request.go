@@ -28,6 +28,10 @@ type requestInfo struct {
 	// meter reads the usage report of the response, for a step the holdout
 	// accounts for; nil otherwise.
 	meter *holdout.Meter
+	// rescue is set on an inspected request whose body the pipeline read,
+	// for the transport to retry it if the upstream refuses it for its
+	// length (see rescueTransport).
+	rescue *rescue
 }
 
 // isTimeout reports whether err is a deadline passing, such as a
