@@ -95,6 +95,9 @@ func writeMetrics(w io.Writer, metrics []holdout.Comparison) error {
 func figure(name string, v float64) string {
 	switch name {
 	case "usd":
+		if v < 0 {
+			return "-$" + strconv.FormatFloat(-v, 'f', 4, 64)
+		}
 		return "$" + strconv.FormatFloat(v, 'f', 4, 64)
 	case "repeat_share":
 		return strconv.FormatFloat(100*v, 'f', 1, 64) + "%"
