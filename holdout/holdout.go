@@ -182,10 +182,15 @@ type Step struct {
 	// input tokens when the upstream reports no usage.
 	SentBytes int
 	// Status is the upstream's HTTP status (or the gateway's, when no answer
-	// came); 400 and above counts as an upstream error.
+	// came; StatusClientGone when the client went away first); 400 and
+	// above counts as an upstream error, except StatusClientGone.
 	Status int
 	Usage  Usage
 }
+
+// StatusClientGone is the status of a step whose client went away before
+// the answer was whole (nginx's 499): the client's doing, no upstream error.
+const StatusClientGone = 499
 
 // bytesPerToken estimates input tokens from bytes when the upstream reports
 // none: about four bytes a token for English text and JSON.
@@ -329,7 +334,7 @@ func (c *Conversation) add(s Step, now time.Time, prices *pricing.Table) {
 	if s.Repeat {
 		c.RepeatSteps++
 	}
-	if s.Status >= 400 || s.Status == 0 {
+	if s.Status == 0 || s.Status >= 400 && s.Status != StatusClientGone {
 		c.Errors++
 	}
 	c.RetrieverUSD += s.RetrieverUSD

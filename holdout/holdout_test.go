@@ -80,28 +80,29 @@ func TestConversationCountsOnceQuiet(t *testing.T) {
 		{Model: "gpt-4.1", Agent: "codex", Status: 200, Usage: Usage{Input: 1000, CacheRead: 0, Output: 50, Reported: true}},
 		{Model: "gpt-4.1", Agent: "codex", Status: 200, Repeat: true, RetrieverUSD: 0.001, Usage: Usage{Input: 3000, CacheRead: 1000, Output: 50, Reported: true}},
 		{Model: "gpt-4.1", Agent: "codex", Status: 529, SentBytes: 4000},
+		{Model: "gpt-4.1", Agent: "codex", Status: StatusClientGone, Usage: Usage{Reported: true}},
 	}
 	for _, st := range steps {
 		h.Record(tk, st)
-		clk.now = clk.now.Add(30 * time.Second)
+		clk.now = clk.now.Add(20 * time.Second)
 	}
 	h.Sweep()
 	if len(s.ended) != 0 {
-		t.Fatalf("ended after 30 quiet seconds: %+v", s.ended)
+		t.Fatalf("ended after 20 quiet seconds: %+v", s.ended)
 	}
-	clk.now = clk.now.Add(30 * time.Second)
+	clk.now = clk.now.Add(40 * time.Second)
 	h.Sweep()
 	if len(s.ended) != 1 {
 		t.Fatalf("%d conversations ended after a quiet minute, want 1", len(s.ended))
 	}
 	got := s.ended[0]
 	want := Conversation{
-		Arm: tk.Arm, Model: "gpt-4.1", Agent: "codex", Steps: 3,
+		Arm: tk.Arm, Model: "gpt-4.1", Agent: "codex", Steps: 4,
 		InputTokens: 1000 + 3000 + 1000, CacheReadTokens: 1000, OutputTokens: 100,
 		EstimatedSteps: 1, RepeatSteps: 1, Errors: 1, RetrieverUSD: 0.001, Priced: true,
 		// gpt-4.1: $2 in, $8 out per million.
 		USD:   (5000*2+100*8)/1e6 + 0.001,
-		Start: time.Unix(1000, 0), End: time.Unix(1060, 0),
+		Start: time.Unix(1000, 0), End: time.Unix(1060, 0), // a client that went away is no upstream error
 	}
 	if math.Abs(got.USD-want.USD) > 1e-12 {
 		t.Errorf("USD %v, want %v", got.USD, want.USD)

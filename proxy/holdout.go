@@ -27,7 +27,7 @@ var _ Holdout = (*holdout.Holdout)(nil)
 func (s *Server) recordStep(r *http.Request, t holdout.Ticket, out pipeline.Outcome, sent int, status int) {
 	info := infoFrom(r.Context())
 	if info.clientGone.Load() {
-		status = statusClientClosed
+		status = holdout.StatusClientGone
 	}
 	step := holdout.Step{
 		Model:        t.Model,
