@@ -61,12 +61,14 @@ func (s *stat) add(x float64) {
 	s.m2 += d * (x - s.Mean)
 }
 
-// variance is the sample variance; zero below two values.
+// variance is the sample variance; zero below two values. Rounding can
+// leave m2 a hair below zero, which would make the interval NaN and the
+// dashboard's JSON unwritable.
 func (s stat) variance() float64 {
 	if s.N < 2 {
 		return 0
 	}
-	return s.m2 / float64(s.N-1)
+	return max(0, s.m2/float64(s.N-1))
 }
 
 // arm is what is known of one arm's conversations.

@@ -1,6 +1,7 @@
 package holdout
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 )
@@ -118,4 +119,31 @@ func TestTQuantile(t *testing.T) {
 			t.Errorf("t(0.975, %v) = %v, want %v", df, got, want)
 		}
 	}
+}
+
+// Whatever the conversations, the report is valid JSON for the dashboard and
+// every interval holds its difference.
+func FuzzReport(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8}, uint8(3))
+	f.Add([]byte{200, 200, 200, 200, 200, 200}, uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, heldEvery uint8) {
+		tally := NewTally(0.05)
+		for i, b := range data {
+			arm := Pruned
+			if heldEvery > 0 && i%int(heldEvery) == 0 {
+				arm = Held
+			}
+			tally.End(Conversation{Arm: arm, Model: string(rune('a' + b%3)), Steps: int(b % 7), InputTokens: int(b) * 997,
+				CacheReadTokens: int(b) * 13, USD: float64(b) / 3, Priced: b%5 != 0, RepeatSteps: int(b % 2), Errors: int(b % 3)})
+		}
+		r := tally.Report()
+		if _, err := json.Marshal(r); err != nil {
+			t.Fatalf("report does not encode: %v", err)
+		}
+		for _, m := range r.Metrics {
+			if m.Low > m.Diff+1e-9*math.Abs(m.Diff) || m.High < m.Diff-1e-9*math.Abs(m.Diff) || m.More < -1 {
+				t.Errorf("%s: %v not in [%v, %v], more %d", m.Name, m.Diff, m.Low, m.High, m.More)
+			}
+		}
+	})
 }
