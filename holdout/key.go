@@ -16,12 +16,20 @@ import (
 // arm is exactly this text; blocks that move between requests (Anthropic's
 // cache_control markers, images, tool calls) are not part of it.
 //
-// keyers says, per API, where that text is. A new API is one more entry; for
-// Gemini's generateContent that is geminiKey.
+// keyers says, per API, where that text is. A new API is one more entry
+// (Gemini's generateContent is geminiKey, registered below).
 var keyers = map[focusgate.API]func(body []byte) (instructions, firstUser string){
 	focusgate.Chat:      chatKey,
 	focusgate.Responses: responsesKey,
 	focusgate.Messages:  messagesKey,
+}
+
+// Gemini's generateContent joins keyers by its name, so that the entry holds
+// as soon as focusgate.APIs declares it, and no sooner.
+func init() {
+	if api, err := focusgate.ParseAPI("gemini"); err == nil {
+		keyers[api] = geminiKey
+	}
 }
 
 // conversationKey returns the text that identifies the conversation a body
