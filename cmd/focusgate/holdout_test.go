@@ -123,6 +123,10 @@ func TestHoldoutOnTheDashboard(t *testing.T) {
 			t.Errorf("input tokens: %+v", m)
 		}
 	}
+	// Per action model: one model, with conversations enough in both arms.
+	click(t, ctx, `#holdout-models details summary`)
+	textOf(t, ctx, `#holdout-models details[open] summary`, "gpt-4.1-2025-04-14")
+	textOf(t, ctx, `#holdout-models details[open] tr[data-metric=input_tokens] .verdict`, "pruning lowers it")
 	screenshot(t, ctx, dir, "holdout.png")
 
 	// The same figures offline, from the conversation lines of the log.
