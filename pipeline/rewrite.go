@@ -123,7 +123,10 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 // before it, as rewrite tells for a pruned one.
 func (p *Pipeline) heldOut(req Request, tab *budget.Tab) Outcome {
 	out := skipped(focusgate.Holdout)
-	read, err := p.opts.Finder.Read(req.Body, req.API, detect.Options{All: true, Reserve: tab.Acquire})
+	// A nil Finder remembers nothing: no page of a held-out conversation
+	// is kept, not even in the memory of pages seen.
+	var forgetful *detect.Finder
+	read, err := forgetful.Read(req.Body, req.API, detect.Options{All: true, Reserve: tab.Acquire})
 	if err != nil {
 		return out
 	}
