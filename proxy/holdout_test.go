@@ -90,6 +90,14 @@ func TestHeldOutRequestsGoWhole(t *testing.T) {
 	if n := len(rt.calls()); n != 0 {
 		t.Errorf("the retriever was called %d times for held-out requests", n)
 	}
+	// The upstream reported no usage: both steps are estimated from the
+	// bytes of the body, decoded.
+	h.Flush()
+	for _, m := range tally.Report().Metrics {
+		if want := float64(2 * (len(body) / 4)); m.Name == "input_tokens" && m.Holdout != want {
+			t.Errorf("estimated input tokens %v, want %v", m.Holdout, want)
+		}
+	}
 
 	pruned := pruningGateway(t, rt, withHoldout(0, &tally, &h))
 	resp = post(t, pruned.URL+"/v1/chat/completions", body, nil)

@@ -54,12 +54,13 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 		}
 		sizing := strings.HasSuffix(r.URL.Path, "/count_tokens")
 		var ticket holdout.Ticket
+		sent := len(body) // decoded: what estimates the step's tokens
 		if out.Status == "" && s.opts.Holdout != nil {
 			// The arm is decided before anything else is done to the body.
 			ticket = s.opts.Holdout.Assign(api, body)
 			if ticket.OK && !sizing {
 				infoFrom(r.Context()).meter = &holdout.Meter{}
-				defer func() { s.recordStep(r, ticket, out, len(body), c.Writer.Status()) }()
+				defer func() { s.recordStep(r, ticket, out, sent, c.Writer.Status()) }()
 			}
 		}
 		held := ticket.Arm == holdout.Held
@@ -75,6 +76,7 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				Holdout:    held,
 			}
 			body, out = s.opts.Pipeline.Rewrite(r.Context(), req)
+			sent = len(body)
 			switch {
 			case held && enc != "" && r.Header.Get("Content-Encoding") == "":
 				// A held-out body goes as it came, compressed too.
