@@ -63,3 +63,13 @@ func (m *Metrics) End(c Conversation) {
 	m.errors.WithLabelValues(a).Add(float64(c.Errors))
 	m.repeats.WithLabelValues(a).Add(float64(c.RepeatSteps))
 }
+
+// RegisterOpen exposes how many conversations h is following, read when
+// scraped: against FOCUSGATE_HOLDOUT_MAX_OPEN, it says whether conversations
+// are being ended early for room.
+func RegisterOpen(reg prometheus.Registerer, h *Holdout) {
+	promauto.With(reg).NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "focusgate_conversations_open",
+		Help: "Conversations being followed for the holdout comparison, not yet ended (at most FOCUSGATE_HOLDOUT_MAX_OPEN).",
+	}, func() float64 { return float64(h.Open()) })
+}

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/focusgate/focusgate"
 )
 
 // Each conversation that ended is counted by arm, and its steps, input
@@ -11,6 +13,9 @@ import (
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
+	h := New(Options{Share: 0.5})
+	RegisterOpen(reg, h)
+	h.Record(h.Assign(focusgate.Chat, chatBody(1, "")), Step{Model: "m", Status: 200})
 	m.End(Conversation{Arm: Pruned, Steps: 4, InputTokens: 5000, USD: 0.02, Priced: true, Errors: 1, RepeatSteps: 2})
 	m.End(Conversation{Arm: Held, Steps: 6, InputTokens: 9000})
 	mfs, err := reg.Gather()
@@ -20,8 +25,13 @@ func TestMetrics(t *testing.T) {
 	got := map[string]float64{}
 	for _, mf := range mfs {
 		for _, s := range mf.GetMetric() {
-			key := mf.GetName() + "{" + s.GetLabel()[0].GetValue() + "}"
+			key := mf.GetName()
+			if len(s.GetLabel()) > 0 {
+				key += "{" + s.GetLabel()[0].GetValue() + "}"
+			}
 			switch {
+			case s.GetGauge() != nil:
+				got[key] = s.GetGauge().GetValue()
 			case s.GetCounter() != nil:
 				got[key] = s.GetCounter().GetValue()
 			case s.GetHistogram() != nil:

@@ -35,6 +35,7 @@ func newHoldout(cfg config.Config, reg prometheus.Registerer, prices *pricing.Ta
 		Prices:  prices,
 		Sinks:   []holdout.Sink{holdout.NewMetrics(reg), tally, holdout.Log{Logger: log}},
 	})
+	holdout.RegisterOpen(reg, h)
 	log.Info("holdout: a share of conversations is sent whole, at full price, for comparison",
 		"share", cfg.Holdout, "idle", cfg.HoldoutIdle)
 	return &split{Holdout: h, tally: tally}
