@@ -100,9 +100,9 @@ func chatKey(body []byte) (string, string) {
 // conversation (the API's conversation object) is known by that id; others
 // by their instructions, the system and developer items before the first
 // user item, and that item's text. A request chained to an earlier one with
-// previous_response_id carries only its new items: it is known by what it
-// carries, so such an agent's steps stay in one arm only if it repeats its
-// first user item (see README, "Holdout").
+// previous_response_id carries only its new items: it is known by the first
+// user item it carries, and by nothing when it carries none (see README,
+// "Holdout").
 func responsesKey(body []byte) (string, string) {
 	conv := gjson.GetBytes(body, "conversation")
 	if id := conv.Get("id").String(); id != "" {
@@ -127,6 +127,11 @@ func responsesKey(body []byte) (string, string) {
 		}
 		return true
 	})
+	if first == "" && gjson.GetBytes(body, "previous_response_id").String() != "" {
+		// A chained step without its first turn: its instructions alone
+		// would lump every conversation of the agent into one.
+		return "", ""
+	}
 	return strings.Join(system, "\n"), first
 }
 

@@ -100,6 +100,17 @@ func TestNoKey(t *testing.T) {
 			t.Errorf("%s: key %q, want none", name, key)
 		}
 	}
+	// A Responses step chained to the one before without its first turn:
+	// its instructions alone would make all of the agent's conversations
+	// one.
+	chained := `{"instructions":"You browse.","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"a","output":"ok"}]}`
+	if key, ok := conversationKey(focusgate.Responses, []byte(chained)); ok {
+		t.Errorf("chained step: key %q, want none", key)
+	}
+	withTurn := `{"instructions":"You browse.","previous_response_id":"resp_1","input":[{"role":"user","content":"Go on."}]}`
+	if _, ok := conversationKey(focusgate.Responses, []byte(withTurn)); !ok {
+		t.Error("a chained step with a user turn has no key")
+	}
 }
 
 // The recorded AgentLab request keys on its system prompt and goal, not on
