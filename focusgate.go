@@ -173,6 +173,7 @@ const (
 	NotCached      Reason = "not-cached"       // an older page with no stored selection, left as it came
 	Relook         Reason = "re-look"          // the agent looked at the page it was just shown pruned again: sent whole
 	BypassModel    Reason = "bypass-model"     // the action model matches FOCUSGATE_BYPASS_MODELS
+	Holdout        Reason = "holdout"          // the conversation is in the holdout (FOCUSGATE_HOLDOUT): sent whole from its first request to its last, for comparison
 )
 
 // Reasons for FailedOpen; Shutdown also skips requests that arrive while

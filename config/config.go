@@ -61,6 +61,10 @@ type Config struct {
 	ContextWindowsFile string            `env:"CONTEXT_WINDOWS_FILE" help:"a JSON file of context windows, same shape as FOCUSGATE_CONTEXT_WINDOWS (applied first)"`
 	ExpectedReduction  float64           `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
 	SkipUneconomic     bool              `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
+	Holdout            float64           `env:"HOLDOUT" envDefault:"0" help:"share of conversations (0 to 1) sent whole from their first request to their last, for the per-arm comparison on the dashboard (X-Focusgate-Status: skipped; reason=holdout); they cost their full price"`
+	HoldoutKey         string            `env:"HOLDOUT_KEY" help:"key of the hash that puts conversations in arms, the same on every replica (default: a built-in constant; set one to draw a new split)"`
+	HoldoutIdle        time.Duration     `env:"HOLDOUT_IDLE" envDefault:"10m" help:"how long a conversation goes without a request before it counts as ended, for the holdout comparison"`
+	HoldoutMaxOpen     int               `env:"HOLDOUT_MAX_OPEN" envDefault:"100000" help:"cap on conversations accounted for at once; past it the one quiet longest counts as ended"`
 	UI                 bool              `env:"UI" envDefault:"true" help:"serve the dashboard at /ui (from loopback; elsewhere with FOCUSGATE_ADMIN_KEY)"`
 	UICapture          bool              `env:"UI_CAPTURE" envDefault:"false" help:"keep the page text of recent requests in memory for the dashboard's detail view"`
 	UIMaxRequests      int               `env:"UI_MAX_REQUESTS" envDefault:"1000" help:"how many recent requests the dashboard keeps in memory"`
@@ -197,6 +201,15 @@ func (c Config) Validate() error {
 	}
 	if c.ExpectedReduction <= 0 || c.ExpectedReduction > 1 {
 		bad("EXPECTED_REDUCTION", "must be in (0, 1], got %v", c.ExpectedReduction)
+	}
+	if c.Holdout < 0 || c.Holdout > 1 {
+		bad("HOLDOUT", "must be a share from 0 to 1, got %v", c.Holdout)
+	}
+	if c.HoldoutIdle <= 0 {
+		bad("HOLDOUT_IDLE", "must be a positive duration, got %s", c.HoldoutIdle)
+	}
+	if c.HoldoutMaxOpen <= 0 {
+		bad("HOLDOUT_MAX_OPEN", "must be positive, got %d", c.HoldoutMaxOpen)
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("MAX_BODY_BYTES", "must be positive, got %d", c.MaxBodyBytes)

@@ -32,6 +32,10 @@ type Outcome struct {
 	// Relook says the newest page was a re-look: the agent looked again at
 	// the page it had just been shown pruned, and got it whole.
 	Relook bool
+	// Repeated says the newest page is the same as the page before it,
+	// whether it was pruned or not: the share of such steps is compared
+	// between the pruned arm and the holdout.
+	Repeated bool
 	// Rescue is set on a request pruned whole because it did not fit its
 	// model's context window: Rescued when a page was pruned, else
 	// NothingToPrune. RescuedEarly says the window table foresaw it, before

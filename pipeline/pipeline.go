@@ -110,6 +110,10 @@ type Request struct {
 	// it came, since a count of anything but what the client sent would
 	// break its own limits. A conversation is counted as it would be sent.
 	Sizing bool
+	// Holdout says the request's conversation is in the holdout: its body
+	// goes as it came, and is only read for the comparison of the arms
+	// (its model, and whether its newest page repeats the one before).
+	Holdout bool
 	// Rescue asks for every page of the conversation pruned: the upstream
 	// refused the request as longer than its model's context window. Older
 	// pages without a stored selection are asked of the retriever, in

@@ -44,6 +44,9 @@ type plan struct {
 func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan, Outcome, bool) {
 	pl := plan{api: req.API, retrieval: p.retrievals[req.API], mode: p.opts.Mode, variant: p.opts.Variant,
 		rescue: req.Rescue && !req.Sizing, sizing: req.Sizing}
+	if req.Holdout {
+		return pl, p.heldOut(req, tab), false
+	}
 	if pl.retrieval.ClientKey {
 		pl.credential = req.Credential
 	}
@@ -115,6 +118,25 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 	return pl, Outcome{}, true
 }
 
+// heldOut reads a held-out request for the comparison of the arms, without
+// pruning anything: its model, and whether its newest page repeats the page
+// before it, as rewrite tells for a pruned one.
+func (p *Pipeline) heldOut(req Request, tab *budget.Tab) Outcome {
+	out := skipped(focusgate.Holdout)
+	// A nil Finder remembers nothing: no page of a held-out conversation
+	// is kept, not even in the memory of pages seen.
+	var forgetful *detect.Finder
+	read, err := forgetful.Read(req.Body, req.API, detect.Options{All: true, Reserve: tab.Acquire})
+	if err != nil {
+		return out
+	}
+	out.Model = read.Model
+	if obs := read.Observations; len(obs) > 1 {
+		out.Repeated = obs[len(obs)-1].Text == obs[len(obs)-2].Text
+	}
+	return out
+}
+
 // modelChecks says whether a model can keep a request from being pruned:
 // bypass patterns are set, or uneconomic models are skipped (never for the
 // defender prompt, chosen for safety, not savings).
@@ -175,7 +197,8 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 	}
 	newest := len(pages) - 1
 
-	out := Outcome{Model: pl.model, Mode: pl.mode, Variant: pl.variant, Pages: pages}
+	out := Outcome{Model: pl.model, Mode: pl.mode, Variant: pl.variant, Pages: pages,
+		Repeated: newest > 0 && pages[newest].Observation.Text == pages[newest-1].Observation.Text}
 	// The newest observation is folded in first, so that a request with
 	// nothing pruned reports the newest's reason.
 	out.add(pages[newest].Result)

@@ -32,9 +32,10 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		// client as the upstream produces them, and it leaves an answer of
 		// known length to the server's buffer, which saves a write system
 		// call and a flush per request.
-		FlushInterval: 0,
-		ErrorHandler:  s.upstreamError,
-		BufferPool:    copyBuffers{},
+		FlushInterval:  0,
+		ErrorHandler:   s.upstreamError,
+		ModifyResponse: s.meterResponse,
+		BufferPool:     copyBuffers{},
 	}
 }
 

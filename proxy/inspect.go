@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/pipeline"
 )
 
@@ -31,7 +32,8 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 		}
 
 		body, out := raw, pipeline.Outcome{API: api}
-		if enc := r.Header.Get("Content-Encoding"); enc != "" {
+		enc := r.Header.Get("Content-Encoding")
+		if enc != "" {
 			decoded, charged, err := decode(raw, enc, s.opts.MaxBodyBytes, s.opts.Memory)
 			switch {
 			case errors.Is(err, errBodyTooLarge):
@@ -50,6 +52,18 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				r.Header.Del("Content-Encoding")
 			}
 		}
+		sizing := strings.HasSuffix(r.URL.Path, "/count_tokens")
+		var ticket holdout.Ticket
+		sent := len(body) // decoded: what estimates the step's tokens
+		if out.Status == "" && s.opts.Holdout != nil {
+			// The arm is decided before anything else is done to the body.
+			ticket = s.opts.Holdout.Assign(api, body)
+			if ticket.OK && !sizing {
+				infoFrom(r.Context()).meter = &holdout.Meter{}
+				defer func() { s.recordStep(r, ticket, out, sent, c.Writer.Status()) }()
+			}
+		}
+		held := ticket.Arm == holdout.Held
 		var rs *rescue
 		if out.Status == "" && s.opts.Pipeline != nil {
 			req := pipeline.Request{
@@ -58,10 +72,21 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				Mode:       r.Header.Get(HeaderMode),
 				Prompt:     r.Header.Get(HeaderPrompt),
 				Credential: credential(r.Header),
-				Sizing:     strings.HasSuffix(r.URL.Path, "/count_tokens"),
+				Sizing:     sizing,
+				Holdout:    held,
 			}
 			body, out = s.opts.Pipeline.Rewrite(r.Context(), req)
-			if !req.Sizing {
+			sent = len(body)
+			switch {
+			case held && enc != "" && r.Header.Get("Content-Encoding") == "":
+				// A held-out body goes as it came, compressed too.
+				body = raw
+				r.Header.Set("Content-Encoding", enc)
+			case held, req.Sizing:
+				// A held-out conversation is not rescued from its
+				// context window either: its overflows are part of the
+				// comparison.
+			default:
 				rs = &rescue{req: req, sent: len(body), header: c.Writer.Header(), out: out}
 				infoFrom(r.Context()).rescue = rs
 			}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+
+	"github.com/focusgate/focusgate/holdout"
 )
 
 // requestInfo is what the handlers tell the access log about a request
@@ -23,6 +25,9 @@ type requestInfo struct {
 	bodyTimedOut atomic.Bool
 	// dialect is the API the request speaks, set before the handler runs.
 	dialect dialect
+	// meter reads the usage report of the response, for a step the holdout
+	// accounts for; nil otherwise.
+	meter *holdout.Meter
 	// rescue is set on an inspected request whose body the pipeline read,
 	// for the transport to retry it if the upstream refuses it for its
 	// length (see rescueTransport).

@@ -75,7 +75,11 @@ type Options struct {
 	// Dashboard, when set, is served at /ui and told about every inspected
 	// request; nil leaves /ui to the upstream like any other path.
 	Dashboard Dashboard
-	Logger    *slog.Logger
+	// Holdout, when set, puts each conversation in the pruned arm or the
+	// holdout (sent whole) and accounts for both; nil prunes every
+	// conversation.
+	Holdout Holdout
+	Logger  *slog.Logger
 }
 
 // Check reports the health of a dependency: nil when it is fine.

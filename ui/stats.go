@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/holdout"
 	"slices"
 	"sync"
 	"time"
@@ -364,6 +365,9 @@ type Overview struct {
 	Keys    []Row     `json:"keys"`
 	Formats []Row     `json:"formats"`
 	Ring    RingUsage `json:"ring"`
+	// Holdout compares the conversations of the pruned arm with those sent
+	// whole; absent without FOCUSGATE_HOLDOUT.
+	Holdout *holdout.Report `json:"holdout,omitempty"`
 }
 
 // RingUsage says how full the ring of recent requests is.

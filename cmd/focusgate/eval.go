@@ -45,8 +45,9 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		asJSON      bool
 		model       string
 		concurrency int
+		logFile     string
 	)
-	cfg, fs, err := parseFlags("eval", "eval [--data FILE.jsonl[.gz]] [--strategy llm,truncate,bm25] [--budget TOKENS[,TOKENS...]] [--limit N] [--json] [flags]",
+	cfg, fs, err := parseFlags("eval", "eval [--data FILE.jsonl[.gz]] [--strategy llm,truncate,bm25] [--budget TOKENS[,TOKENS...]] [--limit N] [--json] [flags]\n   or: eval --conversations GATEWAY.log[.gz] [--json]",
 		args, getenv, stdout, func(fs *flag.FlagSet) {
 			fs.StringVar(&data, "data", "", "recorded agent steps, JSONL, gzip-compressed or plain (default "+defaultTraces+" when it exists)")
 			fs.Func("strategy", "strategies to compare, comma-separated or repeated: llm, truncate, bm25 (default llm,truncate,bm25 with an API key, else truncate,bm25)", func(s string) error {
@@ -73,6 +74,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 			fs.BoolVar(&asJSON, "json", false, "write the results to stdout as JSON instead of a table")
 			fs.StringVar(&model, "model", "gpt-4.1", "the action model, whose tokenizer counts tokens and whose input price values the saving")
 			fs.IntVar(&concurrency, "concurrency", 8, "steps evaluated at once, which bounds the retriever calls in flight")
+			fs.StringVar(&logFile, "conversations", "", "instead of traces, compare the pruned arm with the holdout (FOCUSGATE_HOLDOUT) from the conversation lines of a gateway log, text or JSON, gzip-compressed or plain")
 		})
 	if err != nil {
 		return err
@@ -84,6 +86,8 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("--limit must not be negative, got %d", limit)
 	case concurrency < 1:
 		return fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)
+	case logFile != "":
+		return compareConversations(logFile, asJSON, stdout, stderr)
 	}
 
 	// As for `focusgate prune`, a command-line user's own key of the

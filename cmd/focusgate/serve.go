@@ -97,9 +97,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		redisStats = pr.redis.Stats
 	}
 
+	split := newHoldout(cfg, registry, pr.prices, log)
 	var dashboard proxy.Dashboard
 	if cfg.UI {
 		dashboard = ui.New(ui.Options{
+			Holdout:     split.report(),
 			Capture:     cfg.UICapture,
 			MaxRequests: cfg.UIMaxRequests,
 			MaxBytes:    cfg.UIMaxBytes,
@@ -122,6 +124,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		RedisStats:        redisStats,
 		Checks:            checks,
 		Dashboard:         dashboard,
+		Holdout:           split.gateway(),
 		Logger:            log,
 	})
 	if clientKeys != nil {
@@ -146,6 +149,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg),
 		"dashboard", dashboardState(cfg), "tracing", tracing)
 
+	if split != nil {
+		go split.Run(ctx)
+		// Conversations still open count as ended when the gateway stops.
+		defer split.Flush()
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
