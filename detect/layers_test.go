@@ -1,0 +1,287 @@
+package detect
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/focusgate/focusgate"
+)
+
+// escapeJSON escapes s for the inside of a JSON string as the gateway
+// writes a pruned tree back (and as JSON.stringify does): <, > and & stay.
+func escapeJSON(t testing.TB, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(b.String(), "\"\n")[1:]
+}
+
+// wrapper is one way a client wraps a tool output, applied to text.
+type wrapper struct {
+	name string
+	wrap func(t testing.TB, text string) string
+	cut  bool // cuts text out of the page: it is found in pieces, or in part
+}
+
+// numbered writes text as a file read: each line after its number, the
+// first numbered first.
+func numbered(text, format string, first int) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = fmt.Sprintf(format, first+i) + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// middleCut cuts out the middle of text, as a harness does with a long
+// output, and puts marker where it cut, on a line of its own unless inline.
+func middleCut(text, marker string, inline bool) string {
+	n := len(text)
+	from, to := n*2/5, n*3/5
+	if inline {
+		return text[:from] + marker + text[to:]
+	}
+	return text[:from] + "\n" + marker + "\n" + text[to:]
+}
+
+// wrappers are the shapes of issue 27, as their clients write them.
+var wrappers = []wrapper{
+	{name: "Claude Code Read", wrap: func(_ testing.TB, s string) string { return numbered(s, "%d\t", 1) }},
+	{name: "cat -n from line 40", wrap: func(_ testing.TB, s string) string { return numbered(s, "%6d\t", 40) }},
+	{name: "arrow", wrap: func(_ testing.TB, s string) string { return numbered(s, "%6d→", 1) }},
+	{name: "opencode read", wrap: func(_ testing.TB, s string) string {
+		n := strings.Count(s, "\n") + 1
+		return "<path>/tmp/tool-output/mcp_1.txt</path>\n<type>file</type>\n<content>\n" + numbered(s, "%d: ", 1) +
+			fmt.Sprintf("\n\n(End of file - total %d lines)\n</content>", n)
+	}},
+	{name: "envelope on the first line, old opencode gutter", wrap: func(_ testing.TB, s string) string {
+		return "<path>/tmp/x</path><type>file</type><content>" + numbered(s, "%05d| ", 1) + "\n</content>"
+	}},
+	{name: "JSON.stringify of the MCP content", wrap: func(t testing.TB, s string) string {
+		return `[{"type":"text","text":"` + escapeJSON(t, s) + `"}]`
+	}},
+	{name: "saved JSON file, indented", wrap: func(t testing.TB, s string) string {
+		return "[\n  {\n    \"type\": \"text\",\n    \"text\": \"" + escapeJSON(t, s) + "\"\n  }\n]"
+	}},
+	{name: "JSON cut before its end", cut: true, wrap: func(t testing.TB, s string) string {
+		e := escapeJSON(t, s)
+		return `{"content":[{"type":"text","text":"` + e[:len(e)-len(e)/20]
+	}},
+	{name: "Claude Code's system-reminder after the output", wrap: func(_ testing.TB, s string) string {
+		return s + "\n\n<system-reminder>\n<total_tokens>981234 tokens left</total_tokens>\n</system-reminder>"
+	}},
+	{name: "a header and a footer", wrap: func(_ testing.TB, s string) string {
+		return "Showing lines 1-4000 of 9000 total lines.\n\n---\n\n" + s + "\n\n---\nUse offset=4001 to continue."
+	}},
+	{name: "Codex cut", cut: true, wrap: func(_ testing.TB, s string) string {
+		return middleCut(s, "…4210 tokens truncated…", true)
+	}},
+	{name: "Gemini CLI cut", cut: true, wrap: func(_ testing.TB, s string) string {
+		return middleCut(s, "... [18230 characters omitted] ...", false)
+	}},
+	{name: "opencode cut", cut: true, wrap: func(_ testing.TB, s string) string {
+		return middleCut(s, "...51234 bytes truncated...", false)
+	}},
+	{name: "Cline cut", cut: true, wrap: func(_ testing.TB, s string) string {
+		return middleCut(s, "...[truncated 24310 chars]...", false)
+	}},
+}
+
+// layerPages are the real pages the wrappers go around: the shared
+// accessibility trees and every format's fixture.
+func layerPages(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(sharedAXTrees, "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range registry {
+		files = append(files, filepath.Join("testdata/formats", f.fixture))
+	}
+	pages := make([]string, len(files))
+	for i, f := range files {
+		pages[i] = strings.TrimRight(readFile(t, f), "\n")
+	}
+	return pages
+}
+
+// checkWrapped verifies what detection finds in w, page wrapped by stack:
+// every tree found is put back byte for byte when it is written back
+// unchanged through its layers, no tree holds a cut marker, and, when
+// nothing cut the page, each of the page's trees is found whole.
+func checkWrapped(t *testing.T, page, w string, stack []wrapper) []hit {
+	t.Helper()
+	hits := findTrees(w)
+	prev := 0
+	for _, h := range hits {
+		if h.at.start < prev || h.at.end < h.at.start || h.at.end > len(w) {
+			t.Fatalf("tree at %d..%d after %d in %d bytes", h.at.start, h.at.end, prev, len(w))
+		}
+		prev = h.at.end
+		tree := h.text[h.block.Start:h.block.End]
+		checkLines(t, h.block, tree)
+		back := tree
+		for range h.nested {
+			back = escapeJSON(t, back)
+		}
+		if got := w[h.at.start:h.at.end]; got != back {
+			t.Fatalf("a %s tree nested %d does not go back exactly: %.120q, the text has %.120q", h.block.Format, h.nested, back, got)
+		}
+		if h.nested == 0 && (h.block.Start != h.at.start || h.block.End != h.at.end || h.text != w) {
+			t.Fatalf("a tree at the surface is at %d..%d, its block %d..%d", h.at.start, h.at.end, h.block.Start, h.block.End)
+		}
+		if m := cutMarker.FindStringIndex(w[h.at.start:h.at.end]); m != nil {
+			t.Fatalf("a tree holds the cut marker %q", w[h.at.start+m[0]:h.at.start+m[1]])
+		}
+	}
+	if slices.ContainsFunc(stack, func(w wrapper) bool { return w.cut }) {
+		return hits
+	}
+	for _, b := range Blocks(page) {
+		if !slices.ContainsFunc(hits, func(h hit) bool { return sameElements(h.block, b) }) {
+			t.Fatalf("the page's %s tree of %d lines is not found in %d trees", b.Format, len(b.Lines), len(hits))
+		}
+	}
+	return hits
+}
+
+// sameElements says whether two blocks hold the same elements.
+func sameElements(a, b Block) bool {
+	return slices.EqualFunc(a.Lines, b.Lines, func(x, y focusgate.Line) bool {
+		return x.BID == y.BID && x.Role == y.Role && x.Depth == y.Depth
+	})
+}
+
+// The shapes of issue 27, one wrapper at a time and in the combinations
+// real clients make, around every fixture page.
+func TestLayers(t *testing.T) {
+	by := map[string]wrapper{}
+	for _, w := range wrappers {
+		by[w.name] = w
+	}
+	stacks := [][]string{
+		{"Claude Code Read"}, {"cat -n from line 40"}, {"arrow"}, {"opencode read"},
+		{"envelope on the first line, old opencode gutter"},
+		{"JSON.stringify of the MCP content"}, {"JSON cut before its end"},
+		{"Claude Code's system-reminder after the output"}, {"a header and a footer"},
+		{"Codex cut"}, {"Gemini CLI cut"}, {"opencode cut"},
+		// Claude Code and the Agent SDK read back a saved multi-part result.
+		{"saved JSON file, indented", "Claude Code Read", "Claude Code's system-reminder after the output"},
+		// Cline: the MCP result as escaped JSON, middle-cut.
+		{"JSON.stringify of the MCP content", "Cline cut"},
+		// opencode saves a cut output and reads it back.
+		{"opencode cut", "opencode read"},
+		// A page stringified twice, then read back from a file.
+		{"JSON.stringify of the MCP content", "JSON.stringify of the MCP content", "cat -n from line 40"},
+		{"Gemini CLI cut", "JSON cut before its end", "a header and a footer"},
+	}
+	pages := layerPages(t)
+	for _, names := range stacks {
+		t.Run(strings.Join(names, "+"), func(t *testing.T) {
+			stack := make([]wrapper, len(names))
+			for i, n := range names {
+				stack[i] = by[n]
+			}
+			for _, page := range pages {
+				w := page
+				for _, l := range stack {
+					w = l.wrap(t, w)
+				}
+				if hits := checkWrapped(t, page, w, stack); len(hits) == 0 {
+					t.Fatalf("no tree found in %.200q", w)
+				}
+			}
+		})
+	}
+}
+
+// Random stacks of wrappers around the fixture pages: every tree found goes
+// back exactly, and a page that was not cut is found whole.
+func FuzzLayers(f *testing.F) {
+	f.Add(uint8(0), []byte{0})
+	f.Add(uint8(3), []byte{6, 0, 8})
+	f.Add(uint8(7), []byte{5, 13})
+	f.Add(uint8(12), []byte{12, 3})
+	f.Add(uint8(15), []byte{5, 5, 1})
+	pages := layerPages(f)
+	f.Fuzz(func(t *testing.T, pick uint8, ops []byte) {
+		if len(ops) > 4 {
+			ops = ops[:4]
+		}
+		page := pages[int(pick)%len(pages)]
+		w := page
+		var stack []wrapper
+		for _, op := range ops {
+			l := wrappers[int(op)%len(wrappers)]
+			stack = append(stack, l)
+			w = l.wrap(t, w)
+		}
+		checkWrapped(t, page, w, stack)
+	})
+}
+
+// Claude Code reads back a saved result whose JSON holds the page more
+// than once on one escaped line (issue 30, defect 6), in one part or in
+// several: each copy is a tree of its own, in the coordinates of the
+// message, and the goal is found around them without a panic.
+func TestRepeatedPageOnOneEscapedLine(t *testing.T) {
+	page := "### Page\n```yaml\n" + playwrightTree + "\n```\n"
+	for _, parts := range [][]map[string]string{
+		{{"type": "text", "text": page + page}},
+		{{"type": "text", "text": page}, {"type": "text", "text": page}},
+	} {
+		file, _ := json.Marshal(parts)
+		lines := "[\n" + string(file)[1:len(file)-1] + "\n]"
+		for _, read := range []string{
+			numbered(string(file), "%d\t", 1),
+			numbered(lines, "%d\t", 1),
+			numbered(lines, "%6d\t", 1) + "\n\n<system-reminder>\nx\n</system-reminder>",
+		} {
+			body := mustJSON(t, map[string]any{"messages": []any{
+				map[string]any{"role": "user", "content": "Save the form."},
+				map[string]any{"role": "tool", "tool_call_id": "c1", "content": read},
+			}})
+			obs, err := Find(body, focusgate.Chat, Options{All: true})
+			if err != nil || len(obs) != 2 {
+				t.Fatalf("Find = %d observations, %v; want the two copies", len(obs), err)
+			}
+			for _, o := range obs {
+				if o.Text != playwrightTree || o.Nested != 1 || o.Goal != "Save the form." {
+					t.Errorf("observation nested %d, goal %q: %.80q", o.Nested, o.Goal, o.Text)
+				}
+				checkRaw(t, body, o)
+			}
+			if obs[0].RawEnd > obs[1].RawStart {
+				t.Errorf("the copies overlap: %d..%d and %d..%d", obs[0].RawStart, obs[0].RawEnd, obs[1].RawStart, obs[1].RawEnd)
+			}
+		}
+	}
+}
+
+// Lines that look like a cut marker but are not one of a client's are text.
+func TestCutMarkers(t *testing.T) {
+	for s, want := range map[string]bool{
+		"…4210 tokens truncated…":            true,
+		"... [18230 characters omitted] ...": true,
+		"...51234 bytes truncated...":        true,
+		"...12 lines truncated...":           true,
+		"...[truncated 24310 chars]...":      true,
+		"...output truncated...":             true,
+		"the output was truncated":           false,
+		"[truncated]":                        false,
+		"3 characters omitted":               false,
+	} {
+		if got := cutMarker.MatchString(s); got != want {
+			t.Errorf("%q: marker %v, want %v", s, got, want)
+		}
+	}
+}
