@@ -136,18 +136,24 @@ func (n *numbers) lift(h hit, s string) (hit, bool) {
 		return h, true
 	}
 	b := h.block
+	// A tree starts at the number of its first line, unless it starts
+	// after an envelope on that line: then that number stays outside too.
 	first := n.line(b.Start)
+	start, number := n.starts[first], n.gutters[first]
 	if n.plains[first] != b.Start {
-		return h, false
+		start, number = n.toRead(b.Start), 0
 	}
-	start := n.starts[first]
 	lines := make([]focusgate.Line, len(b.Lines))
 	for i, l := range b.Lines {
-		k := n.line(b.Start + l.Start)
-		if n.plains[k] != b.Start+l.Start {
-			return h, false
+		at := start
+		if i > 0 {
+			k := n.line(b.Start + l.Start)
+			if n.plains[k] != b.Start+l.Start {
+				return h, false
+			}
+			at, number = n.starts[k], n.gutters[k]
 		}
-		l.Start, l.End, l.Gutter = n.starts[k]-start, n.toRead(b.Start+l.End)-start, n.gutters[k]+l.Gutter
+		l.Start, l.End, l.Gutter = at-start, n.toRead(b.Start+l.End)-start, number+l.Gutter
 		lines[i] = l
 	}
 	b.Start, b.End, b.Lines = start, n.toRead(b.End), lines
