@@ -10,11 +10,11 @@ import (
 // it stays as it came, and each half is searched as a text of its own, so a
 // page cut in two is pruned as two trees.
 var cutMarkers = []string{
-	`…\d[\d,]* tokens truncated…`,                     // Codex, inside the line it joins the two halves into
-	`\.\.\. ?\[\d[\d,]* characters omitted\] ?\.\.\.`, // Gemini CLI
-	`\.\.\.\d[\d,]* (?:bytes|lines) truncated\.\.\.`,  // opencode, before its footer or after its header
-	`\.\.\.output truncated\.\.\.`,                    // opencode's shell tool
-	`\.\.\.\[truncated \d[\d,]* chars\]\.\.\.`,        // Cline, in the middle of a JSON text it cut
+	`…\d[\d,]* tokens truncated…`,                                    // Codex, inside the line it joins the two halves into
+	`\.\.\. ?\[[\d,.\x{a0}\x{202f}' ]+ characters omitted\] ?\.\.\.`, // Gemini CLI, the count as the user's locale writes it
+	`\.\.\.\d[\d,]* (?:bytes|lines) truncated\.\.\.`,                 // opencode, before its footer or after its header
+	`\.\.\.output truncated\.\.\.`,                                   // opencode's shell tool
+	`\.\.\.\[truncated \d[\d,]* chars\]\.\.\.`,                       // Cline, in the middle of a JSON text it cut
 }
 
 // cutMarker matches any of cutMarkers.

@@ -270,15 +270,17 @@ func TestRepeatedPageOnOneEscapedLine(t *testing.T) {
 // Lines that look like a cut marker but are not one of a client's are text.
 func TestCutMarkers(t *testing.T) {
 	for s, want := range map[string]bool{
-		"…4210 tokens truncated…":            true,
-		"... [18230 characters omitted] ...": true,
-		"...51234 bytes truncated...":        true,
-		"...12 lines truncated...":           true,
-		"...[truncated 24310 chars]...":      true,
-		"...output truncated...":             true,
-		"the output was truncated":           false,
-		"[truncated]":                        false,
-		"3 characters omitted":               false,
+		"…4210 tokens truncated…":             true,
+		"... [18230 characters omitted] ...":  true,
+		"... [12,345 characters omitted] ...": true,
+		"... [12 345 characters omitted] ...": true,
+		"...51234 bytes truncated...":         true,
+		"...12 lines truncated...":            true,
+		"...[truncated 24310 chars]...":       true,
+		"...output truncated...":              true,
+		"the output was truncated":            false,
+		"[truncated]":                         false,
+		"3 characters omitted":                false,
 	} {
 		if got := cutMarker.MatchString(s); got != want {
 			t.Errorf("%q: marker %v, want %v", s, got, want)
