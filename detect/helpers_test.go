@@ -262,6 +262,20 @@ func checkRaw(t testing.TB, body []byte, o Observation) {
 	if utf8.ValidString(o.Text) && text != o.Text {
 		t.Fatalf("raw span decodes to %.80q..., Text is %.80q...", text, o.Text)
 	}
+	lines, _, ok := o.RawLines(body[o.RawStart:o.RawEnd])
+	if want := strings.Split(o.Text, "\n"); !ok || len(lines) != len(want) {
+		t.Fatalf("RawLines gives %d lines (%v), the text has %d", len(lines), ok, len(want))
+	} else {
+		for k, line := range lines {
+			dec := line
+			for range o.Nested + 1 {
+				dec = unquote([]byte(dec))
+			}
+			if dec != want[k] {
+				t.Fatalf("raw line %d %q decodes to %q, the text's is %q", k, line, dec, want[k])
+			}
+		}
+	}
 	if o.Nested == 0 {
 		if got := unquote(body[o.RawStart:o.RawEnd]); got != o.Text {
 			t.Fatalf("raw span unquotes to %.80q..., Text is %.80q...", got, o.Text)

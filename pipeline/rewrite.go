@@ -186,7 +186,11 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 	for _, pg := range pages {
 		if pg.Result.Status == focusgate.Pruned {
 			o := pg.Observation
-			edits = append(edits, edit{start: o.RawStart, end: o.RawEnd, text: pg.Result.Text, nested: o.Nested})
+			edits = append(edits, edit{start: o.RawStart, end: o.RawEnd, text: pg.Result.Text, nested: o.Nested,
+				lines: func() (string, []string, string, bool) {
+					lines, newline, ok := o.RawLines(body[o.RawStart:o.RawEnd])
+					return o.Text, lines, newline, ok
+				}})
 		}
 	}
 	if pl.priced {

@@ -87,7 +87,18 @@ func TestWrappedPagesArePrunedAndPutBackExactly(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			content := tt.content()
-			body := toolLoop(t, "gpt-4.1", [2]string{"read", content})
+			// As a JavaScript client writes it: <, > and & unescaped.
+			var js bytes.Buffer
+			enc := json.NewEncoder(&js)
+			enc.SetEscapeHTML(false)
+			var msgs any
+			if err := json.Unmarshal(toolLoop(t, "gpt-4.1", [2]string{"read", content}), &msgs); err != nil {
+				t.Fatal(err)
+			}
+			if err := enc.Encode(msgs); err != nil {
+				t.Fatal(err)
+			}
+			body := bytes.TrimSuffix(js.Bytes(), []byte("\n"))
 			got, out := newGoldenPipeline().Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: body})
 			if out.Status != focusgate.Pruned || !json.Valid(got) {
 				t.Fatalf("%s %s (valid JSON: %v): want the page pruned", out.Status, out.Reason, json.Valid(got))
