@@ -80,12 +80,18 @@ func appendKeepingEscapes(dst, raw []byte, e edit) []byte {
 // of a character it writes as it is, or a raw U+2028 or U+2029. At every
 // nesting level such an escape shows as one of these byte strings.
 func unusualEscapes(raw []byte) bool {
-	for _, s := range []string{`\/`, `\b`, `\f`, `\u`, "\u2028", "\u2029"} {
-		if bytes.Contains(raw, []byte(s)) {
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(raw[i:], '\\')
+		if j < 0 || i+j+1 >= len(raw) {
+			break
+		}
+		i += j
+		switch raw[i+1] {
+		case '/', 'b', 'f', 'u':
 			return true
 		}
 	}
-	return false
+	return bytes.Contains(raw, []byte("\u2028")) || bytes.Contains(raw, []byte("\u2029"))
 }
 
 // appendNestedJSONStringContent appends s escaped for a JSON string nested

@@ -160,3 +160,22 @@ func TestSpliceKeepsTheEscapesOfKeptLines(t *testing.T) {
 		}
 	}
 }
+
+// unusualEscapes may say yes for standard text (the kept lines are then
+// compared one by one) but never no for an escape the standard escaping
+// would not write, at any nesting level.
+func TestUnusualEscapes(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`one\ntwo\t\"x\" \\ done`: false,
+		`https:\/\/x`:             true,
+		`caf\u00e9`:               true,
+		`caf\\u00e9`:              true, // \u00e9 one level down
+		"raw \u2028 separator":    true,
+		`\b\f`:                    true,
+		`trailing \`:              false,
+	} {
+		if got := unusualEscapes([]byte(raw)); got != want {
+			t.Errorf("unusualEscapes(%s) = %v, want %v", raw, got, want)
+		}
+	}
+}
