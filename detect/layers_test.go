@@ -287,3 +287,46 @@ func TestCutMarkers(t *testing.T) {
 		}
 	}
 }
+
+// What the real Claude Agent SDK (0.3.328, the Claude Code it drives) sent
+// when the model read back a page too large to show inline: the last chunk
+// of Playwright's snapshot file, numbered, and the saved JSON of a snapshot
+// result, the page on one escaped line, each followed in the same
+// tool_result by Claude Code's <system-reminder> blocks (the saved page is
+// trimmed to 45 of its 4,008 lines). Each is one tree, the reminders outside.
+func TestRealWrapperCaptures(t *testing.T) {
+	dir := "testdata/captures/claude-agent-sdk-0.3.328/"
+	for _, tt := range []struct {
+		file        string
+		nested      int
+		lines       int
+		first, last string
+	}{
+		{"read-last-chunk.txt", 0, 8, "4001\t      - link \"Cedar Tent, model 999, size S\"", "4008\t    - button \"Place order\" [ref=e3007]"},
+		{"read-saved-json.txt", 1, 45, "- generic [active] [ref=e1]:", "    - button \"Place order\" [ref=e3007]"},
+	} {
+		s := readFile(t, dir+tt.file)
+		hits := checkWrapped(t, "", s, nil)
+		if len(hits) != 1 {
+			t.Fatalf("%s: %d trees, want 1", tt.file, len(hits))
+		}
+		h := hits[0]
+		tree := h.text[h.block.Start:h.block.End]
+		if h.nested != tt.nested || len(h.block.Lines) != tt.lines || !strings.HasPrefix(tree, tt.first) || !strings.HasSuffix(tree, tt.last) {
+			t.Errorf("%s: a tree nested %d of %d lines, %.60q...%.60q", tt.file, h.nested, len(h.block.Lines), tree, tree[max(0, len(tree)-60):])
+		}
+		if strings.Contains(tree, "system-reminder") || !strings.Contains(s[h.at.end:], "<system-reminder>") {
+			t.Errorf("%s: the reminder is not after the tree", tt.file)
+		}
+		body := mustJSON(t, map[string]any{"model": "claude-sonnet-4-5", "messages": []any{
+			map[string]any{"role": "user", "content": "Open the catalogue and click Place order."},
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "t1", "name": "Read", "input": map[string]any{}}}},
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": s}}},
+		}})
+		obs, err := Find(body, focusgate.Messages, Options{})
+		if err != nil || len(obs) != 1 || obs[0].Text != tree || obs[0].Goal != "Open the catalogue and click Place order." {
+			t.Fatalf("%s in a Messages body: %d observations, %v", tt.file, len(obs), err)
+		}
+		checkRaw(t, body, obs[0])
+	}
+}
