@@ -15,15 +15,17 @@ var cutMarkers = []string{
 	`\.\.\.\d[\d,]* (?:bytes|lines) truncated\.\.\.`,                 // opencode, before its footer or after its header
 	`\.\.\.output truncated\.\.\.`,                                   // opencode's shell tool
 	`\.\.\.\[truncated \d[\d,]* chars\]\.\.\.`,                       // Cline, in the middle of a JSON text it cut
+	`\.\.\. \[CONTENT TRUNCATED\] \.\.\.`,                            // Qwen Code, between "---" lines, after a header that names the file holding the whole
 }
 
-// cutMarker matches any of cutMarkers.
+// cutMarker matches any of cutMarkers. Every marker holds "truncated",
+// "omitted" or "TRUNCATED", which peelCuts looks for first.
 var cutMarker = regexp.MustCompile(strings.Join(cutMarkers, "|"))
 
 // peelCuts splits s at its cut markers: each piece between two marker lines
 // is a view, and the markers are reserved.
 func peelCuts(s string) ([]view, []span) {
-	if !strings.Contains(s, "truncated") && !strings.Contains(s, "omitted") {
+	if !strings.Contains(s, "truncated") && !strings.Contains(s, "omitted") && !strings.Contains(s, "TRUNCATED") {
 		return nil, nil
 	}
 	marks := cutMarker.FindAllStringIndex(s, -1)

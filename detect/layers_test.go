@@ -94,6 +94,9 @@ var wrappers = []wrapper{
 	{name: "Cline cut", cut: true, wrap: func(_ testing.TB, s string) string {
 		return middleCut(s, "...[truncated 24310 chars]...", false)
 	}},
+	{name: "Qwen Code cut", cut: true, wrap: func(_ testing.TB, s string) string {
+		return middleCut(s, "\n---\n... [CONTENT TRUNCATED] ...\n---\n", false)
+	}},
 }
 
 // layerPages are the real pages the wrappers go around: the shared
@@ -173,7 +176,7 @@ func TestLayers(t *testing.T) {
 		{"envelope on the first line, old opencode gutter"},
 		{"JSON.stringify of the MCP content"}, {"JSON cut before its end"},
 		{"Claude Code's system-reminder after the output"}, {"a header and a footer"},
-		{"Codex cut"}, {"Gemini CLI cut"}, {"opencode cut"},
+		{"Codex cut"}, {"Gemini CLI cut"}, {"opencode cut"}, {"Qwen Code cut"},
 		// Claude Code and the Agent SDK read back a saved multi-part result.
 		{"saved JSON file, indented", "Claude Code Read", "Claude Code's system-reminder after the output"},
 		// Cline: the MCP result as escaped JSON, middle-cut.
