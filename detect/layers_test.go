@@ -82,6 +82,7 @@ var wrappers = []wrapper{
 	{name: "a header and a footer", wrap: func(_ testing.TB, s string) string {
 		return "Showing lines 1-4000 of 9000 total lines.\n\n---\n\n" + s + "\n\n---\nUse offset=4001 to continue."
 	}},
+	{name: "the page twice", wrap: func(_ testing.TB, s string) string { return s + "\n\n" + s }},
 	{name: "Codex cut", cut: true, wrap: func(_ testing.TB, s string) string {
 		return middleCut(s, "…4210 tokens truncated…", true)
 	}},
@@ -186,6 +187,11 @@ func TestLayers(t *testing.T) {
 		// A page stringified twice, then read back from a file.
 		{"JSON.stringify of the MCP content", "JSON.stringify of the MCP content", "cat -n from line 40"},
 		{"Gemini CLI cut", "JSON cut before its end", "a header and a footer"},
+		// A file read of a file read, saved as JSON.
+		{"envelope on the first line, old opencode gutter", "Claude Code Read", "saved JSON file, indented"},
+		// Issue 30: a saved result that holds the page twice, read back.
+		{"the page twice", "saved JSON file, indented", "Claude Code Read"},
+		{"the page twice", "JSON.stringify of the MCP content", "the page twice", "Claude Code Read"},
 	}
 	pages := layerPages(t)
 	for _, names := range stacks {
@@ -215,6 +221,7 @@ func FuzzLayers(f *testing.F) {
 	f.Add(uint8(7), []byte{5, 13})
 	f.Add(uint8(12), []byte{12, 3})
 	f.Add(uint8(15), []byte{5, 5, 1})
+	f.Add(uint8(16), []byte{10, 6, 0}) // the page twice on one escaped line of a numbered read
 	pages := layerPages(f)
 	f.Fuzz(func(t *testing.T, pick uint8, ops []byte) {
 		if len(ops) > 4 {
