@@ -38,7 +38,7 @@ func peelJSON(s string) ([]view, []span) {
 		if lit.newlines+lit.nested < MinLines-1 || lit.ids < MinIDLines && !hasIDCues([]byte(raw)) {
 			return
 		}
-		views = append(views, view{text: unquote([]byte(raw)), lift: func(h hit) (hit, bool) {
+		views = append(views, view{text: unquote([]byte(raw)), from: lit.start, to: lit.end, lift: func(h hit) (hit, bool) {
 			at := rawOffsets([]byte(raw), []int{h.at.start, h.at.end})
 			h.at = span{lit.start + at[0], lit.start + at[1]}
 			h.nested++

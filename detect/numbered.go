@@ -116,7 +116,7 @@ func peelGutters(s string) ([]view, []span) {
 		}
 		if len(n.starts) >= MinLines || strings.Count(s[at:e], `\n`) >= MinLines-1 {
 			n.plain = plain.String()
-			views = append(views, view{text: n.plain, lift: func(h hit) (hit, bool) { return n.lift(h, s) }})
+			views = append(views, view{text: n.plain, from: at + off, to: e, lift: func(h hit) (hit, bool) { return n.lift(h, s) }})
 		}
 		at = e + 1
 	}

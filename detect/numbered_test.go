@@ -75,7 +75,7 @@ func TestGutterRuns(t *testing.T) {
 func FuzzNumberedBlocks(f *testing.F) {
 	f.Add("1\t- generic [ref=e1]:\n2\t  - button \"A\" [ref=e2]\n3\t  - button \"B\" [ref=e3]\n4\t  - button \"C\" [ref=e4]\n5\t  - link \"D\" [ref=e5]\n6\t  - link \"E\" [ref=e6]\n7\t  - link \"F\" [ref=e7]\n8\t  - link \"G\" [ref=e8]")
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, h := range search(s, 0) {
+		for _, h := range findTrees(s) {
 			if h.nested > 0 {
 				continue
 			}
