@@ -340,3 +340,20 @@ func TestRealWrapperCaptures(t *testing.T) {
 		checkRaw(t, body, obs[0])
 	}
 }
+
+// Peeling never makes a page of prose: the negative corpus, in every
+// wrapper, holds no tree.
+func TestLayersFindNoTreeInTheNegativeCorpus(t *testing.T) {
+	files, err := filepath.Glob("testdata/negative/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		text := readFile(t, file)
+		for _, w := range wrappers {
+			if hits := findTrees(w.wrap(t, text)); len(hits) != 0 {
+				t.Errorf("%s in %q: %d trees, the first %.80q", filepath.Base(file), w.name, len(hits), hits[0].text[hits[0].block.Start:])
+			}
+		}
+	}
+}
