@@ -93,7 +93,7 @@ var wrappers = []wrapper{
 		return middleCut(s, "...51234 bytes truncated...", false)
 	}},
 	{name: "Cline cut", cut: true, wrap: func(_ testing.TB, s string) string {
-		return middleCut(s, "...[truncated 24310 chars]...", false)
+		return middleCut(s, "\n...[truncated 24310 chars]...\n", false) // a blank line on each side
 	}},
 	{name: "Qwen Code cut", cut: true, wrap: func(_ testing.TB, s string) string {
 		return middleCut(s, "\n---\n... [CONTENT TRUNCATED] ...\n---\n", false)
@@ -298,46 +298,64 @@ func TestCutMarkers(t *testing.T) {
 	}
 }
 
-// What the real Claude Agent SDK (0.3.328, the Claude Code it drives) sent
-// when the model read back a page too large to show inline: the last chunk
-// of Playwright's snapshot file, numbered, and the saved JSON of a snapshot
-// result, the page on one escaped line, each followed in the same
-// tool_result by Claude Code's <system-reminder> blocks (the saved page is
-// trimmed to 45 of its 4,008 lines). Each is one tree, the reminders outside.
+// What real clients sent through the gateway when the model looked at a
+// page too large to show inline (testdata/captures, see its README): the
+// Claude Agent SDK's numbered chunk of Playwright's snapshot file and its
+// saved JSON read back, each followed by Claude Code's <system-reminder>
+// blocks; opencode's read of its saved output and its own cut of an MCP
+// output; Cline's MCP result as escaped JSON, middle-cut. Every tree is
+// found, the target's line in the last, and the client's text around them
+// stays outside.
 func TestRealWrapperCaptures(t *testing.T) {
-	dir := "testdata/captures/claude-agent-sdk-0.3.328/"
 	for _, tt := range []struct {
 		file        string
+		trees       int
 		nested      int
-		lines       int
-		first, last string
+		numbered    bool
+		first, last string // how the first tree starts and the last ends, decoded
+		outside     string // client text after the last tree
 	}{
-		{"read-last-chunk.txt", 0, 8, "4001\t      - link \"Cedar Tent, model 999, size S\"", "4008\t    - button \"Place order\" [ref=e3007]"},
-		{"read-saved-json.txt", 1, 45, "- generic [active] [ref=e1]:", "    - button \"Place order\" [ref=e3007]"},
+		{"claude-agent-sdk-0.3.328/read-last-chunk.txt", 1, 0, true, "4001\t      - link \"Cedar Tent, model 999, size S\"", "4008\t    - button \"Place order\" [ref=e3007]", "<system-reminder>"},
+		{"claude-agent-sdk-0.3.328/read-saved-json.txt", 1, 1, false, "- generic [active] [ref=e1]:", "    - button \"Place order\" [ref=e3007]", "<system-reminder>"},
+		{"opencode-1.18.33/read-last-chunk.txt", 1, 0, true, "3970:     - listitem [ref=e2974]:", "4014:     - button \"Place order\" [ref=e3007]", "(End of file - total 4015 lines)\n</content>"},
+		{"opencode-1.18.33/mcp-output-cut.txt", 1, 0, false, "- generic [active] [ref=e1]:", "        - /url: /p/12", "...126126 bytes truncated..."},
+		{"cline-3.0.65/mcp-result-cut.txt", 2, 1, false, "- generic [active] [ref=e1]:", "    - button \"Place order\" [ref=e3007]", `"}]}`},
 	} {
-		s := readFile(t, dir+tt.file)
+		s := readFile(t, "testdata/captures/"+tt.file)
 		hits := checkWrapped(t, "", s, nil)
-		if len(hits) != 1 {
-			t.Fatalf("%s: %d trees, want 1", tt.file, len(hits))
+		if len(hits) != tt.trees {
+			t.Fatalf("%s: %d trees, want %d", tt.file, len(hits), tt.trees)
 		}
-		h := hits[0]
-		tree := h.text[h.block.Start:h.block.End]
-		if h.nested != tt.nested || len(h.block.Lines) != tt.lines || !strings.HasPrefix(tree, tt.first) || !strings.HasSuffix(tree, tt.last) {
-			t.Errorf("%s: a tree nested %d of %d lines, %.60q...%.60q", tt.file, h.nested, len(h.block.Lines), tree, tree[max(0, len(tree)-60):])
+		first, last := hits[0], hits[len(hits)-1]
+		head, tail := first.text[first.block.Start:first.block.End], last.text[last.block.Start:last.block.End]
+		if !strings.HasPrefix(head, tt.first) || !strings.HasSuffix(tail, tt.last) {
+			t.Errorf("%s: trees from %.60q to ...%q", tt.file, head, tail[max(0, len(tail)-60):])
 		}
-		if strings.Contains(tree, "system-reminder") || !strings.Contains(s[h.at.end:], "<system-reminder>") {
-			t.Errorf("%s: the reminder is not after the tree", tt.file)
+		for _, h := range hits {
+			if h.nested != tt.nested {
+				t.Errorf("%s: a tree nested %d, want %d", tt.file, h.nested, tt.nested)
+			}
+			for _, l := range h.block.Lines {
+				if (l.Gutter > 0) != tt.numbered {
+					t.Fatalf("%s: line %q has a gutter of %d", tt.file, h.text[h.block.Start+l.Start:h.block.Start+l.End], l.Gutter)
+				}
+			}
+		}
+		if !strings.Contains(s[last.at.end:], tt.outside) {
+			t.Errorf("%s: %q is not after the last tree", tt.file, tt.outside)
 		}
 		body := mustJSON(t, map[string]any{"model": "claude-sonnet-4-5", "messages": []any{
 			map[string]any{"role": "user", "content": "Open the catalogue and click Place order."},
 			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "t1", "name": "Read", "input": map[string]any{}}}},
 			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": s}}},
 		}})
-		obs, err := Find(body, focusgate.Messages, Options{})
-		if err != nil || len(obs) != 1 || obs[0].Text != tree || obs[0].Goal != "Open the catalogue and click Place order." {
+		obs, err := Find(body, focusgate.Messages, Options{All: true})
+		if err != nil || len(obs) != tt.trees || obs[len(obs)-1].Text != tail || obs[0].Goal != "Open the catalogue and click Place order." {
 			t.Fatalf("%s in a Messages body: %d observations, %v", tt.file, len(obs), err)
 		}
-		checkRaw(t, body, obs[0])
+		for _, o := range obs {
+			checkRaw(t, body, o)
+		}
 	}
 }
 

@@ -45,9 +45,10 @@ func peelJSON(s string) ([]view, []span) {
 			return h, true
 		}})
 	}
-	// The second half of a cut JSON text starts inside a string.
-	i := 0
-	if lit, next, ok := stringContent(s, 0); ok && lit.newlines+lit.nested >= MinLines-1 {
+	// The second half of a cut JSON text starts inside a string, on the
+	// first line after the cut.
+	i := len(s) - len(strings.TrimLeft(s, "\r\n"))
+	if lit, next, ok := stringContent(s, i); ok && lit.newlines+lit.nested >= MinLines-1 {
 		add(lit)
 		i = next
 	}
