@@ -2,6 +2,7 @@ package detect
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -18,17 +19,43 @@ var cutMarkers = []string{
 	`\.\.\. \[CONTENT TRUNCATED\] \.\.\.`,                            // Qwen Code, between "---" lines, after a header that names the file holding the whole
 }
 
-// cutMarker matches any of cutMarkers. Every marker holds "truncated",
-// "omitted" or "TRUNCATED", which peelCuts looks for first.
+// cutMarker matches any of cutMarkers.
 var cutMarker = regexp.MustCompile(strings.Join(cutMarkers, "|"))
+
+// cutWords are the words one of which every cut marker holds. The regular
+// expression runs only around them: run over a whole page it would cost
+// more than finding the page.
+var cutWords = []string{"truncated", "omitted", "TRUNCATED"}
+
+// cutReach is how far from its word a marker may start or end.
+const cutReach = 64
+
+// findCutMarkers returns the spans of the cut markers in s, in order.
+func findCutMarkers(s string) [][]int {
+	var marks [][]int
+	for _, w := range cutWords {
+		for at := 0; ; {
+			k := strings.Index(s[at:], w)
+			if k < 0 {
+				break
+			}
+			k += at
+			from := max(k-cutReach, strings.LastIndexByte(s[:k], '\n')+1)
+			to := min(k+len(w)+cutReach, lineEnd(s, k))
+			if m := cutMarker.FindStringIndex(s[from:to]); m != nil && from+m[0] <= k && k < from+m[1] {
+				marks = append(marks, []int{from + m[0], from + m[1]})
+			}
+			at = k + len(w)
+		}
+	}
+	slices.SortFunc(marks, func(a, b []int) int { return a[0] - b[0] })
+	return marks
+}
 
 // peelCuts splits s at its cut markers: each piece between two marker lines
 // is a view, and the markers are reserved.
 func peelCuts(s string) ([]view, []span) {
-	if !strings.Contains(s, "truncated") && !strings.Contains(s, "omitted") && !strings.Contains(s, "TRUNCATED") {
-		return nil, nil
-	}
-	marks := cutMarker.FindAllStringIndex(s, -1)
+	marks := findCutMarkers(s)
 	if marks == nil {
 		return nil, nil
 	}

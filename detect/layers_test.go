@@ -375,3 +375,33 @@ func TestLayersFindNoTreeInTheNegativeCorpus(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLayers measures finding a 175 KB page through the wrappers of
+// real clients, against the page as the tool printed it.
+func BenchmarkLayers(b *testing.B) {
+	page := strings.TrimRight(readFile(b, filepath.Join(sharedAXTrees, "bgym-pr301_web_amazon_macbook.txt")), "\n")
+	by := map[string]wrapper{}
+	for _, w := range wrappers {
+		by[w.name] = w
+	}
+	for _, stack := range [][]string{
+		{},
+		{"Claude Code Read"},
+		{"opencode read"},
+		{"JSON.stringify of the MCP content", "Cline cut"},
+		{"saved JSON file, indented", "Claude Code Read", "Claude Code's system-reminder after the output"},
+	} {
+		w := page
+		for _, n := range stack {
+			w = by[n].wrap(b, w)
+		}
+		b.Run(strings.Join(append([]string{"page"}, stack...), "+"), func(b *testing.B) {
+			b.SetBytes(int64(len(w)))
+			for b.Loop() {
+				if len(findTrees(w)) == 0 {
+					b.Fatal("no tree")
+				}
+			}
+		})
+	}
+}
