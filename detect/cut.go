@@ -22,30 +22,35 @@ var cutMarkers = []string{
 // cutMarker matches any of cutMarkers.
 var cutMarker = regexp.MustCompile(strings.Join(cutMarkers, "|"))
 
-// cutWords are the words one of which every cut marker holds. The regular
-// expression runs only around them: run over a whole page it would cost
-// more than finding the page.
-var cutWords = []string{"truncated", "omitted", "TRUNCATED"}
+// cutStarts are what every cut marker starts with. The regular expression
+// runs only where one of them is: run over a whole page it would cost more
+// than finding the page, and dots in a row are rare in a page.
+var cutStarts = []string{"...", "…"}
 
-// cutReach is how far from its word a marker may start or end.
-const cutReach = 64
+// cutNext are the bytes that follow a marker's start in one of cutMarkers.
+const cutNext = " [0123456789o"
+
+// cutReach bounds the length of a marker.
+const cutReach = 96
 
 // findCutMarkers returns the spans of the cut markers in s, in order.
 func findCutMarkers(s string) [][]int {
 	var marks [][]int
-	for _, w := range cutWords {
+	for _, start := range cutStarts {
 		for at := 0; ; {
-			k := strings.Index(s[at:], w)
+			k := strings.Index(s[at:], start)
 			if k < 0 {
 				break
 			}
 			k += at
-			from := max(k-cutReach, strings.LastIndexByte(s[:k], '\n')+1)
-			to := min(k+len(w)+cutReach, lineEnd(s, k))
-			if m := cutMarker.FindStringIndex(s[from:to]); m != nil && from+m[0] <= k && k < from+m[1] {
-				marks = append(marks, []int{from + m[0], from + m[1]})
+			at = k + 1
+			if n := k + len(start); n >= len(s) || !strings.ContainsRune(cutNext, rune(s[n])) {
+				continue
 			}
-			at = k + len(w)
+			if m := cutMarker.FindStringIndex(s[k:min(k+cutReach, lineEnd(s, k))]); m != nil && m[0] == 0 {
+				marks = append(marks, []int{k, k + m[1]})
+				at = k + m[1]
+			}
 		}
 	}
 	slices.SortFunc(marks, func(a, b []int) int { return a[0] - b[0] })

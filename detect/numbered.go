@@ -85,9 +85,13 @@ func (n *numbers) toRead(p int) int {
 func peelGutters(s string) ([]view, []span) {
 	var views []view
 	for at := 0; at < len(s); {
+		if c := s[at]; c != ' ' && c != '<' && !isDigit(c) {
+			at = lineEnd(s, at) + 1
+			continue
+		}
 		e := lineEnd(s, at)
 		off := 0
-		if at < len(s) && s[at] == '<' {
+		if s[at] == '<' {
 			if m := envelope.FindStringIndex(s[at:e]); m != nil {
 				off = m[1]
 			}
