@@ -9,7 +9,10 @@ import (
 // cutMarkers are the lines clients leave where they cut the middle out of a
 // long output, one entry per client. The marker's line is neither half's:
 // it stays as it came, and each half is searched as a text of its own, so a
-// page cut in two is pruned as two trees.
+// page cut in two is pruned as two trees. Markers are looked for only where
+// one of cutStarts is followed by a byte of cutNext: a new client's marker
+// that starts otherwise extends those too (TestCutMarkers holds a sample of
+// each).
 var cutMarkers = []string{
 	`…\d[\d,]* tokens truncated…`,                                    // Codex, inside the line it joins the two halves into
 	`\.\.\. ?\[[\d,.\x{a0}\x{202f}' ]+ characters omitted\] ?\.\.\.`, // Gemini CLI, the count as the user's locale writes it
