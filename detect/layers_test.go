@@ -407,3 +407,30 @@ func BenchmarkLayers(b *testing.B) {
 		})
 	}
 }
+
+// Stacks of wrappers far deeper than any client's look at a few times
+// their text, well inside the bound, because a view inside an earlier
+// layer's view is not searched twice.
+func TestSearchIsBounded(t *testing.T) {
+	page := layerPages(t)[0]
+	by := map[string]wrapper{}
+	for _, w := range wrappers {
+		by[w.name] = w
+	}
+	for _, stack := range [][]string{
+		{"Cline cut", "Claude Code Read", "Cline cut", "Claude Code Read", "Cline cut", "Claude Code Read", "Cline cut", "Claude Code Read"},
+		{"JSON.stringify of the MCP content", "Cline cut", "opencode read", "Codex cut", "JSON.stringify of the MCP content", "Cline cut", "opencode read", "Codex cut"},
+		{"the page twice", "Codex cut", "arrow", "Gemini CLI cut", "cat -n from line 40", "Qwen Code cut", "Claude Code Read", "opencode cut"},
+	} {
+		w := page
+		for _, n := range stack {
+			w = by[n].wrap(t, w)
+		}
+		const unbounded = 1 << 40
+		budget := unbounded
+		search(w, 0, &budget)
+		if used := float64(unbounded-budget) / float64(len(w)); used > searchFactor/2 {
+			t.Errorf("%v: views of %.1f times the text", stack, used)
+		}
+	}
+}
