@@ -191,6 +191,24 @@ const (
 	InternalError    Reason = "internal-error"     // a bug, recovered from
 )
 
+// Rescue says what focusgate did for a request that did not fit its action
+// model's context window: it sent it with every page of the conversation
+// pruned, and the upstream took it (Rescued) or refused it again
+// (StillTooLong, the client then gets the first refusal), or there was no
+// page left to prune (NothingToPrune). Empty for every other request. The
+// values are the outcome label of focusgate_context_rescues_total.
+type Rescue string
+
+const (
+	Rescued        Rescue = "rescued"
+	StillTooLong   Rescue = "still-too-long"
+	NothingToPrune Rescue = "nothing-to-prune"
+)
+
+// Rescues lists the rescue outcomes, for metrics that start every series at
+// zero.
+var Rescues = []Rescue{Rescued, StillTooLong, NothingToPrune}
+
 // Family is a group of models that share a tokenizer and the way a retriever
 // call to them is made.
 type Family uint8

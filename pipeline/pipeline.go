@@ -70,7 +70,11 @@ type Options struct {
 	Memory             *budget.Bytes
 	InspectBudgetBytes int64
 	// Prices estimate each request's savings; nil uses the built-in table.
-	Prices         *pricing.Table
+	Prices *pricing.Table
+	// Windows are the action models' context windows: a request estimated
+	// over its model's window is rescued before it is sent (see Rescue).
+	// Nil uses the built-in table.
+	Windows        *pricing.Windows
 	RetrieverModel string
 	// SkipUneconomic skips pruning when the retriever/action input price
 	// ratio is at least ExpectedReduction: the retriever would cost more
@@ -106,6 +110,15 @@ type Request struct {
 	// it came, since a count of anything but what the client sent would
 	// break its own limits. A conversation is counted as it would be sent.
 	Sizing bool
+	// Rescue asks for every page of the conversation pruned: the upstream
+	// refused the request as longer than its model's context window. Older
+	// pages without a stored selection are asked of the retriever, in
+	// parallel, and stored like any other selection, so that the next
+	// request of the conversation forwards them byte-identical; a page the
+	// retriever cannot serve goes out as stubs; the re-look rule and the
+	// economics gate give way. The Outcome's Rescue says whether anything
+	// was pruned.
+	Rescue bool
 }
 
 // Pipeline rewrites request bodies. It is safe for concurrent use.
@@ -138,6 +151,9 @@ func New(opts Options) *Pipeline {
 	}
 	if opts.Prices == nil {
 		opts.Prices = pricing.Default()
+	}
+	if opts.Windows == nil {
+		opts.Windows = pricing.DefaultWindows()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

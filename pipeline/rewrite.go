@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/internal/budget"
 	"github.com/focusgate/focusgate/pricing"
@@ -33,13 +34,16 @@ type plan struct {
 	credential  string
 	actionPrice pricing.Price
 	priced      bool // both the action model and the retriever have a price
+	rescue      bool // every page is pruned: see Request.Rescue
+	sizing      bool
 }
 
 // plan reads the request's settings and finds its observations, holding
 // what detection needs on tab. It returns false, with the outcome to report,
 // when there is nothing to prune.
 func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan, Outcome, bool) {
-	pl := plan{api: req.API, retrieval: p.retrievals[req.API], mode: p.opts.Mode, variant: p.opts.Variant}
+	pl := plan{api: req.API, retrieval: p.retrievals[req.API], mode: p.opts.Mode, variant: p.opts.Variant,
+		rescue: req.Rescue && !req.Sizing, sizing: req.Sizing}
 	if pl.retrieval.ClientKey {
 		pl.credential = req.Credential
 	}
@@ -115,7 +119,14 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 // bypass patterns are set, or uneconomic models are skipped (never for the
 // defender prompt, chosen for safety, not savings).
 func (p *Pipeline) modelChecks(pl plan) bool {
-	return len(p.opts.BypassModels) > 0 || p.opts.SkipUneconomic && pl.variant != focusgate.Defender
+	return len(p.opts.BypassModels) > 0 || p.economics(pl)
+}
+
+// economics says whether the economics gate applies to a request: never for
+// the defender prompt, chosen for safety, not savings, nor for a rescue,
+// where the alternative to pruning is a refused request.
+func (p *Pipeline) economics(pl plan) bool {
+	return p.opts.SkipUneconomic && pl.variant != focusgate.Defender && !pl.rescue
 }
 
 // skipModel records model and its price in pl and says whether the request
@@ -129,7 +140,7 @@ func (p *Pipeline) skipModel(pl *plan, model string) (focusgate.Reason, bool) {
 		// a model was never pruned, or must now go whole.
 		return focusgate.BypassModel, true
 	}
-	if p.opts.SkipUneconomic && pl.variant != focusgate.Defender && pl.priced {
+	if p.economics(*pl) && pl.priced {
 		if be, ok := pricing.BreakEven(pl.retrieval.price, pl.actionPrice); ok && be >= p.opts.ExpectedReduction {
 			return focusgate.Uneconomic, true
 		}
@@ -145,30 +156,24 @@ func (p *Pipeline) skipModel(pl *plan, model string) (focusgate.Reason, bool) {
 // a re-look (see relook) depends on how that page went out, so it waits for
 // it.
 func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, Outcome) {
-	obs := pl.obs
-	pages := make([]Page, len(obs))
-	newest := len(obs) - 1
-	repeated := newest > 0 && obs[newest].Text == obs[newest-1].Text
-	var wg sync.WaitGroup
-	for i := range obs {
-		pages[i].Observation = obs[i]
-		if i < newest || !repeated {
-			wg.Go(func() { pages[i].Result = p.prunePage(ctx, pl, obs[i], i == newest) })
+	pages := p.prunePages(ctx, pl)
+	proactive := false
+	if !pl.rescue && !pl.sizing && p.overWindow(body, pl.model, pages) {
+		// Sent as it is, the request would be refused for its length:
+		// rescue it now rather than after the refusal. The newest page's
+		// selection was just stored, so only older pages cost a call.
+		pl.rescue, proactive = true, true
+		first := pages
+		pages = p.prunePages(ctx, pl)
+		for i := range pages {
+			// What the first pass spent on the retriever is spent all
+			// the same; the second found its selections stored.
+			if a, b := &first[i].Result, &pages[i].Result; a.Cache == cache.Miss && b.Cache == cache.Hit {
+				b.Cache, b.Usage, b.RetrieverTime, b.Reasoning = a.Cache, a.Usage, a.RetrieverTime, a.Reasoning
+			}
 		}
 	}
-	wg.Wait()
-	for i := 1; i < newest; i++ {
-		if relook(pages[i-1], pages[i]) {
-			pages[i].Result = sentWhole(pages[i-1], pages[i])
-		}
-	}
-	if repeated {
-		if relook(pages[newest-1], pages[newest]) {
-			pages[newest].Result = sentWhole(pages[newest-1], pages[newest])
-		} else {
-			pages[newest].Result = p.prunePage(ctx, pl, obs[newest], true)
-		}
-	}
+	newest := len(pages) - 1
 
 	out := Outcome{Model: pl.model, Mode: pl.mode, Variant: pl.variant, Pages: pages}
 	// The newest observation is folded in first, so that a request with
@@ -176,6 +181,14 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 	out.add(pages[newest].Result)
 	for _, pg := range pages[:newest] {
 		out.addOlder(pg.Result)
+	}
+	if pl.rescue {
+		out.Rescue, out.RescuedEarly = focusgate.NothingToPrune, proactive
+		for _, pg := range pages {
+			if pg.Result.Status == focusgate.Pruned {
+				out.Rescue = focusgate.Rescued
+			}
+		}
 	}
 	if pages[newest].Result.Reason == focusgate.Relook {
 		// The step is about the newest page, which went out whole on
@@ -204,6 +217,42 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 	return splice(body, edits), out
 }
 
+// prunePages prunes the observations of a plan. Older pages are pruned
+// again as they were when each was the newest, all at once. So is the
+// newest, unless it repeats the page before it: whether it is a re-look (see
+// relook) depends on how that page went out, so it waits for it. A rescue
+// prunes every page with a selection of its own and knows no re-looks.
+func (p *Pipeline) prunePages(ctx context.Context, pl plan) []Page {
+	obs := pl.obs
+	pages := make([]Page, len(obs))
+	newest := len(obs) - 1
+	repeated := !pl.rescue && newest > 0 && obs[newest].Text == obs[newest-1].Text
+	var wg sync.WaitGroup
+	for i := range obs {
+		pages[i].Observation = obs[i]
+		if i < newest || !repeated {
+			wg.Go(func() { pages[i].Result = p.prunePage(ctx, pl, obs[i], i == newest) })
+		}
+	}
+	wg.Wait()
+	if pl.rescue {
+		return pages
+	}
+	for i := 1; i < newest; i++ {
+		if relook(pages[i-1], pages[i]) {
+			pages[i].Result = sentWhole(pages[i-1], pages[i])
+		}
+	}
+	if repeated {
+		if relook(pages[newest-1], pages[newest]) {
+			pages[newest].Result = sentWhole(pages[newest-1], pages[newest])
+		} else {
+			pages[newest].Result = p.prunePage(ctx, pl, obs[newest], true)
+		}
+	}
+	return pages
+}
+
 // prunePage prunes one observation: the newest (or, with PruneAll, any) with
 // a selection from the cache or the retriever, an older one with the
 // selection stored when it was the newest.
@@ -223,8 +272,10 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 		Variant: pl.variant,
 		Model:   pl.model,
 		APIKey:  pl.credential,
+		// The whole page is what the upstream refused.
+		StubsOnFailure: pl.rescue,
 	}
-	if newest || p.opts.PruneAll {
+	if newest || p.opts.PruneAll || pl.rescue {
 		return pl.retrieval.Pruner.Prune(ctx, in)
 	}
 	return pl.retrieval.Pruner.Reapply(ctx, in)

@@ -105,18 +105,25 @@ var dated = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{4})$`)
 // known one after a dash ("gpt-4o-mini-search-preview") takes the longest
 // such known name's price.
 func (t *Table) Lookup(model string) (Price, bool) {
+	return lookup(t.prices, model)
+}
+
+// lookup finds model in a table keyed by base model names, as Table.Lookup
+// describes.
+func lookup[V any](table map[string]V, model string) (V, bool) {
 	m := focusgate.BaseModel(model)
-	if p, ok := t.prices[m]; ok {
-		return p, true
+	if v, ok := table[m]; ok {
+		return v, true
 	}
 	m = dated.ReplaceAllString(m, "")
 	for {
-		if p, ok := t.prices[m]; ok {
-			return p, true
+		if v, ok := table[m]; ok {
+			return v, true
 		}
 		i := strings.LastIndexByte(m, '-')
 		if i <= 0 {
-			return Price{}, false
+			var zero V
+			return zero, false
 		}
 		m = m[:i]
 	}

@@ -61,7 +61,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	// one is configured, takes its place in the header that upstream reads.
 	// An upstream that needs no key (a local model server) gets none.
 	r.Header.Del(carrier)
-	s.stripGatewayKeys(r)
+	s.stripGatewayKeys(r, presented, name)
 	switch {
 	case infoFrom(r.Context()).dialect == anthropic && s.opts.AnthropicAPIKey != "":
 		r.Header.Set("X-Api-Key", s.opts.AnthropicAPIKey)
@@ -83,90 +83,6 @@ func bearerToken(h http.Header) string {
 		return ""
 	}
 	return strings.TrimSpace(token)
-}
-
-// stripGatewayKeys removes every other place a gateway key appears in the
-// request, so that none reaches the upstream however the client repeated it
-// (x-api-key, api-key, a cookie, OpenAI-Organization, ?api-key=, ...): a
-// header value that holds one is dropped, a cookie that holds one is cut
-// from the Cookie header, a query parameter that holds one is cut from the
-// query. Everything else stays byte for byte.
-func (s *Server) stripGatewayKeys(r *http.Request) {
-	for name, values := range r.Header {
-		kept := values[:0:0]
-		changed := false
-		for _, v := range values {
-			switch {
-			case !s.holdsKey(v):
-				kept = append(kept, v)
-			case name == "Cookie":
-				if v = s.cutCookies(v); v != "" {
-					kept = append(kept, v)
-				}
-				changed = true
-			default:
-				changed = true
-			}
-		}
-		switch {
-		case !changed:
-		case len(kept) == 0:
-			delete(r.Header, name)
-		default:
-			r.Header[name] = kept
-		}
-	}
-	if q := r.URL.RawQuery; q != "" && s.holdsKey(q) {
-		var kept []string
-		for pair := range strings.SplitSeq(q, "&") {
-			if !s.holdsKey(pair) {
-				kept = append(kept, pair)
-			}
-		}
-		r.URL.RawQuery = strings.Join(kept, "&")
-	}
-}
-
-// cutCookies returns a Cookie header without the cookies that hold a gateway
-// key.
-func (s *Server) cutCookies(header string) string {
-	var kept []string
-	for c := range strings.SplitSeq(header, ";") {
-		if !s.holdsKey(c) {
-			kept = append(kept, strings.TrimSpace(c))
-		}
-	}
-	return strings.Join(kept, "; ")
-}
-
-// holdsKey says whether v holds a gateway key as one of its words (split at
-// spaces and the separators of headers, cookies and query strings). Keys are
-// at least keys.MinKeyLength long, so shorter words are not looked up.
-func (s *Server) holdsKey(v string) bool {
-	for w := range strings.FieldsFuncSeq(v, isKeySeparator) {
-		if len(w) >= keys.MinKeyLength {
-			if _, ok := s.opts.Keys.Lookup(w); ok {
-				return true
-			}
-		}
-		// A percent- or plus-escaped word (a query parameter, a cookie) is
-		// looked at again unescaped; unescaping shortens it or removes its
-		// '+', so this ends.
-		if strings.ContainsAny(w, "%+") {
-			if u, err := url.QueryUnescape(w); err == nil && u != w && s.holdsKey(u) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func isKeySeparator(r rune) bool {
-	switch r {
-	case ' ', '\t', ',', ';', '=', '"', '\'', '&':
-		return true
-	}
-	return false
 }
 
 // singleValue returns the value of a header sent exactly once, or "".

@@ -50,21 +50,34 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				r.Header.Del("Content-Encoding")
 			}
 		}
+		var rs *rescue
 		if out.Status == "" && s.opts.Pipeline != nil {
-			body, out = s.opts.Pipeline.Rewrite(r.Context(), pipeline.Request{
+			req := pipeline.Request{
 				API:        api,
 				Body:       body,
 				Mode:       r.Header.Get(HeaderMode),
 				Prompt:     r.Header.Get(HeaderPrompt),
 				Credential: credential(r.Header),
 				Sizing:     strings.HasSuffix(r.URL.Path, "/count_tokens"),
-			})
+			}
+			body, out = s.opts.Pipeline.Rewrite(r.Context(), req)
+			if !req.Sizing {
+				rs = &rescue{req: req, sent: len(body), header: c.Writer.Header(), out: out}
+				infoFrom(r.Context()).rescue = rs
+			}
 		}
 		if out.Status != "" {
 			setHeaders(c.Writer.Header(), out)
-			s.logOutcome(r.Context(), out)
-			s.metrics.observeOutcome(keyName(r.Context()), out)
-			s.record(r.Context(), out)
+			// Reported once the upstream has answered: a request refused
+			// for its length may be rescued, and is reported as it went.
+			defer func() {
+				if rs != nil {
+					out = rs.out
+				}
+				s.logOutcome(r.Context(), out)
+				s.metrics.observeOutcome(keyName(r.Context()), out)
+				s.record(r.Context(), out)
+			}()
 		}
 		setBody(r, body)
 		s.forward(c)

@@ -23,6 +23,10 @@ type requestInfo struct {
 	bodyTimedOut atomic.Bool
 	// dialect is the API the request speaks, set before the handler runs.
 	dialect dialect
+	// rescue is set on an inspected request whose body the pipeline read,
+	// for the transport to retry it if the upstream refuses it for its
+	// length (see rescueTransport).
+	rescue *rescue
 }
 
 // isTimeout reports whether err is a deadline passing, such as a

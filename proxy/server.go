@@ -119,6 +119,11 @@ func New(opts Options) *Server {
 	if opts.Tracing {
 		opts.Transport = tracingTransport{opts.Transport}
 	}
+	if opts.Pipeline != nil {
+		// Outside the tracing transport: a retry is an upstream call of
+		// its own, with a span of its own.
+		opts.Transport = rescueTransport{next: opts.Transport, pipeline: opts.Pipeline}
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

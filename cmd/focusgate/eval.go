@@ -86,14 +86,11 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)
 	}
 
-	// As for `focusgate prune`, a command-line user's own key serves when
-	// none is configured.
-	retriever := cfg.RetrieverFor(focusgate.Chat)
-	if retriever.Key == "" {
-		retriever.Key = getenv("OPENAI_API_KEY")
-	}
+	// As for `focusgate prune`, a command-line user's own key of the
+	// retriever's provider serves when none is configured.
+	retriever := withUserKeys(cfg, getenv).RetrieverFor(focusgate.Chat)
 	key := retriever.Key
-	const keyVars = config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + "UPSTREAM_API_KEY or OPENAI_API_KEY"
+	const keyVars = config.Prefix + "RETRIEVER_API_KEY, the provider's upstream key, or OPENAI_API_KEY / ANTHROPIC_API_KEY"
 	switch {
 	case len(names) == 0 && key != "":
 		names = strategyNames

@@ -20,11 +20,32 @@ import (
 // observation: the page is not lost in a pipeline, but the failure shows.
 var errFailedOpen = errors.New("the observation could not be pruned")
 
+// inputError is an error of the prune command that left it nothing to
+// print: bad flags or arguments, a configuration error, input it cannot
+// read, input over the cap. The command exits 2 for it, keeping 1 for
+// "failed open", when the input was printed unchanged, so that a script
+// can tell the two apart.
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
+// ExitCode is the process's exit status for the error.
+func (inputError) ExitCode() int { return 2 }
+
 // prunePage prunes one observation from a file or stdin with the configured
 // retriever: the page with its tree pruned on stdout, statistics on stderr.
 // With --request, the input is a whole request body instead (see
-// pruneRequest).
+// pruneRequest). Every error but errFailedOpen is an inputError.
 func prunePage(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := prunePageOrFail(ctx, args, getenv, stdin, stdout, stderr)
+	if err != nil && !errors.Is(err, errFailedOpen) && !errors.Is(err, flag.ErrHelp) {
+		return inputError{err}
+	}
+	return err
+}
+
+func prunePageOrFail(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var goal, history, model, api string
 	var request bool
 	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
@@ -37,7 +58,8 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	name, page, err := readInput(fs, stdin, cfg.MaxBodyBytes)
+	cfg = withUserKeys(cfg, getenv)
+	name, page, err := readInput(ctx, fs, stdin, cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -62,8 +84,6 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 		Mode:    focusgate.Mode(cfg.Mode),
 		Variant: focusgate.Variant(cfg.Prompt),
 		Model:   model,
-		// Without a configured key, a command-line user's own key serves.
-		APIKey: getenv("OPENAI_API_KEY"),
 	})
 
 	if _, err := fmt.Fprintf(stdout, "%s%s%s", page[:b.Start], res.Text, page[b.End:]); err != nil {
@@ -87,31 +107,82 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 	return nil
 }
 
+// userKeys are the variables in which a command-line user keeps the key of
+// each provider a retriever may speak, and the setting whose key
+// config.RetrieverFor gives that provider's retriever, which the variable
+// stands in for when the configuration leaves it empty.
+var userKeys = []struct {
+	env     string
+	setting func(*config.Config) *string
+}{
+	{"OPENAI_API_KEY", func(c *config.Config) *string { return &c.UpstreamAPIKey }},     // config.RetrieverOpenAI
+	{"ANTHROPIC_API_KEY", func(c *config.Config) *string { return &c.AnthropicAPIKey }}, // config.RetrieverAnthropic
+}
+
+// withUserKeys gives the prune command the user's own provider keys where
+// the configuration has none. The command is its own client: each retriever
+// is then called with the key of the provider it speaks, as the gateway
+// calls it with that provider's upstream key (config.RetrieverFor), and
+// never with another provider's key; without a key of its provider it is
+// called without one.
+func withUserKeys(cfg config.Config, getenv func(string) string) config.Config {
+	for _, k := range userKeys {
+		if s := k.setting(&cfg); *s == "" {
+			*s = getenv(k.env)
+		}
+	}
+	return cfg
+}
+
 // readInput reads FILE, the flag set's only argument, or stdin without one,
-// up to limit bytes.
-func readInput(fs *flag.FlagSet, stdin io.Reader, limit int64) (string, []byte, error) {
-	in, name := stdin, "stdin"
+// up to limit bytes. It gives up when ctx ends (SIGTERM): a FIFO that nobody
+// opens for writing, or a stdin nobody writes to, blocks in the kernel, so
+// the reading is left to a goroutine that the process's exit ends.
+func readInput(ctx context.Context, fs *flag.FlagSet, stdin io.Reader, limit int64) (string, []byte, error) {
+	name := "stdin"
 	switch fs.NArg() {
 	case 0:
 	case 1:
 		name = fs.Arg(0)
-		f, err := os.Open(name)
-		if err != nil {
-			return name, nil, err
-		}
-		defer f.Close()
-		in = f
 	default:
 		return name, nil, fmt.Errorf("prune takes at most one FILE, got %d", fs.NArg())
 	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	read := make(chan result, 1)
+	go func() {
+		data, err := readAll(name, fs.NArg() == 1, stdin, limit)
+		read <- result{data, err}
+	}()
+	select {
+	case r := <-read:
+		return name, r.data, r.err
+	case <-ctx.Done():
+		return name, nil, fmt.Errorf("reading %s: %w", name, context.Cause(ctx))
+	}
+}
+
+// readAll reads the file name (or stdin) whole, up to limit bytes.
+func readAll(name string, isFile bool, stdin io.Reader, limit int64) ([]byte, error) {
+	in := stdin
+	if isFile {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
 	data, err := io.ReadAll(io.LimitReader(in, limit+1))
 	if err != nil {
-		return name, nil, fmt.Errorf("reading %s: %w", name, err)
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	if int64(len(data)) > limit {
-		return name, nil, fmt.Errorf("%s is larger than %d bytes (FOCUSGATE_MAX_BODY_BYTES)", name, limit)
+		return nil, fmt.Errorf("%s is larger than %d bytes (FOCUSGATE_MAX_BODY_BYTES)", name, limit)
 	}
-	return name, data, nil
+	return data, nil
 }
 
 // pruneRequest runs a whole request body through the pipeline the gateway
@@ -135,12 +206,7 @@ func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) st
 		return err
 	}
 	defer pr.Close()
-	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{
-		API:  kind,
-		Body: body,
-		// Without a configured key, a command-line user's own key serves.
-		Credential: getenv("OPENAI_API_KEY"),
-	})
+	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{API: kind, Body: body})
 	if _, err := stdout.Write(out); err != nil {
 		return err
 	}

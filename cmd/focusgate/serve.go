@@ -60,17 +60,28 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("the Anthropic URL: %w", err)
 	}
 
-	tracing, stopTracing, err := telemetry.Setup(getenv)
+	tracing, stopTracing, err := telemetry.Setup(getenv, log)
 	if err != nil {
 		return err
 	}
-	// Spans still buffered are sent once the last request is done.
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := stopTracing(ctx); err != nil {
-			log.Warn("could not send the last traces", "err", err)
+	// Spans still buffered are sent once the last request is done, within
+	// the grace period: a collector that never answers must not hold the
+	// process past FOCUSGATE_SHUTDOWN_TIMEOUT. When serving ends otherwise
+	// (start-up failed), they get a grace period of their own.
+	tracingStopped := false
+	flushTraces := func(ctx context.Context) {
+		if tracingStopped {
+			return
 		}
+		tracingStopped = true
+		if err := stopTracing(ctx); err != nil {
+			log.Warn("could not send the last traces within the grace period", "err", err)
+		}
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		flushTraces(ctx)
 	}()
 	pr, err := newPruning(cfg, log)
 	if err != nil {
@@ -172,6 +183,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
+	flushTraces(graceCtx)
 	log.Info("focusgate stopped")
 	return nil
 }

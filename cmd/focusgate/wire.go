@@ -44,6 +44,10 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 	if err != nil {
 		return nil, err
 	}
+	windows, err := loadWindows(cfg)
+	if err != nil {
+		return nil, err
+	}
 	p := &pruning{prices: prices, memory: budget.New(cfg.InspectBudget)}
 	var store cache.Store
 	if cfg.RedisURL == "" {
@@ -96,6 +100,7 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 		Budget:            cfg.RetrieverTimeout,
 		Memory:            p.memory,
 		Prices:            prices,
+		Windows:           windows,
 		RetrieverModel:    cfg.RetrieverModel,
 		SkipUneconomic:    cfg.SkipUneconomic,
 		ExpectedReduction: cfg.ExpectedReduction,
@@ -122,23 +127,36 @@ func (p *pruning) Close() error {
 // loadPrices builds the price table: the built-in one, then
 // FOCUSGATE_PRICES_FILE, then FOCUSGATE_PRICES.
 func loadPrices(cfg config.Config) (*pricing.Table, error) {
-	prices := pricing.Default()
-	if cfg.PricesFile != "" {
-		data, err := os.ReadFile(cfg.PricesFile)
+	return overridden(pricing.Default(), (*pricing.Table).Override, "PRICES", cfg.PricesFile, cfg.Prices)
+}
+
+// loadWindows builds the context-window table: the built-in one, then
+// FOCUSGATE_CONTEXT_WINDOWS_FILE, then FOCUSGATE_CONTEXT_WINDOWS.
+func loadWindows(cfg config.Config) (*pricing.Windows, error) {
+	return overridden(pricing.DefaultWindows(), (*pricing.Windows).Override, "CONTEXT_WINDOWS", cfg.ContextWindowsFile, cfg.ContextWindows)
+}
+
+// overridden applies to a built-in table the JSON of the file named by the
+// variable NAME_FILE, then the JSON of the variable NAME itself, naming the
+// variable in any error.
+func overridden[T any](table T, override func(T, []byte) (T, error), name, file, inline string) (T, error) {
+	var zero T
+	if file != "" {
+		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, fmt.Errorf("%sPRICES_FILE: %w", config.Prefix, err)
+			return zero, fmt.Errorf("%s%s_FILE: %w", config.Prefix, name, err)
 		}
-		if prices, err = prices.Override(data); err != nil {
-			return nil, fmt.Errorf("%sPRICES_FILE %s: %w", config.Prefix, cfg.PricesFile, err)
+		if table, err = override(table, data); err != nil {
+			return zero, fmt.Errorf("%s%s_FILE %s: %w", config.Prefix, name, file, err)
 		}
 	}
-	if cfg.Prices != "" {
+	if inline != "" {
 		var err error
-		if prices, err = prices.Override([]byte(cfg.Prices)); err != nil {
-			return nil, fmt.Errorf("%sPRICES: %w", config.Prefix, err)
+		if table, err = override(table, []byte(inline)); err != nil {
+			return zero, fmt.Errorf("%s%s: %w", config.Prefix, name, err)
 		}
 	}
-	return prices, nil
+	return table, nil
 }
 
 // logEconomics says at start-up which action models pruning can pay for with

@@ -69,7 +69,7 @@ const labels = {
   requests: "requests inspected", pruned: "pruned", skipped: "skipped", failed_open: "failed open",
   tokens: "observation tokens before → after", reduction: "tokens removed", net_usd: "saved, net of retriever",
   cache: "cache hit rate", latency: "retriever p50 / p95", flagged: "injection lines flagged",
-  relook: "re-look rate",
+  relook: "re-look rate", rescues: "context-window rescues",
 };
 
 function periodCard(title, id, p) {
@@ -87,6 +87,7 @@ function periodCard(title, id, p) {
       stat("latency", fmtMs(p.retriever_p50_ms) + " / " + fmtMs(p.retriever_p95_ms)),
       stat("flagged", fmtInt(p.flagged)),
       stat("relook", p.relook_rate == null ? "–" : fmtPct(p.relook_rate), fmtInt(p.relooks) + " re-looks · " + fmtInt(p.pruned_pages) + " pages pruned"),
+      stat("rescues", fmtInt(p.rescued), fmtInt(p.still_too_long) + " still too long · " + fmtInt(p.nothing_to_prune) + " nothing to prune"),
     ),
     p.reasons.length ? h("ul", { class: "reasons" }, p.reasons.map((r) => h("li", { class: "reason st-" + r.status, text: statusText(r.status, r.reason) + " × " + r.count }))) : null,
   );

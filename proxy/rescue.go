@@ -1,0 +1,160 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/pipeline"
+)
+
+// maxRefusalBytes caps what is read of a 400 answer to tell whether it
+// refuses the request for its length. Providers' refusals are a few hundred
+// bytes; a longer answer is passed on unread.
+const maxRefusalBytes = 64 << 10
+
+// rescue is what an inspected request needs if the upstream refuses it for
+// its length: the body as the client sent it (decoded), the settings it came
+// with, and where the client's answer headers are. It travels in the
+// request's context (requestInfo.rescue); the transport fills in the result.
+type rescue struct {
+	req    pipeline.Request
+	sent   int         // bytes of the body the first attempt sent
+	header http.Header // the client's response headers, set before the answer is written
+	out    pipeline.Outcome
+}
+
+// rescueTransport retries once a request the upstream refused as longer
+// than its model's context window, with every page of the conversation
+// pruned (see pipeline.Request.Rescue). The refusal is read before any byte
+// of it reaches the client, so the client gets either the retry's answer,
+// streamed as usual, or the refusal exactly as the upstream sent it: when the
+// pruned request is refused again, or there is nothing more to prune. No
+// other status, and no other 400, is retried.
+type rescueTransport struct {
+	next     http.RoundTripper
+	pipeline Rewriter
+}
+
+var _ http.RoundTripper = rescueTransport{}
+
+func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	rs := infoFrom(req.Context()).rescue
+	if err != nil || rs == nil || resp.StatusCode != http.StatusBadRequest {
+		return resp, err
+	}
+	refusal, complete := readRefusal(resp)
+	if !complete || !tooLong(rs.req.API, refusal) {
+		return resp, nil
+	}
+	defer func() { setHeaders(rs.header, rs.out) }()
+	if rs.out.Rescue != "" {
+		// Already sent with every page pruned (the window table foresaw
+		// it): there is nothing more to try.
+		rs.refused(focusgate.StillTooLong, pipeline.Outcome{})
+		return resp, nil
+	}
+
+	ctx, span := tracer.Start(req.Context(), "focusgate.rescue", trace.WithAttributes(
+		attribute.String("focusgate.api", rs.req.API.String())))
+	defer func() {
+		span.SetAttributes(attribute.String("focusgate.rescue", string(rs.out.Rescue)))
+		span.End()
+	}()
+	r := rs.req
+	r.Rescue = true
+	body, out := t.pipeline.Rewrite(ctx, r)
+	if out.Rescue != focusgate.Rescued || len(body) >= rs.sent {
+		rs.refused(focusgate.NothingToPrune, out)
+		return resp, nil
+	}
+	retry := req.Clone(ctx)
+	setBody(retry, body)
+	second, err := t.next.RoundTrip(retry)
+	if err != nil {
+		// The refusal is the upstream's own answer to this request; a
+		// retry that could not be made changes nothing of it.
+		rs.refused(focusgate.StillTooLong, out)
+		return resp, nil
+	}
+	if second.StatusCode == http.StatusBadRequest {
+		again, complete := readRefusal(second)
+		if complete && tooLong(rs.req.API, again) {
+			second.Body.Close()
+			rs.refused(focusgate.StillTooLong, out)
+			return resp, nil
+		}
+	}
+	resp.Body.Close()
+	rs.keep(out)
+	return second, nil
+}
+
+// keep makes out, a rescue's outcome, the request's outcome, with what the
+// first attempt spent on the retriever added: both were paid for.
+func (rs *rescue) keep(out pipeline.Outcome) {
+	out.Usage.PromptTokens += rs.out.Usage.PromptTokens
+	out.Usage.CompletionTokens += rs.out.Usage.CompletionTokens
+	out.RetrieverUSD += rs.out.RetrieverUSD
+	rs.out = out
+}
+
+// refused records a rescue that ended with the upstream's refusal going to
+// the client: nothing was saved, since the action model read nothing, and
+// what the rescue spent on the retriever was spent all the same.
+func (rs *rescue) refused(result focusgate.Rescue, spent pipeline.Outcome) {
+	rs.out.Rescue = result
+	rs.out.SavedUSD = 0
+	rs.out.Usage.PromptTokens += spent.Usage.PromptTokens
+	rs.out.Usage.CompletionTokens += spent.Usage.CompletionTokens
+	rs.out.RetrieverUSD += spent.RetrieverUSD
+}
+
+// readRefusal reads a 400 answer's body, up to maxRefusalBytes, and puts
+// back a body that reads the same bytes, so that the answer can still go to
+// the client unchanged. complete is false when the body was longer, or could
+// not be read to its end.
+func readRefusal(resp *http.Response) (body []byte, complete bool) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBytes+1))
+	complete = err == nil && len(body) <= maxRefusalBytes
+	if complete {
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	} else {
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+	}
+	return body, complete
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// tooLong says whether a 400 answer of api's upstream refuses the request
+// for being longer than the model's context window, in the words each
+// provider uses: OpenAI's code context_length_exceeded or its "maximum
+// context length" message (which OpenAI-compatible servers such as vLLM
+// copy), Anthropic's "prompt is too long: N tokens > M maximum", and
+// Google's INVALID_ARGUMENT "The input token count (N) exceeds the maximum
+// number of tokens allowed (M)".
+func tooLong(api focusgate.API, body []byte) bool {
+	switch api {
+	case focusgate.Messages:
+		e := gjson.GetManyBytes(body, "error.type", "error.message")
+		return e[0].String() == "invalid_request_error" && strings.Contains(strings.ToLower(e[1].String()), "prompt is too long")
+	default:
+		e := gjson.GetManyBytes(body, "error.code", "error.message", "error.status")
+		msg := strings.ToLower(e[1].String())
+		return e[0].String() == "context_length_exceeded" ||
+			strings.Contains(msg, "maximum context length") ||
+			e[2].String() == "INVALID_ARGUMENT" && strings.Contains(msg, "input token count") && strings.Contains(msg, "exceeds the maximum")
+	}
+}
