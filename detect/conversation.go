@@ -461,9 +461,10 @@ func (c *conversation) unitText(ui int) (string, []int) {
 	return ctx.text, ctx.bases
 }
 
-// located is a block found in one segment of one unit. For a tree inside a
-// JSON text held by the segment, in is set and block spans that inner string in
-// the segment's text.
+// located is a block found in one segment of one unit. For a tree inside an
+// escaped string held by the segment, in is set and block spans the tree as
+// it lies, escaped, in the segment's text: the spans of a segment's trees
+// never overlap, however many a string holds.
 type located struct {
 	unit, seg int
 	block     Block
@@ -482,7 +483,7 @@ func (c *conversation) trees(ui, si int) []located {
 	}
 	for k := range inners {
 		in := &inners[k]
-		found = append(found, located{unit: ui, seg: si, block: Block{Start: in.lit.start, End: in.lit.end}, in: in})
+		found = append(found, located{unit: ui, seg: si, block: Block{Start: in.at.start, End: in.at.end}, in: in})
 	}
 	slices.SortStableFunc(found, func(a, b located) int { return a.block.Start - b.block.Start })
 	return found
@@ -534,8 +535,14 @@ func (c *conversation) observations(opts Options) []Observation {
 		}
 		s := &c.segs[found[i].seg]
 		text := c.segText(found[i].seg)
-		for k, raw := range rawSpans(c.body[s.lit.start:s.lit.end], text, spans) {
+		lit := c.body[s.lit.start:s.lit.end]
+		for k, raw := range rawSpans(lit, text, spans) {
 			f := found[i+k]
+			if !onLines(text, f.block.Start, f.block.End) {
+				// A tree after an envelope on its first line.
+				at := rawOffsets(lit, []int{f.block.Start, f.block.End})
+				raw = span{at[0], at[1]}
+			}
 			o := Observation{
 				Block:    f.block,
 				Text:     text[f.block.Start:f.block.End],
@@ -551,17 +558,23 @@ func (c *conversation) observations(opts Options) []Observation {
 	return obs
 }
 
+// onLines says whether text[start:end] starts at a line start and ends at a
+// line end, as rawSpans needs.
+func onLines(text string, start, end int) bool {
+	return (start == 0 || text[start-1] == '\n') && (end == len(text) || text[end] == '\n')
+}
+
 // innerObservation describes a tree found inside a JSON text held by a segment.
 func (c *conversation) innerObservation(f located) Observation {
 	s := &c.segs[f.seg]
-	at := rawOffsets(c.body[s.lit.start:s.lit.end], []int{f.in.raw.start, f.in.raw.end})
+	at := rawOffsets(c.body[s.lit.start:s.lit.end], []int{f.in.at.start, f.in.at.end})
 	o := Observation{
 		Block:    f.in.block,
 		Text:     f.in.text[f.in.block.Start:f.in.block.End],
 		Path:     c.units[f.unit].segPath(s),
 		RawStart: s.lit.start + at[0],
 		RawEnd:   s.lit.start + at[1],
-		Nested:   1,
+		Nested:   f.in.nested,
 	}
 	c.describe(f, &o)
 	return o
@@ -578,8 +591,7 @@ func (c *conversation) blocks(ui, si int) []Block {
 		return nil
 	}
 	lit := c.segs[si].lit
-	trees, nested := lit.newlines >= MinLines-1, lit.nested >= MinLines-1
-	if !trees && !nested {
+	if lit.newlines < MinLines-1 && lit.nested < MinLines-1 {
 		return nil
 	}
 	raw := c.body[lit.start:lit.end]
@@ -593,11 +605,12 @@ func (c *conversation) blocks(ui, si int) []Block {
 		return s.blocks
 	}
 	text := c.segText(si)
-	if trees {
-		s.blocks = findBlocks(text)
-	}
-	if nested {
-		s.inner = findInner(text)
+	for _, h := range findTrees(text) {
+		if h.nested == 0 {
+			s.blocks = append(s.blocks, h.block)
+		} else {
+			s.inner = append(s.inner, inner{block: h.block, text: h.text, at: h.at, nested: h.nested})
+		}
 	}
 	size := searchedSize(text, s.blocks, s.inner)
 	c.note(int64(size - len(text))) // the text was noted when decoded
@@ -613,8 +626,11 @@ func searchedSize(text string, blocks []Block, inner []inner) int {
 	for _, b := range blocks {
 		n += blockSize + len(b.Lines)*lineSize
 	}
-	for _, in := range inner {
-		n += int(unsafe.Sizeof(in)) + len(in.text) + len(in.block.Lines)*lineSize
+	for i, in := range inner {
+		if i == 0 || in.text != inner[i-1].text {
+			n += len(in.text)
+		}
+		n += int(unsafe.Sizeof(in)) + len(in.block.Lines)*lineSize
 	}
 	return n
 }

@@ -11,6 +11,12 @@
 // one tree grammar and at least MinIDLines of them carry an element id. Missing a tree
 // costs the user money; pruning prose would corrupt the prompt.
 //
+// A page often reaches the model wrapped by its client: read back from a file
+// with line numbers, passed through JSON.stringify, cut in the middle around a
+// marker, with the harness's notes around it. Detection peels such wrappers as
+// composable layers (see layers.go), in any order, and reports every tree so
+// that it can be written back through them exactly.
+//
 // Detection is a pure function of the request bytes. The package never rewrites a
 // body, never re-serialises JSON, never normalises whitespace, never calls a network
 // service and never keeps state between calls. It reports, for every tree, the exact

@@ -146,6 +146,9 @@ func FuzzFind(f *testing.F) {
 		parts := string(mustJSON(f, []part{{"text", "### Snapshot\n```yaml\n" + s + "\n```"}}))
 		f.Add(string(chatBody(f, message{Role: "tool", Content: parts})), false)
 	}
+	// Issue 30: the page twice on one escaped line of a numbered read.
+	twice := string(mustJSON(f, []part{{"text", "### Page\n```yaml\n" + playwrightTree + "\n```\n### Again\n```yaml\n" + playwrightTree + "\n```"}}))
+	f.Add(string(chatBody(f, message{Role: "user", Content: "Save."}, message{Role: "tool", Content: "1\t[\n2\t" + twice[1:len(twice)-1] + "\n3\t]"})), true)
 	f.Fuzz(func(t *testing.T, body string, all bool) {
 		b := []byte(body)
 		wantOK := json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))

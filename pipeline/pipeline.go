@@ -129,6 +129,7 @@ type Request struct {
 type Pipeline struct {
 	opts       Options
 	log        *slog.Logger
+	panics     panicLog
 	inspecting *budget.Bytes
 	// stopping ends when the pipeline stops pruning for shutdown.
 	stopping context.Context

@@ -222,7 +222,11 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 	for _, pg := range pages {
 		if pg.Result.Status == focusgate.Pruned {
 			o := pg.Observation
-			edits = append(edits, edit{start: o.RawStart, end: o.RawEnd, text: pg.Result.Text, nested: o.Nested})
+			edits = append(edits, edit{start: o.RawStart, end: o.RawEnd, text: pg.Result.Text, nested: o.Nested,
+				lines: func() (string, []string, string, bool) {
+					lines, newline, ok := o.RawLines(body[o.RawStart:o.RawEnd])
+					return o.Text, lines, newline, ok
+				}})
 		}
 	}
 	if pl.priced {
@@ -245,12 +249,18 @@ func (p *Pipeline) prunePages(ctx context.Context, pl plan) []Page {
 	obs := pl.obs
 	pages := make([]Page, len(obs))
 	newest := len(obs) - 1
+	// Every tree of the newest output is new: the two sides of a page its
+	// client cut in the middle, the copies a saved result holds.
+	current := newest
+	for current > 0 && obs[current-1].Path == obs[newest].Path {
+		current--
+	}
 	repeated := !pl.rescue && newest > 0 && obs[newest].Text == obs[newest-1].Text
 	var wg sync.WaitGroup
 	for i := range obs {
 		pages[i].Observation = obs[i]
 		if i < newest || !repeated {
-			wg.Go(func() { pages[i].Result = p.prunePage(ctx, pl, obs[i], i == newest) })
+			wg.Go(func() { pages[i].Result = p.prunePage(ctx, pl, obs[i], i >= current) })
 		}
 	}
 	wg.Wait()
@@ -306,9 +316,11 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 // when the page it got did not hold what it needed. Such a page goes out
 // whole, so that the agent is never left blind twice. The rule reads only the
 // conversation up to the page, so every later request makes the same
-// decision about it and forwards the same prefix.
+// decision about it and forwards the same prefix. Two copies of a tree in
+// one output (a saved result that holds the page twice) are one look.
 func relook(prev, page Page) bool {
-	return prev.Result.Status == focusgate.Pruned && prev.Observation.Text == page.Observation.Text
+	return prev.Result.Status == focusgate.Pruned && prev.Observation.Text == page.Observation.Text &&
+		prev.Observation.Path != page.Observation.Path
 }
 
 // sentWhole is the result of a re-look: the page as it came, counted like
