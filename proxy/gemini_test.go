@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -268,6 +269,22 @@ func TestGeminiRequestsArePrunedAndStreamed(t *testing.T) {
 	}
 	if !strings.Contains(string(call.Body), "add the Summit Parka to the cart") || strings.Contains(string(call.Body), "session_context") {
 		t.Error("the retriever was not given the user's task as the goal")
+	}
+	gw.logs.WaitFor(t, "msg=request method=POST path=/v1beta/models/gemini-2.5-flash:streamGenerateContent status=200")
+	if !strings.Contains(gw.logs.String(), "msg=observations status=pruned api=gemini model=gemini-2.5-flash") {
+		t.Errorf("no outcome line for the Gemini request:\n%s", gw.logs.String())
+	}
+	if !regexp.MustCompile(`msg=request method=POST path=/v1beta/\S+ status=200 .* api=gemini`).MatchString(gw.logs.String()) {
+		t.Errorf("the access log does not name the API:\n%s", gw.logs.String())
+	}
+	resp, err := http.Get(gw.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `route="gemini"`) {
+		t.Error(`no metrics with route="gemini"`)
 	}
 }
 
