@@ -89,6 +89,7 @@ func TestClientKeysReachOnlyTheirProvidersRetriever(t *testing.T) {
 		})
 		for _, api := range focusgate.APIs {
 			t.Run(api.String()+" client, "+rp.Name+" retriever", func(t *testing.T) {
+				drain(seen)
 				c := clientOf[api]
 				req, _ := http.NewRequest(http.MethodPost, gw.URL+c.path, bytes.NewReader(pageBody(t, api)))
 				req.Header.Set("Content-Type", "application/json")
@@ -116,6 +117,59 @@ func TestClientKeysReachOnlyTheirProvidersRetriever(t *testing.T) {
 					t.Errorf("the retriever got a credential from another provider's client: %q", sent)
 				}
 			})
+		}
+	}
+}
+
+// `focusgate prune --request` hands the retriever the user's own key of the
+// provider the body speaks to (OPENAI_API_KEY, ANTHROPIC_API_KEY,
+// GEMINI_API_KEY), and no other.
+func TestPruneRequestUsesTheKeyOfTheBodysProvider(t *testing.T) {
+	seen := make(chan http.Header, 1)
+	retriever := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		select {
+		case seen <- r.Header.Clone():
+		default:
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(retriever.Close)
+	userKeys := map[string]string{"OPENAI_API_KEY": "sk-user-openai", "ANTHROPIC_API_KEY": "sk-ant-user", "GEMINI_API_KEY": "AIza-user"}
+	env := map[string]string{
+		"FOCUSGATE_UPSTREAM_URL": retriever.URL + "/v1", "FOCUSGATE_ANTHROPIC_URL": retriever.URL, "FOCUSGATE_GEMINI_URL": retriever.URL,
+		"FOCUSGATE_MIN_TOKENS": "100", "FOCUSGATE_SKIP_UNECONOMIC": "false",
+	}
+	for k, v := range userKeys {
+		env[k] = v
+	}
+	for _, api := range focusgate.APIs {
+		t.Run(api.String(), func(t *testing.T) {
+			drain(seen)
+			var stdout, stderr bytes.Buffer
+			run(t.Context(), []string{"focusgate", "prune", "--request", "--api", api.String()}, func(k string) string { return env[k] },
+				bytes.NewReader(pageBody(t, api)), &stdout, &stderr)
+			if !strings.Contains(stderr.String(), "reason=retriever-http-4xx") {
+				t.Fatalf("stderr %q: want a failed retriever call", stderr.String())
+			}
+			h := <-seen
+			sent := strings.Join([]string{h.Get("Authorization"), h.Get("X-Api-Key"), h.Get("X-Goog-Api-Key")}, " ")
+			for name, key := range userKeys {
+				if want := name == focusgate.ProviderOf(api).ClientKeyEnv; strings.Contains(sent, key) != want {
+					t.Errorf("%s reached the retriever: %v, want %v (sent %q)", name, !want, want, sent)
+				}
+			}
+		})
+	}
+}
+
+// drain empties c of what an earlier request left in it.
+func drain(c chan http.Header) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
 		}
 	}
 }
