@@ -465,3 +465,57 @@ func checkGoogleError(t *testing.T, body []byte, code int, status string) {
 		t.Errorf("error body %s: want Google's shape with code %d and status %s", body, code, status)
 	}
 }
+
+// A page Gemini CLI cut in the middle is two trees, the head and the tail,
+// and the line that says what was cut reaches the model as it came. The
+// tail is the newest tree and is pruned; the head, like any older page with
+// no stored selection, is left as it came, unless every page is pruned
+// (PruneAll).
+func TestGeminiTruncatedOutputKeepsItsMarker(t *testing.T) {
+	page := string(readFile(t, "../detect/testdata/formats/playwright.txt"))
+	cut := strings.Index(page, "\n  - main") + 1
+	const marker = "... [12,345 characters omitted] ..."
+	output := "Output too large. Showing first 8,000 and last 32,000 characters. For full output see: /tmp/gemini/tool-outputs/browser_snapshot_1.txt\n" +
+		page[:cut] + "\n" + marker + "\n\n" + page[cut:]
+	body, _ := json.Marshal(map[string]any{"contents": []any{
+		map[string]any{"role": "user", "parts": []any{map[string]any{"text": "Add the Summit Parka to the cart."}}},
+		map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "browser_snapshot", "args": map[string]any{}}}}},
+		map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": "browser_snapshot", "response": map[string]any{"output": output}}}}},
+	}})
+	for _, all := range []bool{false, true} {
+		t.Run(fmt.Sprintf("prune all %v", all), func(t *testing.T) {
+			f := &fakeGeminiAPI{upstream: &recorder{}, retriever: &recorder{}, keepLine: `button "Add to cart"`, firstSeen: make(chan struct{})}
+			gw := geminiPruningGateway(t, f, func(o *gatewayOptions) { o.PruneAll = all })
+			resp := post(t, gw.URL+"/v1beta/models/gemini-2.5-flash:generateContent", body, map[string]string{"X-Goog-Api-Key": "AIza-client"})
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if got := resp.Header.Get(proxy.HeaderStatus); got != "pruned" {
+				t.Fatalf("%s = %q, want pruned", proxy.HeaderStatus, got)
+			}
+			var sent struct {
+				Contents []struct {
+					Parts []struct {
+						FunctionResponse struct {
+							Response struct{ Output string } `json:"response"`
+						} `json:"functionResponse"`
+					} `json:"parts"`
+				} `json:"contents"`
+			}
+			if err := json.Unmarshal(f.upstream.last(t).Body, &sent); err != nil {
+				t.Fatal(err)
+			}
+			got := sent.Contents[2].Parts[0].FunctionResponse.Response.Output
+			head, tail, ok := strings.Cut(got, "\n"+marker+"\n")
+			if !ok {
+				t.Fatalf("the marker line is gone:\n%s", got)
+			}
+			wantHead, _, _ := strings.Cut(output, "\n"+marker+"\n")
+			if !strings.HasPrefix(head, "Output too large.") || !strings.Contains(tail, `button "Add to cart"`) || !strings.Contains(tail, "lines pruned") {
+				t.Error("the header line or the target is gone, or the tail was not pruned")
+			}
+			if headPruned := head != wantHead; headPruned != all {
+				t.Errorf("head pruned: %v, want %v", headPruned, all)
+			}
+		})
+	}
+}
