@@ -1,12 +1,16 @@
 // Package focusgate declares the names that several of focusgate's packages
-// share: the APIs it inspects, the line of a page tree, the post-processing
-// modes and retriever prompt variants, what became of a request (status and
-// reason) and the model families it tells apart. Each is declared here once,
-// so that detection, pruning, the pipeline, the gateway, the dashboard and
-// the metrics speak of the same thing by the same name.
+// share: the providers whose APIs it speaks (provider_*.go, one declaration
+// each) and the API of each body shape, the line of a page tree, the
+// post-processing modes and retriever prompt variants, what became of a
+// request (status and reason) and the model families it tells apart. Each
+// is declared here once, so that detection, pruning, the pipeline, the
+// gateway, the dashboard and the metrics speak of the same thing by the same
+// name.
 //
-// The package holds no behaviour beyond parsing and naming these values, and
-// imports nothing of the project's own.
+// The package holds no behaviour beyond parsing these values and reading
+// the providers' declarations (matching a request to its route, finding a
+// credential, writing an error in a provider's shape), and imports nothing
+// of the project's own.
 package focusgate
 
 import (
