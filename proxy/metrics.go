@@ -47,7 +47,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_requests_total",
-			Help: "Requests served, by route (chat, responses, messages, passthrough, own), HTTP status code and gateway key name.",
+			Help: "Requests served, by route (the API of an inspected route: chat, responses, messages, gemini; passthrough; own), HTTP status code and gateway key name.",
 		}, []string{"route", "code", "key"}),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "focusgate_request_duration_seconds",
