@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -21,7 +20,7 @@ import (
 // with a matching Content-Length.
 func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		r := c.Request
+		r, m := c.Request, infoFrom(c.Request.Context()).match
 		if r.ContentLength > s.opts.MaxBodyBytes {
 			s.tooLarge(c)
 			return
@@ -52,7 +51,7 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				r.Header.Del("Content-Encoding")
 			}
 		}
-		sizing := strings.HasSuffix(r.URL.Path, "/count_tokens")
+		sizing := m.Route.Sizing
 		var ticket holdout.Ticket
 		sent := len(body) // decoded: what estimates the step's tokens
 		if out.Status == "" && s.opts.Holdout != nil {
@@ -71,7 +70,8 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				Body:       body,
 				Mode:       r.Header.Get(HeaderMode),
 				Prompt:     r.Header.Get(HeaderPrompt),
-				Credential: credential(r.Header),
+				Model:      m.Model,
+				Credential: m.Provider.Credential(r),
 				Sizing:     sizing,
 				Holdout:    held,
 			}
@@ -160,14 +160,4 @@ func (s *Server) tooLarge(c *gin.Context) {
 	// drain it.
 	c.Header("Connection", "close")
 	writeError(c.Writer, http.StatusRequestEntityTooLarge, errBodyTooLarge.Error(), "invalid_request_error", "request_too_large")
-}
-
-// credential is the client's own API key, which the pipeline may use for the
-// retriever when none is configured: the bearer token of Authorization, else
-// Anthropic's x-api-key.
-func credential(h http.Header) string {
-	if key, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
-		return key
-	}
-	return h.Get("X-Api-Key")
 }

@@ -48,7 +48,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_requests_total",
-			Help: "Requests served, by route (chat, responses, messages, passthrough, own), HTTP status code and gateway key name.",
+			Help: "Requests served, by route (the API of an inspected route: chat, responses, messages, gemini; passthrough; own), HTTP status code and gateway key name.",
 		}, []string{"route", "code", "key"}),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "focusgate_request_duration_seconds",
@@ -179,23 +179,21 @@ func codeLabel(status int) string {
 	return "other"
 }
 
-// routeLabel names the route a request took, from gin's matched pattern.
-func routeLabel(fullPath string) string {
-	switch fullPath {
-	case "/v1/chat/completions", "/chat/completions":
-		return "chat"
-	case "/v1/responses", "/responses":
-		return "responses"
-	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens":
-		return "messages"
-	case "":
-		return "passthrough"
+// routeLabel names the route a request took: the API of an inspected
+// route (from the providers' declarations), "passthrough" for any other
+// proxied request, "own" for the gateway's own endpoints.
+func routeLabel(c *gin.Context) string {
+	if c.FullPath() != "" {
+		return "own"
 	}
-	return "own"
+	if r := infoFrom(c.Request.Context()).match.Route; r != nil {
+		return r.API.String()
+	}
+	return "passthrough"
 }
 
 func (m *metrics) observeRequest(c *gin.Context, seconds float64) {
-	route := routeLabel(c.FullPath())
+	route := routeLabel(c)
 	key := m.keyLabel(keyName(c.Request.Context()))
 	m.requests.WithLabelValues(route, codeLabel(c.Writer.Status()), key).Inc()
 	m.duration.WithLabelValues(route).Observe(seconds)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/holdout"
 )
 
@@ -23,8 +24,9 @@ type requestInfo struct {
 	// bodyTimedOut is set when the client did not send its body within
 	// Options.BodyReadTimeout.
 	bodyTimedOut atomic.Bool
-	// dialect is the API the request speaks, set before the handler runs.
-	dialect dialect
+	// match is the request's provider and, for an inspected request, its
+	// route, set before the handler runs.
+	match focusgate.Match
 	// meter reads the usage report of the response, for a step the holdout
 	// accounts for; nil otherwise.
 	meter *holdout.Meter

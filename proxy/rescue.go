@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"strings"
 
-	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -51,7 +49,7 @@ func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	refusal, complete := readRefusal(resp)
-	if !complete || !tooLong(rs.req.API, refusal) {
+	if !complete || !overflow(rs.req.API, resp.StatusCode, refusal) {
 		return resp, nil
 	}
 	defer func() { setHeaders(rs.header, rs.out) }()
@@ -86,7 +84,7 @@ func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if second.StatusCode == http.StatusBadRequest {
 		again, complete := readRefusal(second)
-		if complete && tooLong(rs.req.API, again) {
+		if complete && overflow(rs.req.API, second.StatusCode, again) {
 			second.Body.Close()
 			rs.refused(focusgate.StillTooLong, out)
 			return resp, nil
@@ -138,23 +136,9 @@ type readCloser struct {
 	io.Closer
 }
 
-// tooLong says whether a 400 answer of api's upstream refuses the request
-// for being longer than the model's context window, in the words each
-// provider uses: OpenAI's code context_length_exceeded or its "maximum
-// context length" message (which OpenAI-compatible servers such as vLLM
-// copy), Anthropic's "prompt is too long: N tokens > M maximum", and
-// Google's INVALID_ARGUMENT "The input token count (N) exceeds the maximum
-// number of tokens allowed (M)".
-func tooLong(api focusgate.API, body []byte) bool {
-	switch api {
-	case focusgate.Messages:
-		e := gjson.GetManyBytes(body, "error.type", "error.message")
-		return e[0].String() == "invalid_request_error" && strings.Contains(strings.ToLower(e[1].String()), "prompt is too long")
-	default:
-		e := gjson.GetManyBytes(body, "error.code", "error.message", "error.status")
-		msg := strings.ToLower(e[1].String())
-		return e[0].String() == "context_length_exceeded" ||
-			strings.Contains(msg, "maximum context length") ||
-			e[2].String() == "INVALID_ARGUMENT" && strings.Contains(msg, "input token count") && strings.Contains(msg, "exceeds the maximum")
-	}
+// overflow says whether an answer of api's upstream refuses the request as
+// longer than the model's context window, in that provider's words.
+func overflow(api focusgate.API, status int, body []byte) bool {
+	p := focusgate.ProviderOf(api)
+	return p != nil && p.ContextOverflow != nil && p.ContextOverflow(status, body)
 }

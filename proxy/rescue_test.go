@@ -18,6 +18,7 @@ import (
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
 )
 
@@ -25,11 +26,14 @@ import (
 // pages in its shape, where it is sent, and how its upstream refuses a
 // request that does not fit.
 type rescueAPI struct {
-	name    string
-	path    string
-	header  map[string]string
-	refusal string
-	body    func(t *testing.T, pages []string, stream bool) []byte
+	name string
+	path string
+	// streamPath, when set, is where the API's streamed requests go
+	// (Gemini streams on a route of its own, not by a member of the body).
+	streamPath string
+	header     map[string]string
+	refusal    string
+	body       func(t *testing.T, pages []string, stream bool) []byte
 }
 
 var rescueAPIs = []rescueAPI{
@@ -75,6 +79,20 @@ var rescueAPIs = []rescueAPI{
 			return marshal(t, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": stream, "messages": msgs})
 		},
 	},
+	{
+		name: "gemini", path: "/v1beta/models/gemini-2.5-flash:generateContent",
+		streamPath: "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+		refusal:    `{"error":{"code":400,"message":"The input token count (1139805) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`,
+		body: func(t *testing.T, pages []string, stream bool) []byte {
+			contents := []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": "Order a standard laptop with the default configuration"}}}}
+			for _, pg := range pages {
+				contents = append(contents,
+					map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "snapshot", "args": map[string]any{}}}}},
+					map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": "snapshot", "response": map[string]any{"output": pg}}}}})
+			}
+			return marshal(t, map[string]any{"contents": contents, "generationConfig": map[string]any{"temperature": 0}})
+		},
+	},
 }
 
 func marshal(t *testing.T, v any) []byte {
@@ -108,7 +126,7 @@ func (u *windowUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, u.api.refusal)
 		return
 	}
-	if bytes.Contains(body, []byte(`"stream":true`)) {
+	if bytes.Contains(body, []byte(`"stream":true`)) || r.URL.Query().Get("alt") == "sse" {
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, ev := range []string{"data: {\"n\":1}\n\n", "data: {\"n\":2}\n\n"} {
 			io.WriteString(w, ev)
@@ -118,6 +136,13 @@ func (u *windowUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, `{"ok":true}`)
+}
+
+func (a rescueAPI) url(gateway string, stream bool) string {
+	if stream && a.streamPath != "" {
+		return gateway + a.streamPath
+	}
+	return gateway + a.path
 }
 
 func (u *windowUpstream) received() [][]byte {
@@ -151,9 +176,9 @@ func newWindowGateway(t *testing.T, up *windowUpstream) *gateway {
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
 	openai, _ := url.Parse(srv.URL + "/v1")
-	anthropic, _ := url.Parse(srv.URL)
+	base, _ := url.Parse(srv.URL)
 	return newGateway(t, nil, func(o *gatewayOptions) {
-		o.Upstream, o.AnthropicUpstream = openai, anthropic
+		o.Upstreams = map[string]proxy.Upstream{"openai": {URL: openai}, "anthropic": {URL: base}, "gemini": {URL: base}}
 		o.Pruner = prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 100},
 			firstLinesRetriever{}, cache.New(cache.NewMemory(64<<20, time.Hour), nil))
 		o.Finder = detect.NewFinder(16 << 20)
@@ -178,7 +203,7 @@ func TestARequestRefusedForItsLengthIsRescued(t *testing.T) {
 				// a conversation of those two pages alone.
 				up := &windowUpstream{api: api, limit: len(api.body(t, pages[:2], stream))}
 				gw := newWindowGateway(t, up)
-				resp := post(t, gw.URL+api.path, body, api.header)
+				resp := post(t, api.url(gw.URL, stream), body, api.header)
 				got, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusOK {
@@ -221,15 +246,16 @@ func TestRefusalsThatCannotBeRescuedReachTheClientUnchanged(t *testing.T) {
 	for _, api := range rescueAPIs {
 		tests := []struct {
 			name      string
+			stream    bool
 			body      []byte
 			limit     int
 			refusal   string
 			wantCalls int
 			outcome   focusgate.Rescue
 		}{
-			{"still too long", api.body(t, pages, true), 100, api.refusal, 2, focusgate.StillTooLong},
-			{"nothing to prune", api.body(t, []string{"a short tool output, no page"}, false), 100, api.refusal, 1, focusgate.NothingToPrune},
-			{"another 400", api.body(t, pages, false), 100, `{"error":{"message":"Invalid model","type":"invalid_request_error","code":"model_not_found"}}`, 1, ""},
+			{"still too long", true, api.body(t, pages, true), 100, api.refusal, 2, focusgate.StillTooLong},
+			{"nothing to prune", false, api.body(t, []string{"a short tool output, no page"}, false), 100, api.refusal, 1, focusgate.NothingToPrune},
+			{"another 400", false, api.body(t, pages, false), 100, `{"error":{"message":"Invalid model","type":"invalid_request_error","code":"model_not_found"}}`, 1, ""},
 		}
 		for _, tt := range tests {
 			t.Run(api.name+"/"+tt.name, func(t *testing.T) {
@@ -237,7 +263,7 @@ func TestRefusalsThatCannotBeRescuedReachTheClientUnchanged(t *testing.T) {
 				a.refusal = tt.refusal
 				up := &windowUpstream{api: a, limit: tt.limit}
 				gw := newWindowGateway(t, up)
-				resp := post(t, gw.URL+api.path, tt.body, api.header)
+				resp := post(t, api.url(gw.URL, tt.stream), tt.body, api.header)
 				got, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusBadRequest || string(got) != tt.refusal || resp.Header.Get("X-Request-Id") != "req-refused" {

@@ -90,11 +90,14 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		return compareConversations(logFile, asJSON, stdout, stderr)
 	}
 
-	// As for `focusgate prune`, a command-line user's own key of the
-	// retriever's provider serves when none is configured.
-	retriever := withUserKeys(cfg, getenv).RetrieverFor(focusgate.Chat)
+	// As for `focusgate prune`, a command-line user's own key serves when
+	// none is configured.
+	retriever := cfg.RetrieverFor(focusgate.Chat)
+	if retriever.Key == "" {
+		retriever.Key = getenv(retrieverProvider(retriever).ClientKeyEnv)
+	}
 	key := retriever.Key
-	const keyVars = config.Prefix + "RETRIEVER_API_KEY, the provider's upstream key, or OPENAI_API_KEY / ANTHROPIC_API_KEY"
+	keyVars := config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + retrieverProvider(retriever).Settings.Key + " or " + retrieverProvider(retriever).ClientKeyEnv
 	switch {
 	case len(names) == 0 && key != "":
 		names = strategyNames
@@ -131,8 +134,12 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		switch name {
 		case "llm":
+			r, err := newRetriever(cfg, retriever)
+			if err != nil {
+				return err
+			}
 			strategies = append(strategies, &eval.LLM{
-				Retriever:      newRetriever(cfg, retriever),
+				Retriever:      r,
 				RetrieverModel: cfg.RetrieverModel,
 				Variant:        focusgate.Variant(cfg.Prompt),
 				UseHistory:     cfg.RetrieverHistory,

@@ -48,17 +48,16 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 func prunePageOrFail(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var goal, history, model, api string
 	var request bool
-	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
+	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages|gemini] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
 		fs.StringVar(&goal, "goal", "", "the agent's goal at this step")
 		fs.StringVar(&history, "history", "", "what the agent did so far (optional)")
 		fs.StringVar(&model, "model", "gpt-4.1", "the action model, whose tokenizer counts the tokens")
 		fs.BoolVar(&request, "request", false, "the input is a whole request body: print exactly the bytes the gateway would forward, and the outcome on stderr")
-		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses or messages (default: told from the body's shape)")
+		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses, messages or gemini (default: told from the body's shape)")
 	})
 	if err != nil {
 		return err
 	}
-	cfg = withUserKeys(cfg, getenv)
 	name, page, err := readInput(ctx, fs, stdin, cfg.MaxBodyBytes)
 	if err != nil {
 		return err
@@ -84,6 +83,9 @@ func prunePageOrFail(ctx context.Context, args []string, getenv func(string) str
 		Mode:    focusgate.Mode(cfg.Mode),
 		Variant: focusgate.Variant(cfg.Prompt),
 		Model:   model,
+		// Without a configured key, a command-line user's own key for the
+		// retriever's provider serves (pr.pruner is the chat retriever).
+		APIKey: getenv(retrieverProvider(cfg.RetrieverFor(focusgate.Chat)).ClientKeyEnv),
 	})
 
 	if _, err := fmt.Fprintf(stdout, "%s%s%s", page[:b.Start], res.Text, page[b.End:]); err != nil {
@@ -105,33 +107,6 @@ func prunePageOrFail(ctx context.Context, args []string, getenv func(string) str
 		return fmt.Errorf("%w: %s", errFailedOpen, res.Reason)
 	}
 	return nil
-}
-
-// userKeys are the variables in which a command-line user keeps the key of
-// each provider a retriever may speak, and the setting whose key
-// config.RetrieverFor gives that provider's retriever, which the variable
-// stands in for when the configuration leaves it empty.
-var userKeys = []struct {
-	env     string
-	setting func(*config.Config) *string
-}{
-	{"OPENAI_API_KEY", func(c *config.Config) *string { return &c.UpstreamAPIKey }},     // config.RetrieverOpenAI
-	{"ANTHROPIC_API_KEY", func(c *config.Config) *string { return &c.AnthropicAPIKey }}, // config.RetrieverAnthropic
-}
-
-// withUserKeys gives the prune command the user's own provider keys where
-// the configuration has none. The command is its own client: each retriever
-// is then called with the key of the provider it speaks, as the gateway
-// calls it with that provider's upstream key (config.RetrieverFor), and
-// never with another provider's key; without a key of its provider it is
-// called without one.
-func withUserKeys(cfg config.Config, getenv func(string) string) config.Config {
-	for _, k := range userKeys {
-		if s := k.setting(&cfg); *s == "" {
-			*s = getenv(k.env)
-		}
-	}
-	return cfg
 }
 
 // readInput reads FILE, the flag set's only argument, or stdin without one,
@@ -206,7 +181,15 @@ func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) st
 		return err
 	}
 	defer pr.Close()
-	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{API: kind, Body: body})
+	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{
+		API:  kind,
+		Body: body,
+		// Without a configured key, a command-line user's own key serves:
+		// the one of the provider the body speaks to (ANTHROPIC_API_KEY for
+		// a Messages body), which the pipeline hands only to a retriever
+		// of that provider.
+		Credential: getenv(focusgate.ProviderOf(kind).ClientKeyEnv),
+	})
 	if _, err := stdout.Write(out); err != nil {
 		return err
 	}
@@ -216,4 +199,12 @@ func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) st
 		return fmt.Errorf("%w: %s", errFailedOpen, outcome.Reason)
 	}
 	return nil
+}
+
+// retrieverProvider is the provider whose API r speaks.
+func retrieverProvider(r config.Retriever) *focusgate.Provider {
+	if p := focusgate.ProviderNamed(r.API); p != nil {
+		return p
+	}
+	return focusgate.DefaultProvider
 }
