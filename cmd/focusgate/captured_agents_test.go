@@ -35,10 +35,14 @@ var capturedAgents = []struct {
 		}
 		return "/v1/messages?beta=true"
 	}, func(u string) map[string]string { return map[string]string{"FOCUSGATE_ANTHROPIC_URL": u} }},
-	{"pi", func(string) string { return "/v1/chat/completions" },
-		func(u string) map[string]string {
-			return map[string]string{"FOCUSGATE_UPSTREAM_URL": u + "/v1", "FOCUSGATE_RETRIEVER_URL": u + "/v1"}
-		}},
+	{"pi", func(f string) string {
+		if strings.Contains(f, "messages") {
+			return "/v1/messages"
+		}
+		return "/v1/chat/completions"
+	}, func(u string) map[string]string {
+		return map[string]string{"FOCUSGATE_UPSTREAM_URL": u + "/v1", "FOCUSGATE_RETRIEVER_URL": u + "/v1", "FOCUSGATE_ANTHROPIC_URL": u}
+	}},
 	{"gemini-cli", func(f string) string {
 		method := strings.TrimSuffix(f[strings.IndexByte(f, '-')+1:], ".json")
 		if method == "streamGenerateContent" {
