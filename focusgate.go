@@ -21,10 +21,11 @@ const (
 	Chat      API = iota // OpenAI chat completions: POST /v1/chat/completions
 	Responses            // OpenAI Responses: POST /v1/responses
 	Messages             // Anthropic Messages: POST /v1/messages
+	Gemini               // Google's Gemini API: POST .../models/{model}:generateContent
 )
 
 // APIs lists every API, in the order of their constants.
-var APIs = []API{Chat, Responses, Messages}
+var APIs = []API{Chat, Responses, Messages, Gemini}
 
 // String is the API's name in routes, metrics, logs and the dashboard.
 func (a API) String() string {
@@ -35,18 +36,21 @@ func (a API) String() string {
 		return "responses"
 	case Messages:
 		return "messages"
+	case Gemini:
+		return "gemini"
 	}
 	return fmt.Sprintf("API(%d)", a)
 }
 
-// ParseAPI reads an API name ("chat", "responses", "messages"), ignoring case.
+// ParseAPI reads an API name ("chat", "responses", "messages", "gemini"),
+// ignoring case.
 func ParseAPI(s string) (API, error) {
 	for _, a := range APIs {
 		if strings.EqualFold(strings.TrimSpace(s), a.String()) {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown API %q (want chat, responses or messages)", s)
+	return 0, fmt.Errorf("unknown API %q (want chat, responses, messages or gemini)", s)
 }
 
 // Line is one element of a page tree, as detection finds it and pruning
@@ -207,6 +211,9 @@ const (
 	Reasoning
 	// Claude is Anthropic's models, whose tokenizer is not public.
 	Claude
+	// GeminiFamily is Google's Gemini models, whose tokenizer is not
+	// public either.
+	GeminiFamily
 )
 
 // families maps name prefixes, after BaseModel, to families; the first
@@ -218,6 +225,7 @@ var families = []struct {
 	{"gpt-4o", GPT4o}, {"chatgpt-4o", GPT4o}, {"gpt-4.1", GPT4o}, {"gpt-4.5", GPT4o}, {"gpt-oss", GPT4o},
 	{"gpt-5", Reasoning}, {"o1", Reasoning}, {"o3", Reasoning}, {"o4", Reasoning},
 	{"claude", Claude},
+	{"gemini", GeminiFamily},
 }
 
 // FamilyOf says which family a model belongs to.
@@ -233,7 +241,7 @@ func FamilyOf(model string) Family {
 
 // BaseModel lowercases a model name and drops a provider prefix such as
 // "openai/" or "anthropic/", so that names routed through LiteLLM or
-// OpenRouter match too.
+// OpenRouter match too, and Gemini's "models/" resource prefix.
 func BaseModel(model string) string {
 	m := strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,10 @@ type segment struct {
 	// content holds the text (part then indexes that content's blocks), or
 	// 0 when the text is not a tool result's.
 	result int
+	// leaf is the path of the string inside its part when that is not the
+	// part's "text": a Gemini function response's value
+	// ("functionResponse.response.output").
+	leaf string
 	// state is what was learnt of the string once it was looked at, nil
 	// before: a body can hold a million short strings that never are, and
 	// each segment's size counts then.
@@ -75,7 +80,7 @@ type call struct {
 // the Responses instructions. It stays small: a long conversation has many.
 type unit struct {
 	role       role
-	top        string // member of the body that holds the unit: "messages", "input" or "instructions"
+	top        string // member of the body that holds the unit: "messages", "input", "instructions", "contents", ...
 	index      int    // position in that member's array, or -1
 	first, end int    // the unit's segments are conversation.segs[first:end]
 	calls      []call
@@ -112,6 +117,64 @@ type conversation struct {
 	over              bool
 }
 
+// member reads one top-level member of a body, at v, into the
+// conversation; a member that is the instructions (a system prompt) sets
+// *instructions, which come before every turn.
+type member func(c *conversation, v int, instructions **unit) (int, error)
+
+// walkers say, for each API, which top-level members of its bodies hold the
+// conversation and how each is read: the one place detection knows an API's
+// body. Of duplicate members, JSON readers keep the last: what focusgate
+// prunes and counts must be what the upstream reads, so each reader first
+// forgets what an earlier duplicate gave.
+var walkers = map[focusgate.API]map[string]member{
+	focusgate.Chat: {
+		"messages": func(c *conversation, v int, _ **unit) (int, error) {
+			c.forget("messages")
+			return c.messages(v)
+		},
+	},
+	focusgate.Responses: {
+		"input": func(c *conversation, v int, _ **unit) (int, error) {
+			c.forget("input")
+			return c.input(v)
+		},
+		"instructions": func(c *conversation, v int, instructions **unit) (int, error) {
+			lit, next, ok, err := stringOrSkip(c.body, v, 1)
+			*instructions = nil
+			if ok {
+				c.segs = append(room(c.segs), segment{lit: lit, part: -1})
+				*instructions = &unit{role: roleSystem, top: "instructions", index: -1, first: len(c.segs) - 1, end: len(c.segs)}
+			}
+			return next, err
+		},
+	},
+	focusgate.Messages: {
+		"messages": func(c *conversation, v int, _ **unit) (int, error) {
+			c.forget("messages")
+			return c.anthropicMessages(v)
+		},
+		"system": func(c *conversation, v int, instructions **unit) (int, error) {
+			u, next, err := c.systemPrompt(v)
+			*instructions = nil
+			if u.end > u.first {
+				*instructions = &u
+			}
+			return next, err
+		},
+	},
+	focusgate.Gemini: {
+		"contents": func(c *conversation, v int, _ **unit) (int, error) {
+			c.forget("contents")
+			return c.geminiContents("contents", v, 1)
+		},
+		"generateContentRequest": func(c *conversation, v int, _ **unit) (int, error) {
+			c.forget(countedContents)
+			return c.countedRequest(v)
+		},
+	},
+}
+
 func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool) (*conversation, error) {
 	c := &conversation{body: body, reserve: reserve}
 	i := skipSpace(body, 0)
@@ -122,37 +185,15 @@ func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool)
 	i, err := eachMember(body, i, 0, func(key []byte, v int) (int, error) {
 		// Of duplicate members, JSON readers keep the last: what focusgate
 		// prunes and counts must be what the upstream reads.
-		switch {
-		case string(key) == "model":
+		if string(key) == "model" {
 			lit, next, ok, err := stringOrSkip(body, v, 1)
 			if c.model = ""; ok {
 				c.model = c.decode(lit)
 			}
 			return next, err
-		case api == focusgate.Chat && string(key) == "messages":
-			c.forget("messages")
-			return c.messages(v)
-		case api == focusgate.Responses && string(key) == "input":
-			c.forget("input")
-			return c.input(v)
-		case api == focusgate.Messages && string(key) == "messages":
-			c.forget("messages")
-			return c.anthropicMessages(v)
-		case api == focusgate.Messages && string(key) == "system":
-			u, next, err := c.systemPrompt(v)
-			instructions = nil
-			if u.end > u.first {
-				instructions = &u
-			}
-			return next, err
-		case api == focusgate.Responses && string(key) == "instructions":
-			lit, next, ok, err := stringOrSkip(body, v, 1)
-			instructions = nil
-			if ok {
-				c.segs = append(room(c.segs), segment{lit: lit, part: -1})
-				instructions = &unit{role: roleSystem, top: "instructions", index: -1, first: len(c.segs) - 1, end: len(c.segs)}
-			}
-			return next, err
+		}
+		if read, ok := walkers[api][string(key)]; ok {
+			return read(c, v, &instructions)
 		}
 		return skipValue(body, v, 1)
 	})
@@ -396,7 +437,7 @@ func (u *unit) segPath(s *segment) string {
 		p += "." + strconv.Itoa(s.result-1) + ".content"
 	}
 	if s.part >= 0 {
-		p += "." + strconv.Itoa(s.part) + ".text"
+		p += "." + strconv.Itoa(s.part) + "." + cmp.Or(s.leaf, "text")
 	}
 	return p
 }

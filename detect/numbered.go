@@ -137,15 +137,18 @@ func findInner(s string) []inner {
 	return found
 }
 
-// truncated is the marker Codex puts where it cut the middle of a long
-// command output ("…4210 tokens truncated…"), inside a line that it joins
-// from the two halves.
-var truncated = regexp.MustCompile(`…\d+ tokens truncated…`)
+// truncated is the marker an agent puts where it cut the middle of a long
+// tool output: Codex's "…4210 tokens truncated…", inside a line that it
+// joins from the two halves, and Gemini CLI's "... [32,000 characters
+// omitted] ..." (the count as the user's locale writes it), on a line of
+// its own between the head and the tail, each of which may end or start
+// in the middle of a line.
+var truncated = regexp.MustCompile(`…\d+ tokens truncated…|\.\.\. \[[\d,.\x{a0}\x{202f}' ]+ characters omitted\] \.\.\.`)
 
 // findBlocks is Blocks for a string that may be a numbered file read, or a
-// command output that Codex cut in the middle: the line holding the cut is
-// neither half's, so each half is searched on its own and the marker line
-// is never pruned.
+// tool output that Codex or Gemini CLI cut in the middle: the line holding
+// the cut is neither half's, so each half is searched on its own and the
+// marker line is never pruned.
 func findBlocks(s string) []Block {
 	if strings.HasPrefix(strings.TrimSpace(s), "<persisted-output>") {
 		// Claude Code's preview of an output it saved to a file: the first

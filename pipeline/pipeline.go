@@ -40,7 +40,8 @@ var _ Pruner = (*prune.Pruner)(nil)
 type Options struct {
 	// Pruner prunes observations, with the retriever named RetrieverModel
 	// (whose price is the cost side of the savings), for every API that
-	// ByAPI does not name; the client's own credential may serve it.
+	// ByAPI does not name; the client's own credential never serves it
+	// (ByAPI says which retrievals speak the client's provider).
 	Pruner Pruner
 	// ByAPI prunes the requests of some APIs with another retriever: the
 	// Anthropic Messages API's with Claude, say.
@@ -93,6 +94,10 @@ type Retrieval struct {
 type Request struct {
 	API  focusgate.API
 	Body []byte
+	// Model is the action model when the request's path names it (the
+	// Gemini API's .../models/{model}:generateContent); "" reads it from
+	// the body.
+	Model string
 	// Mode and Prompt override the pipeline's default mode and prompt
 	// variant when not empty; they are read with focusgate.ParseMode and
 	// ParseVariant, and an unknown value skips the request (bad-header).
@@ -151,7 +156,7 @@ func New(opts Options) *Pipeline {
 	for _, api := range focusgate.APIs {
 		r, ok := opts.ByAPI[api]
 		if !ok {
-			r = Retrieval{Pruner: opts.Pruner, RetrieverModel: opts.RetrieverModel, ClientKey: true}
+			r = Retrieval{Pruner: opts.Pruner, RetrieverModel: opts.RetrieverModel}
 		}
 		price, priced := opts.Prices.Lookup(r.RetrieverModel)
 		p.retrievals[api] = retrieval{Retrieval: r, price: price, priced: priced}

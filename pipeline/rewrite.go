@@ -67,10 +67,15 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 	// skipped requests skip it too; a skip is confirmed against the model as
 	// the upstream reads it (the last of duplicate members). Detection reads
 	// that model in its own walk, and the checks run again when it differs.
+	// A model the path names (Gemini's) is the model, whatever the body says.
 	checked := p.modelChecks(pl)
 	if checked {
-		if reason, skip := p.skipModel(&pl, detect.FirstModel(body)); skip {
-			if last := detect.Model(body); last == pl.model {
+		first := req.Model
+		if first == "" {
+			first = detect.FirstModel(body)
+		}
+		if reason, skip := p.skipModel(&pl, first); skip {
+			if req.Model != "" || detect.Model(body) == pl.model {
 				return pl, skipped(reason), false
 			}
 		}
@@ -102,8 +107,12 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 		return pl, skipped(focusgate.NoGoal), false
 	}
 
-	if !checked || read.Model != pl.model {
-		if reason, skip := p.skipModel(&pl, read.Model); skip {
+	model := read.Model
+	if req.Model != "" {
+		model = req.Model
+	}
+	if !checked || model != pl.model {
+		if reason, skip := p.skipModel(&pl, model); skip {
 			return pl, skipped(reason), false
 		}
 	}

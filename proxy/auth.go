@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/internal/keys"
 )
 
@@ -29,21 +30,17 @@ func keyName(ctx context.Context) string {
 }
 
 // authenticate guards every proxied route when gateway keys are configured:
-// the client's Authorization must carry one of them, and is replaced by the
-// upstream key before anything leaves the gateway. A request without a
-// valid key is answered with 401 and nothing is sent upstream.
+// the client must present one of them in one of the places its API's
+// clients put a key (or another provider's), and none of them leaves the
+// gateway: finishCredentials puts the upstream's own key in their place. A
+// request without a valid key is answered with 401 in its API's error shape
+// and nothing is sent upstream.
 func (s *Server) authenticate(c *gin.Context) {
 	if s.opts.Keys == nil {
 		return
 	}
 	r := c.Request
-	// Gateway keys come as a bearer token (OpenAI clients, Claude Code's
-	// ANTHROPIC_AUTH_TOKEN) or in x-api-key (Anthropic clients,
-	// ANTHROPIC_API_KEY).
-	carrier, presented := "Authorization", bearerToken(r.Header)
-	if presented == "" {
-		carrier, presented = "X-Api-Key", singleValue(r.Header, "X-Api-Key")
-	}
+	carrier, presented := presentedKey(r, providerOf(r))
 	name, ok := s.opts.Keys.Lookup(presented)
 	if !ok {
 		if r.ContentLength != 0 {
@@ -52,37 +49,45 @@ func (s *Server) authenticate(c *gin.Context) {
 		}
 		c.Header("WWW-Authenticate", `Bearer realm="focusgate"`)
 		writeError(c.Writer, http.StatusUnauthorized,
-			"focusgate: missing or unknown gateway key; send one of the keys of FOCUSGATE_CLIENT_KEYS_FILE as your API key (Authorization: Bearer <key>)",
+			"focusgate: missing or unknown gateway key; send one of the keys of FOCUSGATE_CLIENT_KEYS_FILE as your API key",
 			"invalid_request_error", "invalid_api_key")
 		c.Abort()
 		return
 	}
-	// The gateway key never leaves the gateway; the upstream's own key, if
-	// one is configured, takes its place in the header that upstream reads.
-	// An upstream that needs no key (a local model server) gets none.
-	r.Header.Del(carrier)
+	carrier.Remove(r)
 	s.stripGatewayKeys(r)
-	switch {
-	case infoFrom(r.Context()).dialect == anthropic && s.opts.AnthropicAPIKey != "":
-		r.Header.Set("X-Api-Key", s.opts.AnthropicAPIKey)
-	case infoFrom(r.Context()).dialect != anthropic && s.opts.UpstreamAPIKey != "":
-		r.Header.Set("Authorization", "Bearer "+s.opts.UpstreamAPIKey)
-	}
 	c.Request = r.WithContext(context.WithValue(r.Context(), keyNameCtx{}, name))
 }
 
-// bearerToken returns the credential of the request's single Authorization
-// header with the Bearer scheme, or "".
-func bearerToken(h http.Header) string {
-	values := h.Values("Authorization")
-	if len(values) != 1 {
-		return ""
+// presentedKey is the key a client presents and where: the first place,
+// of those its provider's clients use and then those of the other
+// providers, that holds one.
+func presentedKey(r *http.Request, own *focusgate.Provider) (focusgate.Credential, string) {
+	for _, p := range append([]*focusgate.Provider{own}, focusgate.Providers...) {
+		for _, c := range p.Credentials {
+			if v := c.In(r); v != "" {
+				return c, v
+			}
+		}
 	}
-	scheme, token, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
+	return focusgate.Credential{Kind: focusgate.Bearer, Name: "Authorization"}, ""
+}
+
+// finishCredentials is the one place that decides the credential an
+// outgoing request carries, once every other header is final. The
+// provider's upstream key, when one is configured, goes in the first of its
+// credential places: with gateway keys always (the gateway key was taken
+// out by authenticate), without them only when the client sent no
+// credential of its own. An upstream that needs no key (a local model
+// server) gets none.
+func (s *Server) finishCredentials(out *http.Request, p *focusgate.Provider) {
+	key := s.upstreamFor(p).APIKey
+	if key == "" || len(p.Credentials) == 0 {
+		return
 	}
-	return strings.TrimSpace(token)
+	if s.opts.Keys != nil || !p.HasCredential(out) {
+		p.Credentials[0].Set(out, key)
+	}
 }
 
 // stripGatewayKeys removes every other place a gateway key appears in the

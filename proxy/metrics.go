@@ -169,23 +169,21 @@ func codeLabel(status int) string {
 	return "other"
 }
 
-// routeLabel names the route a request took, from gin's matched pattern.
-func routeLabel(fullPath string) string {
-	switch fullPath {
-	case "/v1/chat/completions", "/chat/completions":
-		return "chat"
-	case "/v1/responses", "/responses":
-		return "responses"
-	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens":
-		return "messages"
-	case "":
-		return "passthrough"
+// routeLabel names the route a request took: the API of an inspected
+// route (from the providers' declarations), "passthrough" for any other
+// proxied request, "own" for the gateway's own endpoints.
+func routeLabel(c *gin.Context) string {
+	if c.FullPath() != "" {
+		return "own"
 	}
-	return "own"
+	if r := infoFrom(c.Request.Context()).match.Route; r != nil {
+		return r.API.String()
+	}
+	return "passthrough"
 }
 
 func (m *metrics) observeRequest(c *gin.Context, seconds float64) {
-	route := routeLabel(c.FullPath())
+	route := routeLabel(c)
 	key := m.keyLabel(keyName(c.Request.Context()))
 	m.requests.WithLabelValues(route, codeLabel(c.Writer.Status()), key).Inc()
 	m.duration.WithLabelValues(route).Observe(seconds)

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+
+	"github.com/focusgate/focusgate"
 )
 
 // requestInfo is what the handlers tell the access log about a request
@@ -21,8 +23,9 @@ type requestInfo struct {
 	// bodyTimedOut is set when the client did not send its body within
 	// Options.BodyReadTimeout.
 	bodyTimedOut atomic.Bool
-	// dialect is the API the request speaks, set before the handler runs.
-	dialect dialect
+	// match is the request's provider and, for an inspected request, its
+	// route, set before the handler runs.
+	match focusgate.Match
 }
 
 // isTimeout reports whether err is a deadline passing, such as a

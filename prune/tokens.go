@@ -26,12 +26,15 @@ var encodings = map[string]func() (*bpe, error){
 }
 
 // encodingFor picks the encoding of a model: o200k_base for the GPT-4o
-// generation and later, cl100k_base for GPT-4 and GPT-3.5, for Claude (see
-// claudeScale) and for every model it does not know, whose tokenizer is
-// unknown anyway.
+// generation and later, and for Gemini, cl100k_base for GPT-4 and GPT-3.5,
+// for Claude (see claudeScale) and for every model it does not know, whose
+// tokenizer is unknown anyway. Gemini's tokenizer (a SentencePiece
+// vocabulary of 256k pieces) is not public either; o200k_base, of a similar
+// size and also about four characters to an English token, is its estimate,
+// unscaled (README, "Gemini").
 func encodingFor(model string) string {
 	switch focusgate.FamilyOf(model) {
-	case focusgate.GPT4o, focusgate.Reasoning:
+	case focusgate.GPT4o, focusgate.Reasoning, focusgate.GeminiFamily:
 		return o200k
 	}
 	return cl100k

@@ -90,10 +90,10 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 	// none is configured.
 	retriever := cfg.RetrieverFor(focusgate.Chat)
 	if retriever.Key == "" {
-		retriever.Key = getenv("OPENAI_API_KEY")
+		retriever.Key = getenv(retrieverProvider(retriever).ClientKeyEnv)
 	}
 	key := retriever.Key
-	const keyVars = config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + "UPSTREAM_API_KEY or OPENAI_API_KEY"
+	keyVars := config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + retrieverProvider(retriever).Settings.Key + " or " + retrieverProvider(retriever).ClientKeyEnv
 	switch {
 	case len(names) == 0 && key != "":
 		names = strategyNames
@@ -130,8 +130,12 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		switch name {
 		case "llm":
+			r, err := newRetriever(cfg, retriever)
+			if err != nil {
+				return err
+			}
 			strategies = append(strategies, &eval.LLM{
-				Retriever:      newRetriever(cfg, retriever),
+				Retriever:      r,
 				RetrieverModel: cfg.RetrieverModel,
 				Variant:        focusgate.Variant(cfg.Prompt),
 				UseHistory:     cfg.RetrieverHistory,

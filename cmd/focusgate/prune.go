@@ -62,8 +62,9 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 		Mode:    focusgate.Mode(cfg.Mode),
 		Variant: focusgate.Variant(cfg.Prompt),
 		Model:   model,
-		// Without a configured key, a command-line user's own key serves.
-		APIKey: getenv("OPENAI_API_KEY"),
+		// Without a configured key, a command-line user's own key for the
+		// retriever's provider serves (pr.pruner is the chat retriever).
+		APIKey: getenv(retrieverProvider(cfg.RetrieverFor(focusgate.Chat)).ClientKeyEnv),
 	})
 
 	if _, err := fmt.Fprintf(stdout, "%s%s%s", page[:b.Start], res.Text, page[b.End:]); err != nil {
@@ -138,8 +139,11 @@ func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) st
 	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{
 		API:  kind,
 		Body: body,
-		// Without a configured key, a command-line user's own key serves.
-		Credential: getenv("OPENAI_API_KEY"),
+		// Without a configured key, a command-line user's own key serves:
+		// the one of the provider the body speaks to (ANTHROPIC_API_KEY for
+		// a Messages body), which the pipeline hands only to a retriever
+		// of that provider.
+		Credential: getenv(focusgate.ProviderOf(kind).ClientKeyEnv),
 	})
 	if _, err := stdout.Write(out); err != nil {
 		return err
@@ -150,4 +154,12 @@ func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) st
 		return fmt.Errorf("%w: %s", errFailedOpen, outcome.Reason)
 	}
 	return nil
+}
+
+// retrieverProvider is the provider whose API r speaks.
+func retrieverProvider(r config.Retriever) *focusgate.Provider {
+	if p := focusgate.ProviderNamed(r.API); p != nil {
+		return p
+	}
+	return focusgate.DefaultProvider
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
 	clientkeys "github.com/focusgate/focusgate/internal/keys"
@@ -51,13 +52,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	upstream, err := url.Parse(cfg.UpstreamURL)
-	if err != nil {
-		return fmt.Errorf("upstream URL: %w", err)
-	}
-	anthropic, err := url.Parse(cfg.AnthropicURL)
-	if err != nil {
-		return fmt.Errorf("the Anthropic URL: %w", err)
+	upstreams := map[string]proxy.Upstream{}
+	for _, p := range focusgate.Providers {
+		up := cfg.Upstream(p)
+		u, err := url.Parse(up.URL)
+		if err != nil {
+			return fmt.Errorf("%s%s: %w", config.Prefix, p.Settings.URL, err)
+		}
+		upstreams[p.Name] = proxy.Upstream{URL: u, APIKey: up.APIKey}
 	}
 
 	tracing, stopTracing, err := telemetry.Setup(getenv)
@@ -97,21 +99,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		})
 	}
 	gateway := proxy.New(proxy.Options{
-		Upstream:          upstream,
-		UpstreamAPIKey:    cfg.UpstreamAPIKey,
-		AnthropicUpstream: anthropic,
-		AnthropicAPIKey:   cfg.AnthropicAPIKey,
-		Keys:              gatewayKeys(clientKeys),
-		UpstreamTimeout:   cfg.UpstreamTimeout,
-		MaxBodyBytes:      cfg.MaxBodyBytes,
-		Pipeline:          pr.pipeline,
-		Tracing:           tracing,
-		Memory:            pr.memory,
-		Registry:          registry,
-		RedisStats:        redisStats,
-		Checks:            checks,
-		Dashboard:         dashboard,
-		Logger:            log,
+		Upstreams:       upstreams,
+		Keys:            gatewayKeys(clientKeys),
+		UpstreamTimeout: cfg.UpstreamTimeout,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		Pipeline:        pr.pipeline,
+		Tracing:         tracing,
+		Memory:          pr.memory,
+		Registry:        registry,
+		RedisStats:      redisStats,
+		Checks:          checks,
+		Dashboard:       dashboard,
+		Logger:          log,
 	})
 	if clientKeys != nil {
 		watchKeys(ctx, cfg, clientKeys, gateway, secrets)
@@ -131,7 +130,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	ln = proxy.Harden(srv, ln)
 	logEconomics(log, cfg, pr.prices)
-	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL), "anthropic", config.RedactURL(cfg.AnthropicURL),
+	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL), "anthropic", config.RedactURL(cfg.AnthropicURL), "gemini", config.RedactURL(cfg.GeminiURL),
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg),
 		"dashboard", dashboardState(cfg), "tracing", tracing)
 

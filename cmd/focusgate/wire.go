@@ -64,7 +64,11 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 	// them, and the cache (keys name the retriever model).
 	counter := prune.NewCounter(int(cfg.PageMemoBytes / 4))
 	selections := cache.New(store, log)
-	newPruner := func(r config.Retriever) *prune.Pruner {
+	newPruner := func(r config.Retriever) (*prune.Pruner, error) {
+		retriever, err := newRetriever(cfg, r)
+		if err != nil {
+			return nil, err
+		}
 		return prune.New(prune.Config{
 			RetrieverModel:   r.Model,
 			MinTokens:        cfg.MinTokens,
@@ -72,18 +76,29 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 			Counter:          counter,
 			PageKeyMemoBytes: int(cfg.PageMemoBytes / 4),
 			Logger:           log,
-		}, newRetriever(cfg, r), selections)
+		}, retriever, selections), nil
 	}
-	// Chat and Responses requests share a retriever; Messages requests
-	// have their own unless FOCUSGATE_RETRIEVER_URL names one for all.
-	openai, messages := cfg.RetrieverFor(focusgate.Chat), cfg.RetrieverFor(focusgate.Messages)
-	p.pruner = newPruner(openai)
-	forMessages, same := p.pruner, messages
-	if same.ClientKey = openai.ClientKey; same != openai {
-		forMessages = newPruner(messages)
-	}
-	byAPI := map[focusgate.API]pipeline.Retrieval{
-		focusgate.Messages: {Pruner: forMessages, RetrieverModel: messages.Model, ClientKey: messages.ClientKey},
+	// Each API's requests are pruned by the retriever RetrieverFor names;
+	// APIs whose retrievers are the same share one pruner. Whether the
+	// client's credential may serve is each API's own (it never goes to
+	// another provider's retriever).
+	byAPI := map[focusgate.API]pipeline.Retrieval{}
+	pruners := map[config.Retriever]*prune.Pruner{}
+	for _, api := range focusgate.APIs {
+		r := cfg.RetrieverFor(api)
+		shared := r
+		shared.ClientKey = false
+		pr, ok := pruners[shared]
+		if !ok {
+			if pr, err = newPruner(r); err != nil {
+				return nil, err
+			}
+			pruners[shared] = pr
+		}
+		byAPI[api] = pipeline.Retrieval{Pruner: pr, RetrieverModel: r.Model, ClientKey: r.ClientKey}
+		if api == focusgate.Chat {
+			p.pruner = pr
+		}
 	}
 	p.pipeline = pipeline.New(pipeline.Options{
 		Pruner:            p.pruner,
@@ -175,7 +190,7 @@ func logEconomics(log *slog.Logger, cfg config.Config, prices *pricing.Table) {
 
 // newRetriever is the retriever r describes, called with its key (empty:
 // each call uses the key its query carries).
-func newRetriever(cfg config.Config, r config.Retriever) prune.Retriever {
+func newRetriever(cfg config.Config, r config.Retriever) (prune.Retriever, error) {
 	rc := prune.RetrieverConfig{
 		BaseURL:    r.URL,
 		APIKey:     r.Key,
@@ -184,10 +199,11 @@ func newRetriever(cfg config.Config, r config.Retriever) prune.Retriever {
 		MaxTokens:  cfg.MaxAnswerTokens,
 		HTTPClient: &http.Client{Transport: retrieverTransport()},
 	}
-	if r.API == config.RetrieverAnthropic {
-		return prune.NewAnthropicRetriever(rc)
+	retriever, err := prune.NewRetriever(r.API, rc)
+	if err != nil {
+		return nil, fmt.Errorf("%sRETRIEVER_API: %w", config.Prefix, err)
 	}
-	return prune.NewOpenAIRetriever(rc)
+	return retriever, nil
 }
 
 // retrieverTransport bounds connection set-up; the whole call is bounded by
