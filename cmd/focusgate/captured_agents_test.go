@@ -107,6 +107,10 @@ func TestCapturedAgentConversationsThroughTheGateway(t *testing.T) {
 						t.Errorf("%s: status %q, the newest tool output went from %d to %d bytes: want its page pruned", name, status, len(before), len(after))
 					case placeOrder.MatchString(before) && !placeOrder.MatchString(after):
 						t.Errorf("%s: the target's line was pruned away", name)
+					case strings.Count(after, "ref=e") > 12:
+						// Every part of the output is pruned: both halves of a
+						// cut output, not only the one nearest the end.
+						t.Errorf("%s: the newest tool output kept %d element refs of %d, want a few", name, strings.Count(after, "ref=e"), strings.Count(before, "ref=e"))
 					}
 					if strings.HasPrefix(status, "pruned") {
 						pruned++
