@@ -157,12 +157,20 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 	obs := pl.obs
 	pages := make([]Page, len(obs))
 	newest := len(obs) - 1
+	// The newest output may hold more than one tree: a client that cuts the
+	// middle out of a long output (Gemini CLI, Codex, Cline) leaves one on
+	// each side of its marker. The agent reads them all now, so each is
+	// pruned with a selection of its own, not only the one nearest the end.
+	first := newest
+	for first > 0 && obs[first-1].Path == obs[newest].Path {
+		first--
+	}
 	repeated := newest > 0 && obs[newest].Text == obs[newest-1].Text
 	var wg sync.WaitGroup
 	for i := range obs {
 		pages[i].Observation = obs[i]
 		if i < newest || !repeated {
-			wg.Go(func() { pages[i].Result = p.prunePage(ctx, pl, obs[i], i == newest) })
+			wg.Go(func() { pages[i].Result = p.prunePage(ctx, pl, obs[i], i >= first) })
 		}
 	}
 	wg.Wait()
@@ -183,7 +191,10 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 	// The newest observation is folded in first, so that a request with
 	// nothing pruned reports the newest's reason.
 	out.add(pages[newest].Result)
-	for _, pg := range pages[:newest] {
+	for _, pg := range pages[first:newest] {
+		out.add(pg.Result)
+	}
+	for _, pg := range pages[:first] {
 		out.addOlder(pg.Result)
 	}
 	if pages[newest].Result.Reason == focusgate.Relook {
