@@ -53,7 +53,7 @@ func TestClaudeAgentSDKRunsThroughTheGateway(t *testing.T) {
 		{"playwright-mcp-catalogue", big.URL + "/catalogue.html", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			home := t.TempDir()
+			home := agentHome(t)
 			model := newScriptedClaude(t, tc.page, tl)
 			var reader *bigReader
 			allowed := []string{"ToolSearch", tl.navigate, tl.snapshot, tl.click}

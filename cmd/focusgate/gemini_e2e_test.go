@@ -218,7 +218,7 @@ func TestGeminiCLIRunsThroughTheGateway(t *testing.T) {
 				base = model.URL // capture what the CLI sends with no gateway at all
 			}
 
-			home := t.TempDir()
+			home := agentHome(t)
 			work := filepath.Join(home, "work")
 			if err := os.MkdirAll(work, 0o700); err != nil {
 				t.Fatal(err)
@@ -441,4 +441,18 @@ func captureBody(t *testing.T, file string, body []byte, vendor func(path []stri
 // removed is what stands in a capture for vendor prose s.
 func removed(s string) string {
 	return fmt.Sprintf("[vendor text removed: %d chars]", len([]rune(s)))
+}
+
+// agentHome is a home directory for one agent run. The browser an agent
+// started may still be writing its profile there when the agent has exited,
+// which would fail t.TempDir's cleanup; this one is removed as far as it can
+// be.
+func agentHome(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fg-agent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

@@ -237,7 +237,7 @@ func TestPiRunsThroughTheGateway(t *testing.T) {
 		{"agent-browser-form-messages", small.URL + "/form.html", false, "anthropic-messages"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			home := t.TempDir()
+			home := agentHome(t)
 			// agent-browser's socket lives under its socket directory, whose
 			// path must stay short (a Unix socket path has at most 103 bytes).
 			sockets, err := os.MkdirTemp("", "ab")
