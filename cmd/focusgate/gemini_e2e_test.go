@@ -27,9 +27,10 @@ var geminiMethod = regexp.MustCompile(`/models/([^/:]+):(generateContent|streamG
 
 // scriptedGemini plays Google's Gemini API for a real Gemini CLI run through
 // the gateway: the action model, which drives Playwright MCP (navigate,
-// snapshot, a click on the ref it READ in the snapshot it was sent), and the
-// Gemini retriever the gateway asks, told apart by its system instruction,
-// which keeps the root and the target's line.
+// snapshot, a click on the ref it READ in the snapshot it was sent; when
+// Gemini CLI cut the snapshot, it first reads the start of the saved whole
+// with read_file), and the Gemini retriever the gateway asks, told apart by
+// its system instruction, which keeps the root and the target's line.
 type scriptedGemini struct {
 	*httptest.Server
 	page   string
@@ -42,7 +43,15 @@ type scriptedGemini struct {
 	// to the click as the model got it.
 	clicked, clickResult string
 	lost                 bool
+	chunk                string // the start of a cut snapshot's file as read_file gave it to the model
 }
+
+// geminiSaved is Gemini CLI's header above an output it cut, naming the file
+// that holds the whole output.
+var geminiSaved = regexp.MustCompile(`^Output too large\. Showing first [\d,]+ and last [\d,]+ characters\. For full output see: (\S+)`)
+
+// geminiChunk is how many lines of a saved output the model reads back.
+const geminiChunk = 400
 
 type geminiCall struct {
 	path, key string // the URL path and query, the x-goog-api-key header
@@ -119,20 +128,37 @@ func (m *scriptedGemini) next(body []byte) map[string]any {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	switch len(calls) {
-	case 0:
+	lastCall := ""
+	if len(calls) > 0 {
+		lastCall = calls[len(calls)-1].Get("name").String()
+	}
+	switch {
+	case len(calls) == 0:
 		return call(tool("browser_navigate"), map[string]any{"url": m.page})
-	case 1:
+	case len(calls) == 1:
 		return call(tool("browser_snapshot"), map[string]any{})
-	case 2:
-		sm := m.target.FindStringSubmatch(last)
+	case strings.HasSuffix(lastCall, "browser_snapshot") || lastCall == "read_file":
+		if saved := geminiSaved.FindStringSubmatch(last); saved != nil {
+			// Gemini CLI cut the snapshot: read the start of the whole
+			// output back from the file it names.
+			return call("read_file", map[string]any{"file_path": saved[1], "start_line": 1, "end_line": geminiChunk})
+		}
+		if lastCall == "read_file" {
+			m.chunk = last
+		}
+		// The target's ref as the model read it in any output it was sent.
+		var outputs []string
+		for _, r := range responses {
+			outputs = append(outputs, r.Get("output").String())
+		}
+		sm := m.target.FindStringSubmatch(strings.Join(outputs, "\n"))
 		if sm == nil {
 			m.lost = true
 			return say("The page I was shown has no such button.")
 		}
 		m.clicked = sm[1]
 		return call(tool("browser_click"), map[string]any{"element": "Place order button", "target": sm[1]})
-	case 3:
+	case strings.HasSuffix(lastCall, "browser_click"):
 		m.clickResult = responses[len(responses)-1].Raw
 	}
 	return say("Done: the order is placed.")
@@ -289,7 +315,15 @@ func TestGeminiCLIRunsThroughTheGateway(t *testing.T) {
 					continue
 				}
 				pruned++
-				checkGeminiPruned(t, k, sent[k], action[k].body, tc.truncated)
+				checkGeminiPruned(t, k, sent[k], action[k].body)
+			}
+			if tc.truncated {
+				model.mu.Lock()
+				chunk := model.chunk
+				model.mu.Unlock()
+				if refs := strings.Count(chunk, "[ref="); chunk == "" || refs > 12 {
+					t.Errorf("the start of the saved snapshot reached the model with %d element refs (read: %v), want it read and pruned to a few", refs, chunk != "")
+				}
 			}
 			if pruned == 0 {
 				t.Errorf("no request of %d was pruned", len(sent))
@@ -297,10 +331,11 @@ func TestGeminiCLIRunsThroughTheGateway(t *testing.T) {
 			for k := 0; k+1 < len(action); k++ {
 				checkGeminiPrefix(t, k, action[k].body, action[k+1].body)
 			}
-			// One call per tree of the one snapshot (two for the halves of a
-			// cut one); later requests re-apply the selection.
-			if want := map[bool]int{false: 1, true: 2}[tc.truncated]; len(trees) != want {
-				t.Errorf("the retriever was asked %d times for one snapshot, want %d", len(trees), want)
+			// One call per tree the model is shown (the two halves of a cut
+			// snapshot, then the chunk read back); later requests re-apply
+			// the selections.
+			if want := map[bool]int{false: 1, true: 3}[tc.truncated]; len(trees) != want {
+				t.Errorf("the retriever was asked %d times, want %d", len(trees), want)
 			}
 			t.Logf("%d requests, %d pruned, %d retriever calls, click on %s", len(sent), pruned, len(trees), clicked)
 		})
@@ -308,10 +343,13 @@ func TestGeminiCLIRunsThroughTheGateway(t *testing.T) {
 }
 
 // checkGeminiPruned checks one pruned request against the body the CLI sent:
-// only the newest function response's output changed; it is smaller, keeps
-// the target's line and its <untrusted_context> wrapper and, on a truncated
-// output, Gemini CLI's header and omission line.
-func checkGeminiPruned(t *testing.T, k int, orig, sent []byte, truncated bool) {
+// its system instruction, tools and generation settings are the same bytes
+// and, when the newest function response holds a page, that response is
+// smaller, changed only inside its output string, and keeps the target's
+// line and what Gemini CLI wrapped the page in (its <untrusted_context>, the
+// header and omission line of a cut output, read_file's status lines). Older
+// contents are checked by checkGeminiPrefix.
+func checkGeminiPruned(t *testing.T, k int, orig, sent []byte) {
 	t.Helper()
 	for _, field := range []string{"systemInstruction", "tools", "generationConfig"} {
 		if a, b := gjson.GetBytes(orig, field).Raw, gjson.GetBytes(sent, field).Raw; a != b {
@@ -322,43 +360,36 @@ func checkGeminiPruned(t *testing.T, k int, orig, sent []byte, truncated bool) {
 	if len(oc) != len(sc) {
 		t.Fatalf("request %d: %d contents sent, %d forwarded", k, len(oc), len(sc))
 	}
-	changed := -1
-	for i := range oc {
-		if oc[i].Raw != sc[i].Raw {
-			if changed >= 0 {
-				t.Errorf("request %d: contents %d and %d both changed, want only the page's", k, changed, i)
-			}
-			changed = i
-		}
-	}
-	if changed < 0 {
-		t.Fatalf("request %d: pruned, yet every content was forwarded unchanged", k)
-	}
 	const out = "parts.0.functionResponse.response.output"
-	before, after := oc[changed].Get(out).String(), sc[changed].Get(out).String()
+	newest := len(oc) - 1
+	before, after := oc[newest].Get(out).String(), sc[newest].Get(out).String()
+	if !strings.Contains(before, "[ref=") {
+		if oc[newest].Raw != sc[newest].Raw {
+			t.Errorf("request %d: the newest content holds no page, yet it changed", k)
+		}
+		return // an older page re-applied
+	}
 	// Outside the output string, the content is byte for byte the same.
-	ob, sb := oc[changed].Raw, sc[changed].Raw
-	oo, so := oc[changed].Get(out).Raw, sc[changed].Get(out).Raw
+	ob, sb := oc[newest].Raw, sc[newest].Raw
+	oo, so := oc[newest].Get(out).Raw, sc[newest].Get(out).Raw
 	if i, j := strings.Index(ob, oo), strings.Index(sb, so); i < 0 || j < 0 || ob[:i] != sb[:j] || ob[i+len(oo):] != sb[j+len(so):] {
-		t.Errorf("request %d: content %d changed outside its function response's output", k, changed)
+		t.Errorf("request %d: the newest content changed outside its function response's output", k)
 	}
 	if len(after) >= len(before) {
 		t.Errorf("request %d: the output was not made smaller (%d to %d chars)", k, len(before), len(after))
 	}
-	if !playwrightTools.target.MatchString(after) {
+	if playwrightTools.target.MatchString(before) && !playwrightTools.target.MatchString(after) {
 		t.Errorf("request %d: the target's line was pruned away", k)
 	}
 	if refs := strings.Count(after, "[ref="); refs > 12 {
-		t.Errorf("request %d: the snapshot kept %d element refs of %d, want a few", k, refs, strings.Count(before, "[ref="))
+		t.Errorf("request %d: the output kept %d element refs of %d, want a few", k, refs, strings.Count(before, "[ref="))
 	}
 	keep := []string{"<untrusted_context>\n", "\n</untrusted_context>", "### Snapshot\n```yaml\n"}
-	if truncated {
-		keep = append(keep, "Output too large. Showing first 8,000 and last 32,000 characters. For full output see: ")
-		if m := regexp.MustCompile(`\n\.\.\. \[[\d,]+ characters omitted\] \.\.\.\n`).FindString(before); m != "" {
-			keep = append(keep, m)
-		} else {
-			t.Errorf("request %d: the output has no omission line: the snapshot was not truncated by the CLI", k)
-		}
+	if m := geminiSaved.FindString(before); m != "" {
+		keep = append(keep, m, regexp.MustCompile(`\n\.\.\. \[[\d,]+ characters omitted\] \.\.\.\n`).FindString(before))
+	}
+	if head, _, ok := strings.Cut(before, "--- FILE CONTENT (truncated) ---\n"); ok {
+		keep = append(keep, head+"--- FILE CONTENT (truncated) ---\n")
 	}
 	for _, s := range keep {
 		if strings.Contains(before, s) && !strings.Contains(after, s) {
