@@ -36,7 +36,7 @@ type scriptedGemini struct {
 	page   string
 	target *regexp.Regexp // the target's line; its ref is the first group
 	mu     sync.Mutex
-	action []geminiCall // the action model's requests as they arrived
+	action []geminiCall // the action model's requests (countTokens too) as they arrived
 	trees  []string     // the numbered trees the retriever was shown
 	// clicked is the ref the click named, lost says a snapshot reached the
 	// model without the target, and clickResult is Playwright MCP's answer
@@ -73,11 +73,6 @@ func (m *scriptedGemini) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"code":404,"message":"not a Gemini model call","status":"NOT_FOUND"}}`, http.StatusNotFound)
 		return
 	}
-	if call[2] == "countTokens" {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"totalTokens":1000}`)
-		return
-	}
 	if strings.Contains(gjson.GetBytes(body, "systemInstruction").Raw, "You work in front of a web agent") {
 		m.retrieve(w, body)
 		return
@@ -85,6 +80,11 @@ func (m *scriptedGemini) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	m.action = append(m.action, geminiCall{path: r.URL.RequestURI(), key: r.Header.Get("X-Goog-Api-Key"), body: body})
 	m.mu.Unlock()
+	if call[2] == "countTokens" {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"totalTokens":1000}`)
+		return
+	}
 	part := m.next(body)
 	answer, _ := json.Marshal(map[string]any{
 		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
