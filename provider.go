@@ -257,10 +257,15 @@ func MatchRequest(r *http.Request) Match {
 // matchPattern says whether path fits pattern (see Route.Pattern), and
 // which model it names.
 func matchPattern(pattern, path string) (model string, ok bool) {
+	pattern, pok := strings.CutPrefix(pattern, "/")
+	path, ok = strings.CutPrefix(path, "/")
+	if !ok || !pok {
+		return "", false
+	}
 	for {
-		pseg, prest, pmore := strings.Cut(strings.TrimPrefix(pattern, "/"), "/")
-		seg, rest, more := strings.Cut(strings.TrimPrefix(path, "/"), "/")
-		if pmore != more || !strings.HasPrefix(path, "/") {
+		pseg, prest, pmore := strings.Cut(pattern, "/")
+		seg, rest, more := strings.Cut(path, "/")
+		if pmore != more {
 			return "", false
 		}
 		switch {
@@ -281,7 +286,7 @@ func matchPattern(pattern, path string) (model string, ok bool) {
 		if !more {
 			return model, true
 		}
-		pattern, path = "/"+prest, "/"+rest
+		pattern, path = prest, rest
 	}
 }
 

@@ -146,10 +146,12 @@ func FuzzFind(f *testing.F) {
 		parts := string(mustJSON(f, []part{{"text", "### Snapshot\n```yaml\n" + s + "\n```"}}))
 		f.Add(string(chatBody(f, message{Role: "tool", Content: parts})), false)
 	}
+	f.Add(string(geminiCLIBody(f, "### Snapshot\n```yaml\n"+playwrightTree+"\n```")), true)
+	f.Add(`{"generateContentRequest":{"contents":[{"parts":[{"text":"\u003csession_context\u003e"},{"functionResponse":{"response":{"a":[{"b":"x\ny"}]}}}]}]}}`, false)
 	f.Fuzz(func(t *testing.T, body string, all bool) {
 		b := []byte(body)
 		wantOK := json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))
-		for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
+		for _, api := range focusgate.APIs {
 			obs, err := Find(b, api, Options{All: all})
 			if err != nil && !errors.Is(err, ErrNotJSON) {
 				t.Fatalf("error %v does not wrap ErrNotJSON", err)

@@ -124,6 +124,10 @@ func (c *conversation) geminiParts(v, d int, runs *[]blockRun, calls *[]call) (i
 			}
 			return skipValue(b, v, d+2)
 		})
+		if err != nil {
+			c.segs = c.segs[:first]
+			return next, err
+		}
 		switch {
 		case response:
 			addRun(runs, true, first, len(c.segs))

@@ -143,6 +143,12 @@ func (c *conversation) anthropicContent(v int, runs *[]blockRun, calls *[]call) 
 			}
 			return skipValue(b, v, 5)
 		})
+		if err != nil {
+			// A body that ends inside the block: what was read of it is
+			// not to be trusted, and the caller reports the error.
+			c.segs = c.segs[:first]
+			return next, err
+		}
 		switch t := b[kind.start:kind.end]; {
 		case bytes.Equal(t, []byte("tool_result")):
 			addRun(runs, true, first, len(c.segs))

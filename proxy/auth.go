@@ -174,15 +174,6 @@ func isKeySeparator(r rune) bool {
 	return false
 }
 
-// singleValue returns the value of a header sent exactly once, or "".
-func singleValue(h http.Header, name string) string {
-	values := h.Values(name)
-	if len(values) != 1 {
-		return ""
-	}
-	return strings.TrimSpace(values[0])
-}
-
 // keyNamer is implemented by Keys that can list their names (*keys.File).
 type keyNamer interface {
 	Names() []string

@@ -17,56 +17,58 @@ import (
 // body is read whole (under the size cap and a read deadline) and decoded,
 // then handed to the pipeline; what goes upstream is the body it returns,
 // with a matching Content-Length.
-func (s *Server) inspect(c *gin.Context, m focusgate.Match) {
-	api, r := m.Route.API, c.Request
-	if r.ContentLength > s.opts.MaxBodyBytes {
-		s.tooLarge(c)
-		return
-	}
-	raw, ok := s.readBody(c)
-	if !ok {
-		return
-	}
-
-	body, out := raw, pipeline.Outcome{API: api}
-	if enc := r.Header.Get("Content-Encoding"); enc != "" {
-		decoded, charged, err := decode(raw, enc, s.opts.MaxBodyBytes, s.opts.Memory)
-		switch {
-		case errors.Is(err, errBodyTooLarge):
+func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r, m := c.Request, infoFrom(c.Request.Context()).match
+		if r.ContentLength > s.opts.MaxBodyBytes {
 			s.tooLarge(c)
 			return
-		case errors.Is(err, errBusy):
-			out.Status, out.Reason = focusgate.Skipped, focusgate.Busy
-		case err != nil:
-			// Not ours to judge: the upstream answers for a body it
-			// cannot read either, so it goes on as it came.
-			out.Status, out.Reason = focusgate.Skipped, focusgate.Undecodable
-		default:
-			// The pipeline charges the body again while it inspects it.
-			s.opts.Memory.Release(charged)
-			body = decoded
-			r.Header.Del("Content-Encoding")
 		}
+		raw, ok := s.readBody(c)
+		if !ok {
+			return
+		}
+
+		body, out := raw, pipeline.Outcome{API: api}
+		if enc := r.Header.Get("Content-Encoding"); enc != "" {
+			decoded, charged, err := decode(raw, enc, s.opts.MaxBodyBytes, s.opts.Memory)
+			switch {
+			case errors.Is(err, errBodyTooLarge):
+				s.tooLarge(c)
+				return
+			case errors.Is(err, errBusy):
+				out.Status, out.Reason = focusgate.Skipped, focusgate.Busy
+			case err != nil:
+				// Not ours to judge: the upstream answers for a body it
+				// cannot read either, so it goes on as it came.
+				out.Status, out.Reason = focusgate.Skipped, focusgate.Undecodable
+			default:
+				// The pipeline charges the body again while it inspects it.
+				s.opts.Memory.Release(charged)
+				body = decoded
+				r.Header.Del("Content-Encoding")
+			}
+		}
+		if out.Status == "" && s.opts.Pipeline != nil {
+			body, out = s.opts.Pipeline.Rewrite(r.Context(), pipeline.Request{
+				API:        api,
+				Body:       body,
+				Mode:       r.Header.Get(HeaderMode),
+				Prompt:     r.Header.Get(HeaderPrompt),
+				Model:      m.Model,
+				Credential: m.Provider.Credential(r),
+				Sizing:     m.Route.Sizing,
+			})
+		}
+		if out.Status != "" {
+			setHeaders(c.Writer.Header(), out)
+			s.logOutcome(r.Context(), out)
+			s.metrics.observeOutcome(keyName(r.Context()), out)
+			s.record(r.Context(), out)
+		}
+		setBody(r, body)
+		s.forward(c)
 	}
-	if out.Status == "" && s.opts.Pipeline != nil {
-		body, out = s.opts.Pipeline.Rewrite(r.Context(), pipeline.Request{
-			API:        api,
-			Body:       body,
-			Mode:       r.Header.Get(HeaderMode),
-			Prompt:     r.Header.Get(HeaderPrompt),
-			Model:      m.Model,
-			Credential: m.Provider.Credential(r),
-			Sizing:     m.Route.Sizing,
-		})
-	}
-	if out.Status != "" {
-		setHeaders(c.Writer.Header(), out)
-		s.logOutcome(r.Context(), out)
-		s.metrics.observeOutcome(keyName(r.Context()), out)
-		s.record(r.Context(), out)
-	}
-	setBody(r, body)
-	s.forward(c)
 }
 
 // logOutcome writes one line per request focusgate tried to prune, with the

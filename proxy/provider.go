@@ -30,7 +30,7 @@ func (s *Server) route(c *gin.Context) {
 // passes every other one through.
 func (s *Server) serveProxied(c *gin.Context) {
 	if m := infoFrom(c.Request.Context()).match; m.Route != nil {
-		s.inspect(c, m)
+		s.inspectors[m.Route.API](c)
 		return
 	}
 	s.passthrough(c)

@@ -93,6 +93,8 @@ type Server struct {
 	draining atomic.Bool
 	// upstreams are Options.Upstreams completed for every provider.
 	upstreams map[string]Upstream
+	// inspectors handle the inspected routes, by API.
+	inspectors map[focusgate.API]gin.HandlerFunc
 }
 
 // Rewriter rewrites the body of an inspected request; *pipeline.Pipeline is
@@ -129,6 +131,10 @@ func New(opts Options) *Server {
 	s.metrics = newMetrics(opts.Registry)
 	if opts.RedisStats != nil {
 		registerRedis(opts.Registry, opts.RedisStats)
+	}
+	s.inspectors = map[focusgate.API]gin.HandlerFunc{}
+	for _, api := range focusgate.APIs {
+		s.inspectors[api] = s.inspect(api)
 	}
 	s.initKeys()
 	s.proxy = s.newReverseProxy()

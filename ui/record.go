@@ -22,7 +22,7 @@ import (
 // dashboard copies what it keeps and drops them when capture is off.
 type Record struct {
 	Time   time.Time
-	Route  string // the API: "chat", "responses" or "messages"
+	Route  string // the API: "chat", "responses", "messages" or "gemini"
 	Model  string // the action model named in the request
 	Key    string // name of the gateway key the client used; "" without client keys
 	Status focusgate.Status

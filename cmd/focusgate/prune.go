@@ -27,12 +27,12 @@ var errFailedOpen = errors.New("the observation could not be pruned")
 func prunePage(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var goal, history, model, api string
 	var request bool
-	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
+	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages|gemini] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
 		fs.StringVar(&goal, "goal", "", "the agent's goal at this step")
 		fs.StringVar(&history, "history", "", "what the agent did so far (optional)")
 		fs.StringVar(&model, "model", "gpt-4.1", "the action model, whose tokenizer counts the tokens")
 		fs.BoolVar(&request, "request", false, "the input is a whole request body: print exactly the bytes the gateway would forward, and the outcome on stderr")
-		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses or messages (default: told from the body's shape)")
+		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses, messages or gemini (default: told from the body's shape)")
 	})
 	if err != nil {
 		return err
