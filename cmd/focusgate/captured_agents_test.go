@@ -123,6 +123,18 @@ func TestCapturedAgentConversationsThroughTheGateway(t *testing.T) {
 				if pruned == 0 {
 					t.Error("no request was pruned")
 				}
+				// The goal is the user's task, not the agent's own context
+				// (Gemini CLI's <session_context> part before it).
+				up.mu.Lock()
+				defer up.mu.Unlock()
+				if len(up.goals) == 0 {
+					t.Error("the retriever was never asked")
+				}
+				for _, g := range up.goals {
+					if !strings.Contains(g, "click Place order") || strings.Contains(g, "session_context") {
+						t.Errorf("the retriever's goal is %.300q, want the user's task", g)
+					}
+				}
 			})
 		}
 	}
@@ -196,6 +208,7 @@ type anyUpstream struct {
 	*httptest.Server
 	mu     sync.Mutex
 	bodies [][]byte
+	goals  []string // the goal of each retriever prompt
 }
 
 func newAnyUpstream(t *testing.T) *anyUpstream {
@@ -215,6 +228,11 @@ func newAnyUpstream(t *testing.T) *anyUpstream {
 		for _, p := range []string{"messages.#.content", "contents.#.parts|@flatten|#.text"} {
 			gjson.GetBytes(body, p).ForEach(func(_, v gjson.Result) bool { prompt.WriteString(v.String() + "\n"); return true })
 		}
+		_, goal, _ := strings.Cut(prompt.String(), "# Goal\n")
+		goal, _, _ = strings.Cut(goal, "\n\n# ")
+		u.mu.Lock()
+		u.goals = append(u.goals, goal)
+		u.mu.Unlock()
 		ranges := []string{"(1,1)"}
 		for _, line := range strings.Split(prompt.String(), "\n") {
 			if sm := numberedLine.FindStringSubmatch(line); sm != nil && strings.Contains(line, `button "Place order"`) {
