@@ -140,8 +140,25 @@ func TestClaudeAgentSDKRunsThroughTheGateway(t *testing.T) {
 					t.Errorf("chunk %d reached the model with %d numbered lines of %d: not pruned", i, n, chunkLines)
 				}
 			}
-			t.Logf("%d requests, %d pruned; chunks of the snapshot file as the model got them: %v lines of %d; click on %s",
-				len(bodies), pruned, reader.chunks, chunkLines, reader.fromJSON)
+			// The count_tokens calls that size each output alone go through
+			// as the SDK sent them.
+			sent := map[string]bool{}
+			for _, b := range bodies {
+				sent[string(b)] = true
+			}
+			model.mu.Lock()
+			counted := model.counted
+			model.mu.Unlock()
+			if len(counted) == 0 {
+				t.Error("the SDK sized no output with count_tokens")
+			}
+			for i, b := range counted {
+				if !sent[string(b)] {
+					t.Errorf("count_tokens body %d (%d bytes) reached the upstream changed", i, len(b))
+				}
+			}
+			t.Logf("%d requests, %d pruned, %d count_tokens passed through; chunks of the snapshot file as the model got them: %v lines of %d; click on %s",
+				len(bodies), pruned, len(counted), reader.chunks, chunkLines, reader.fromJSON)
 		})
 	}
 }
