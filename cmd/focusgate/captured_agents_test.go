@@ -171,6 +171,7 @@ func newestToolOutput(body []byte) string {
 	return strings.Join(out, "\n")
 }
 
+// stringsOfAll is the strings of a gjson array.
 func stringsOfAll(r gjson.Result) []string {
 	var out []string
 	r.ForEach(func(_, v gjson.Result) bool { out = append(out, v.String()); return true })

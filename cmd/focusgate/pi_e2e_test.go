@@ -84,7 +84,7 @@ func piTurns(body []byte) (calls []piCall, outputs []string) {
 		if c.Type == gjson.String {
 			return c.String()
 		}
-		return strings.Join(stringsOf(c.Get("#.text")), "\n")
+		return strings.Join(stringsOfAll(c.Get("#.text")), "\n")
 	}
 	gjson.GetBytes(body, "messages").ForEach(func(_, msg gjson.Result) bool {
 		msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
@@ -195,15 +195,10 @@ func writeMessagesStep(w http.ResponseWriter, model string, turn int, name, args
 	event("message_stop", map[string]any{})
 }
 
-func stringsOf(r gjson.Result) []string {
-	var out []string
-	r.ForEach(func(_, v gjson.Result) bool { out = append(out, v.String()); return true })
-	return out
-}
-
 // The real pi coding agent (the pinned @mariozechner/pi-coding-agent), its
-// models.json provider pointed at the gateway (api openai-completions),
-// drives the agent-browser CLI through its bash tool. On the form, the
+// models.json provider pointed at the gateway (api openai-completions, and
+// anthropic-messages on the form), drives the agent-browser CLI through its
+// bash tool. On the form, the
 // snapshot reaches the model pruned with the target kept and the click
 // lands. On the catalogue, whose snapshot is over pi's 50 KB, pi keeps the
 // output's tail above a note naming the saved full output, and the model
