@@ -82,10 +82,10 @@ func TestBreakEvenAndCost(t *testing.T) {
 func TestClaudePrices(t *testing.T) {
 	tab := pricing.Default()
 	for model, want := range map[string]pricing.Price{
-		"claude-sonnet-4-5-20250929": {3, 15},
-		"anthropic/claude-haiku-4-5": {1, 5},
-		"claude-opus-4-6":            {15, 75},
-		"claude-3-5-haiku-latest":    {0.80, 4},
+		"claude-sonnet-4-5-20250929": {Input: 3, Output: 15},
+		"anthropic/claude-haiku-4-5": {Input: 1, Output: 5},
+		"claude-opus-4-6":            {Input: 15, Output: 75},
+		"claude-3-5-haiku-latest":    {Input: 0.80, Output: 4},
 	} {
 		if got, ok := tab.Lookup(model); !ok || got != want {
 			t.Errorf("%s: %v %v, want %v", model, got, ok, want)

@@ -517,3 +517,42 @@ func TestGeminiTruncatedOutputKeepsItsMarker(t *testing.T) {
 		})
 	}
 }
+
+// Each earlier turn of a Gemini conversation reaches the upstream
+// byte-identical from one request to the next (Gemini's implicit prompt
+// cache keeps hitting): the page pruned when it was the newest is pruned the
+// same way again from its stored selection, without asking the retriever.
+func TestGeminiEarlierTurnsStayByteIdentical(t *testing.T) {
+	f := &fakeGeminiAPI{upstream: &recorder{}, retriever: &recorder{}, keepLine: `button "Add to cart"`, firstSeen: make(chan struct{})}
+	gw := geminiPruningGateway(t, f)
+	page := string(readFile(t, "../detect/testdata/formats/playwright.txt"))
+	turn := func(i int, p string) []any {
+		return []any{
+			map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "browser_snapshot", "args": map[string]any{"step": i}}}}},
+			map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": "browser_snapshot",
+				"response": map[string]any{"output": "<untrusted_context>\n" + p + "\n</untrusted_context>"}}}}},
+		}
+	}
+	task := map[string]any{"role": "user", "parts": []any{map[string]any{"text": "Add the Summit Parka to the cart."}}}
+	first := append([]any{task}, turn(1, page)...)
+	second := append(append([]any{task}, turn(1, page)...), turn(2, strings.ReplaceAll(page, "Summit Parka", "Summit Parka II"))...)
+	var sent [][]byte
+	for _, contents := range [][]any{first, second} {
+		body, _ := json.Marshal(map[string]any{"contents": contents})
+		resp := post(t, gw.URL+"/v1beta/models/gemini-2.5-flash:generateContent", body, map[string]string{"X-Goog-Api-Key": "AIza-client"})
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := resp.Header.Get(proxy.HeaderStatus); got != "pruned" {
+			t.Fatalf("%s = %q, want pruned", proxy.HeaderStatus, got)
+		}
+		sent = append(sent, f.upstream.last(t).Body)
+	}
+	// The first request's bytes, but for its closing "]}", open the second's.
+	prefix := sent[0][:len(sent[0])-2]
+	if !bytes.HasPrefix(sent[1], prefix) {
+		t.Error("the second request does not start with the first request's turns as they were sent")
+	}
+	if n := f.retriever.count(); n != 2 {
+		t.Errorf("%d retriever calls, want 2: the older page's selection comes from the cache", n)
+	}
+}
