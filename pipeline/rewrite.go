@@ -211,7 +211,11 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 	// The newest observation is folded in first, so that a request with
 	// nothing pruned reports the newest's reason.
 	out.add(pages[newest].Result)
-	for _, pg := range pages[:newest] {
+	current := currentFrom(pl.obs)
+	for _, pg := range pages[current:newest] {
+		out.add(pg.Result)
+	}
+	for _, pg := range pages[:current] {
 		out.addOlder(pg.Result)
 	}
 	if pl.rescue {
@@ -258,12 +262,7 @@ func (p *Pipeline) prunePages(ctx context.Context, pl plan) []Page {
 	obs := pl.obs
 	pages := make([]Page, len(obs))
 	newest := len(obs) - 1
-	// Every tree of the newest output is new: the two sides of a page its
-	// client cut in the middle, the copies a saved result holds.
-	current := newest
-	for current > 0 && obs[current-1].Path == obs[newest].Path {
-		current--
-	}
+	current := currentFrom(obs)
 	repeated := !pl.rescue && newest > 0 && obs[newest].Text == obs[newest-1].Text
 	var wg sync.WaitGroup
 	for i := range obs {
@@ -289,6 +288,20 @@ func (p *Pipeline) prunePages(ctx context.Context, pl plan) []Page {
 		}
 	}
 	return pages
+}
+
+// currentFrom is the index of the first tree of the newest output. Every
+// tree of that output is new, and the agent reads them all now: the two
+// sides of a page its client cut in the middle (Gemini CLI, Codex, Cline),
+// the copies a saved result holds. Each is pruned with a selection of its
+// own and counted as the newest, not as an older page.
+func currentFrom(obs []detect.Observation) int {
+	newest := len(obs) - 1
+	current := newest
+	for current > 0 && obs[current-1].Path == obs[newest].Path {
+		current--
+	}
+	return current
 }
 
 // prunePage prunes one observation: the newest (or, with PruneAll, any) with
