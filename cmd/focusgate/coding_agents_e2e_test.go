@@ -40,16 +40,15 @@ type agentModel struct {
 	page string
 	read readTool
 
-	mu       sync.Mutex
-	received [][]byte       // the action requests, as the gateway forwarded them
-	apis     map[string]int // requests per API
-	clicked  string         // the ref the click named
-	landed   bool           // Playwright MCP reported the click on Place order
-	lost     string         // why the model gave up, if it did
-	maxRefs  int            // most element refs in one newest tool output the model was sent
-	chunks   []int          // element refs in each chunk of a saved output the model read
-	saved    string         // the file the agent saved the snapshot to
-	from     int            // the first line of the chunk being read
+	mu      sync.Mutex
+	apis    map[string]int // requests per API
+	clicked string         // the ref the click named
+	landed  bool           // Playwright MCP reported the click on Place order
+	lost    string         // why the model gave up, if it did
+	maxRefs int            // most element refs in one newest tool output the model was sent
+	chunks  []int          // element refs in each chunk of a saved output the model read
+	saved   string         // the file the agent saved the snapshot to
+	from    int            // the first line of the chunk being read
 }
 
 // readTool is how the model asks an agent to read lines [from, from+n) of a
@@ -92,7 +91,6 @@ func (m *agentModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	tools, calls := conversation(api, body)
 	m.mu.Lock()
-	m.received = append(m.received, body)
 	if m.apis == nil {
 		m.apis = map[string]int{}
 	}
