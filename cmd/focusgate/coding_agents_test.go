@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -25,7 +24,6 @@ var placeOrder = regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`)
 // call is one tool call of a conversation and the output it got.
 type call struct {
 	name   string // MCP tools without the agent's prefix: browser_navigate
-	args   gjson.Result
 	output string
 }
 
@@ -42,13 +40,14 @@ func conversation(api string, body []byte) (tools []string, calls []call) {
 		return true
 	})
 	add := func(name string, args gjson.Result) {
-		if name == "tool_call" { // Qwen Code calls a deferred MCP tool through tool_call
-			name, args = args.Get("name").String(), args.Get("arguments")
+		// Qwen Code calls a deferred MCP tool through tool_call.
+		if name == "tool_call" {
+			name = args.Get("name").String()
 		}
 		if i := strings.Index(name, "browser_"); i > 0 {
 			name = name[i:]
 		}
-		calls = append(calls, call{name: name, args: args})
+		calls = append(calls, call{name: name})
 	}
 	setOutput := func(out string) {
 		if len(calls) > 0 {
@@ -123,18 +122,11 @@ var (
 	savedFile = regexp.MustCompile(`(?i)saved to:?\s+(/[^\s"'<>]+)`)
 )
 
-// refRetriever plays the retriever (OpenAI chat completions) for every
+// newRefRetriever plays the retriever (OpenAI chat completions) for every
 // API: it keeps line 1 and the target's line of the numbered page.
-type refRetriever struct {
-	*httptest.Server
-	mu    sync.Mutex
-	calls int
-}
-
-func newRefRetriever(t *testing.T) *refRetriever {
+func newRefRetriever(t *testing.T) *httptest.Server {
 	t.Helper()
-	r := &refRetriever{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(req.Body, 64<<20))
 		msgs := gjson.GetBytes(body, "messages").Array()
 		if len(msgs) == 0 {
@@ -147,9 +139,6 @@ func newRefRetriever(t *testing.T) *refRetriever {
 				ranges = append(ranges, "("+sm[1]+","+sm[1]+")")
 			}
 		}
-		r.mu.Lock()
-		r.calls++
-		r.mu.Unlock()
 		answer, _ := json.Marshal("<answer>[" + strings.Join(ranges, ", ") + "]</answer>")
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"r","object":"chat.completion","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, answer)
