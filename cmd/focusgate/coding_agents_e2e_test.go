@@ -152,7 +152,7 @@ func (m *agentModel) next(tools []string, calls []call) (name string, args any, 
 		if last.name == m.read.name {
 			m.chunks = append(m.chunks, refs)
 		}
-		if sm := placeOrder.FindStringSubmatch(out); sm != nil {
+		if sm := placeOrderRef.FindStringSubmatch(out); sm != nil {
 			m.clicked = sm[1]
 			return mcp("browser_click", map[string]string{"element": "Place order button", "target": sm[1]})
 		}

@@ -17,9 +17,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// placeOrder is the line of the element the scripted model clicks, in
+// placeOrderRef is the line of the element the scripted model clicks, in
 // Playwright MCP's syntax; its ref is the first group.
-var placeOrder = regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`)
+var placeOrderRef = regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`)
 
 // call is one tool call of a conversation and the output it got.
 type call struct {
@@ -135,7 +135,7 @@ func newRefRetriever(t *testing.T) *httptest.Server {
 		}
 		ranges := []string{"(1,1)"}
 		for _, line := range strings.Split(msgs[len(msgs)-1].Get("content").String(), "\n") {
-			if sm := numberedLine.FindStringSubmatch(line); sm != nil && placeOrder.MatchString(line) {
+			if sm := numberedLine.FindStringSubmatch(line); sm != nil && placeOrderRef.MatchString(line) {
 				ranges = append(ranges, "("+sm[1]+","+sm[1]+")")
 			}
 		}
@@ -238,7 +238,7 @@ func replayCodingAgent(t *testing.T, dir, api string) {
 				name, status, after, before)
 			continue
 		}
-		if placeOrder.MatchString(orig) && !placeOrder.MatchString(got) {
+		if placeOrderRef.MatchString(orig) && !placeOrderRef.MatchString(got) {
 			t.Errorf("%s: the target's line was pruned away", name)
 		}
 		for _, line := range strings.Split(got, "\n") {

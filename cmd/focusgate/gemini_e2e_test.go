@@ -473,17 +473,3 @@ func captureBody(t *testing.T, file string, body []byte, vendor func(path []stri
 func removed(s string) string {
 	return fmt.Sprintf("[vendor text removed: %d chars]", len([]rune(s)))
 }
-
-// agentHome is a home directory for one agent run. The browser an agent
-// started may still be writing its profile there when the agent has exited,
-// which would fail t.TempDir's cleanup; this one is removed as far as it can
-// be.
-func agentHome(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "fg-agent-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
