@@ -278,6 +278,30 @@ func (c Config) Upstream(p *focusgate.Provider) Upstream {
 	return Upstream{URL: p.Settings.DefaultURL, RetrieverModel: p.Settings.DefaultRetrieverModel}
 }
 
+// WithUserKeys returns c with each provider's upstream key, where none is
+// configured, taken from the variable its SDKs read the user's key from
+// (focusgate.Provider.ClientKeyEnv: OPENAI_API_KEY, ANTHROPIC_API_KEY,
+// GEMINI_API_KEY). The command-line tools are their user's own client:
+// each retriever is then called with the key of the provider it speaks, as
+// RetrieverFor picks it, and never with another provider's.
+func (c Config) WithUserKeys(getenv func(string) string) Config {
+	for _, p := range focusgate.Providers {
+		if c.Upstream(p).APIKey != "" || p.ClientKeyEnv == "" {
+			continue
+		}
+		key := getenv(p.ClientKeyEnv)
+		switch p.Name {
+		case RetrieverAnthropic:
+			c.AnthropicAPIKey = key
+		case RetrieverGemini:
+			c.GeminiAPIKey = key
+		case RetrieverOpenAI:
+			c.UpstreamAPIKey = key
+		}
+	}
+	return c
+}
+
 // Retriever is the retriever that serves requests of one API.
 type Retriever struct {
 	API   string // the provider whose API it speaks: RetrieverOpenAI, RetrieverAnthropic, RetrieverGemini

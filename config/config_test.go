@@ -356,3 +356,20 @@ func TestSettingsFollowTheDeclarations(t *testing.T) {
 		}
 	}
 }
+
+// The command-line tools take a provider's key from the user's own variable
+// only where the configuration has none, and each provider's from its own.
+func TestWithUserKeys(t *testing.T) {
+	cfg, err := config.Load(getenv(map[string]string{"FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant-configured"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := getenv(map[string]string{"OPENAI_API_KEY": "sk-user", "ANTHROPIC_API_KEY": "sk-ant-user", "GEMINI_API_KEY": "AIza-user"})
+	got := cfg.WithUserKeys(user)
+	if got.UpstreamAPIKey != "sk-user" || got.AnthropicAPIKey != "sk-ant-configured" || got.GeminiAPIKey != "AIza-user" {
+		t.Errorf("keys openai %q anthropic %q gemini %q: want the user's where none is configured", got.UpstreamAPIKey, got.AnthropicAPIKey, got.GeminiAPIKey)
+	}
+	if cfg.UpstreamAPIKey != "" {
+		t.Error("WithUserKeys changed the configuration it was called on")
+	}
+}

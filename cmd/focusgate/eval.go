@@ -90,12 +90,9 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		return compareConversations(logFile, asJSON, stdout, stderr)
 	}
 
-	// As for `focusgate prune`, a command-line user's own key serves when
-	// none is configured.
-	retriever := cfg.RetrieverFor(focusgate.Chat)
-	if retriever.Key == "" {
-		retriever.Key = getenv(retrieverProvider(retriever).ClientKeyEnv)
-	}
+	// As for `focusgate prune`, a command-line user's own key of the
+	// retriever's provider serves when none is configured.
+	retriever := cfg.WithUserKeys(getenv).RetrieverFor(focusgate.Chat)
 	key := retriever.Key
 	keyVars := config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + retrieverProvider(retriever).Settings.Key + " or " + retrieverProvider(retriever).ClientKeyEnv
 	switch {
@@ -216,4 +213,12 @@ func terminal(w io.Writer) io.Writer {
 		return nil
 	}
 	return f
+}
+
+// retrieverProvider is the provider whose API r speaks.
+func retrieverProvider(r config.Retriever) *focusgate.Provider {
+	if p := focusgate.ProviderNamed(r.API); p != nil {
+		return p
+	}
+	return focusgate.DefaultProvider
 }

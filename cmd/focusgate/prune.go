@@ -58,12 +58,15 @@ func prunePageOrFail(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return err
 	}
+	// The command is its user's own client: each retriever is called with
+	// the user's key of the provider it speaks, where none is configured.
+	cfg = cfg.WithUserKeys(getenv)
 	name, page, err := readInput(ctx, fs, stdin, cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}
 	if request {
-		return pruneRequest(ctx, cfg, getenv, name, page, api, stdout, stderr)
+		return pruneRequest(ctx, cfg, name, page, api, stdout, stderr)
 	}
 	b, ok := detect.Page(string(page))
 	if !ok {
@@ -83,9 +86,6 @@ func prunePageOrFail(ctx context.Context, args []string, getenv func(string) str
 		Mode:    focusgate.Mode(cfg.Mode),
 		Variant: focusgate.Variant(cfg.Prompt),
 		Model:   model,
-		// Without a configured key, a command-line user's own key for the
-		// retriever's provider serves (pr.pruner is the chat retriever).
-		APIKey: getenv(retrieverProvider(cfg.RetrieverFor(focusgate.Chat)).ClientKeyEnv),
 	})
 
 	if _, err := fmt.Fprintf(stdout, "%s%s%s", page[:b.Start], res.Text, page[b.End:]); err != nil {
@@ -167,7 +167,7 @@ func readAll(name string, isFile bool, stdin io.Reader, limit int64) ([]byte, er
 // the bytes the gateway would forward, stderr the outcome. Like the gateway,
 // it fails open: a body it cannot prune is printed as it came, and the
 // command then exits 1 if pruning failed (not if it was skipped).
-func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) string, name string, body []byte, api string, stdout, stderr io.Writer) error {
+func pruneRequest(ctx context.Context, cfg config.Config, name string, body []byte, api string, stdout, stderr io.Writer) error {
 	kind := detect.APIOf(body)
 	if api != "" {
 		var err error
@@ -181,15 +181,7 @@ func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) st
 		return err
 	}
 	defer pr.Close()
-	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{
-		API:  kind,
-		Body: body,
-		// Without a configured key, a command-line user's own key serves:
-		// the one of the provider the body speaks to (ANTHROPIC_API_KEY for
-		// a Messages body), which the pipeline hands only to a retriever
-		// of that provider.
-		Credential: getenv(focusgate.ProviderOf(kind).ClientKeyEnv),
-	})
+	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{API: kind, Body: body})
 	if _, err := stdout.Write(out); err != nil {
 		return err
 	}
@@ -199,12 +191,4 @@ func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) st
 		return fmt.Errorf("%w: %s", errFailedOpen, outcome.Reason)
 	}
 	return nil
-}
-
-// retrieverProvider is the provider whose API r speaks.
-func retrieverProvider(r config.Retriever) *focusgate.Provider {
-	if p := focusgate.ProviderNamed(r.API); p != nil {
-		return p
-	}
-	return focusgate.DefaultProvider
 }
