@@ -78,7 +78,7 @@ type Line struct {
 // Mode says how the lines the retriever did not choose are written back.
 type Mode string
 
-// The post-processing modes; see DESIGN.md, "Retriever and pruning", step 5.
+// The post-processing modes; see the README, "How pruning works".
 const (
 	Remove    Mode = "remove"
 	Ancestors Mode = "ancestors"

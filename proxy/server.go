@@ -1,6 +1,6 @@
-// Package proxy is focusgate's HTTP face: a transparent reverse proxy for
-// OpenAI-compatible APIs that reads and decodes the bodies of chat-completion
-// and Responses requests under their limits, hands them to the request
+// Package proxy is focusgate's HTTP face: a transparent reverse proxy for the
+// APIs of the declared providers (focusgate.Providers) that reads and decodes
+// the bodies of their inspected routes under their limits, hands them to the request
 // pipeline (package pipeline) and forwards what it returns, streaming the
 // upstream's answer back untouched. Every other request passes through as it
 // came. Routes, authentication, headers, errors, metrics and the access log
