@@ -1,6 +1,7 @@
 // Package detect finds the web-page observations inside the prompts that web agents
 // send to the APIs focusgate serves (OpenAI chat completions and Responses,
-// Anthropic Messages, Gemini generateContent; one walker each, see api.go):
+// Anthropic Messages, Gemini generateContent; one walker each, registered in
+// conversation.go):
 // accessibility trees and similar page snapshots
 // written by BrowserGym/AgentLab, WebArena, AgentOccam, OpenHands, Playwright MCP,
 // browser-use, Stagehand and chrome-devtools-mcp, together with the goal and the
