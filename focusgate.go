@@ -1,12 +1,16 @@
 // Package focusgate declares the names that several of focusgate's packages
-// share: the APIs it inspects, the line of a page tree, the post-processing
-// modes and retriever prompt variants, what became of a request (status and
-// reason) and the model families it tells apart. Each is declared here once,
-// so that detection, pruning, the pipeline, the gateway, the dashboard and
-// the metrics speak of the same thing by the same name.
+// share: the providers whose APIs it speaks (provider_*.go, one declaration
+// each) and the API of each body shape, the line of a page tree, the
+// post-processing modes and retriever prompt variants, what became of a
+// request (status and reason) and the model families it tells apart. Each
+// is declared here once, so that detection, pruning, the pipeline, the
+// gateway, the dashboard and the metrics speak of the same thing by the same
+// name.
 //
-// The package holds no behaviour beyond parsing and naming these values, and
-// imports nothing of the project's own.
+// The package holds no behaviour beyond parsing these values and reading
+// the providers' declarations (matching a request to its route, finding a
+// credential, writing an error in a provider's shape), and imports nothing
+// of the project's own.
 package focusgate
 
 import (
@@ -21,10 +25,11 @@ const (
 	Chat      API = iota // OpenAI chat completions: POST /v1/chat/completions
 	Responses            // OpenAI Responses: POST /v1/responses
 	Messages             // Anthropic Messages: POST /v1/messages
+	Gemini               // Google's Gemini API: POST .../models/{model}:generateContent
 )
 
 // APIs lists every API, in the order of their constants.
-var APIs = []API{Chat, Responses, Messages}
+var APIs = []API{Chat, Responses, Messages, Gemini}
 
 // String is the API's name in routes, metrics, logs and the dashboard.
 func (a API) String() string {
@@ -35,18 +40,21 @@ func (a API) String() string {
 		return "responses"
 	case Messages:
 		return "messages"
+	case Gemini:
+		return "gemini"
 	}
 	return fmt.Sprintf("API(%d)", a)
 }
 
-// ParseAPI reads an API name ("chat", "responses", "messages"), ignoring case.
+// ParseAPI reads an API name ("chat", "responses", "messages", "gemini"),
+// ignoring case.
 func ParseAPI(s string) (API, error) {
 	for _, a := range APIs {
 		if strings.EqualFold(strings.TrimSpace(s), a.String()) {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown API %q (want chat, responses or messages)", s)
+	return 0, fmt.Errorf("unknown API %q (want chat, responses, messages or gemini)", s)
 }
 
 // Line is one element of a page tree, as detection finds it and pruning
@@ -70,7 +78,7 @@ type Line struct {
 // Mode says how the lines the retriever did not choose are written back.
 type Mode string
 
-// The post-processing modes; see DESIGN.md, "Retriever and pruning", step 5.
+// The post-processing modes; see the README, "How pruning works".
 const (
 	Remove    Mode = "remove"
 	Ancestors Mode = "ancestors"
@@ -173,6 +181,7 @@ const (
 	NotCached      Reason = "not-cached"       // an older page with no stored selection, left as it came
 	Relook         Reason = "re-look"          // the agent looked at the page it was just shown pruned again: sent whole
 	BypassModel    Reason = "bypass-model"     // the action model matches FOCUSGATE_BYPASS_MODELS
+	Holdout        Reason = "holdout"          // the conversation is in the holdout (FOCUSGATE_HOLDOUT): sent whole from its first request to its last, for comparison
 )
 
 // Reasons for FailedOpen; Shutdown also skips requests that arrive while
@@ -191,6 +200,24 @@ const (
 	InternalError    Reason = "internal-error"     // a bug, recovered from
 )
 
+// Rescue says what focusgate did for a request that did not fit its action
+// model's context window: it sent it with every page of the conversation
+// pruned, and the upstream took it (Rescued) or refused it again
+// (StillTooLong, the client then gets the first refusal), or there was no
+// page left to prune (NothingToPrune). Empty for every other request. The
+// values are the outcome label of focusgate_context_rescues_total.
+type Rescue string
+
+const (
+	Rescued        Rescue = "rescued"
+	StillTooLong   Rescue = "still-too-long"
+	NothingToPrune Rescue = "nothing-to-prune"
+)
+
+// Rescues lists the rescue outcomes, for metrics that start every series at
+// zero.
+var Rescues = []Rescue{Rescued, StillTooLong, NothingToPrune}
+
 // Family is a group of models that share a tokenizer and the way a retriever
 // call to them is made.
 type Family uint8
@@ -207,6 +234,9 @@ const (
 	Reasoning
 	// Claude is Anthropic's models, whose tokenizer is not public.
 	Claude
+	// GeminiFamily is Google's Gemini models, whose tokenizer is not
+	// public either.
+	GeminiFamily
 )
 
 // families maps name prefixes, after BaseModel, to families; the first
@@ -218,6 +248,7 @@ var families = []struct {
 	{"gpt-4o", GPT4o}, {"chatgpt-4o", GPT4o}, {"gpt-4.1", GPT4o}, {"gpt-4.5", GPT4o}, {"gpt-oss", GPT4o},
 	{"gpt-5", Reasoning}, {"o1", Reasoning}, {"o3", Reasoning}, {"o4", Reasoning},
 	{"claude", Claude},
+	{"gemini", GeminiFamily},
 }
 
 // FamilyOf says which family a model belongs to.
@@ -233,7 +264,7 @@ func FamilyOf(model string) Family {
 
 // BaseModel lowercases a model name and drops a provider prefix such as
 // "openai/" or "anthropic/", so that names routed through LiteLLM or
-// OpenRouter match too.
+// OpenRouter match too, and Gemini's "models/" resource prefix.
 func BaseModel(model string) string {
 	m := strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
@@ -105,5 +107,54 @@ func TestRedisClusterMasterDeathFailsNoRequest(t *testing.T) {
 	}
 	if s := r.Stats(); s.Errors["get"]+s.Errors["set"]+s.Errors["lock"] == 0 && s.Skipped == 0 {
 		t.Errorf("the store never noticed the dead master: %+v", s)
+	}
+}
+
+// keyOn returns a key whose selection lives on the master m of cl.
+func keyOn(t *testing.T, cl *redistest.Cluster, m *redistest.Server) string {
+	t.Helper()
+	nodes := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{hostPort(t, cl.URL())}})
+	t.Cleanup(func() { nodes.Close() })
+	for range 1000 {
+		key := testKey(t)
+		node, err := nodes.MasterForKey(t.Context(), "focusgate:sel:{"+key+"}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if node.Options().Addr == hostPort(t, m.URL()) {
+			return key
+		}
+	}
+	t.Fatal("no key on the master in 1000 tries")
+	return ""
+}
+
+// While a master without a replica is dead, the cluster stays marked down:
+// the probe asks the node that failed, not any node, so that caching does
+// not come back only to fail on the dead node's slots again and again. It
+// comes back once that node answers again.
+func TestRedisClusterHealthDoesNotFlapWhileAMasterIsDead(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	r := clusterStore(t, cl)
+	key := keyOn(t, cl, cl.Masters[1])
+	cl.Masters[1].Stop()
+
+	if _, err := r.Get(t.Context(), key); err == nil || errors.Is(err, cache.ErrNotFound) {
+		t.Fatalf("Get on the dead master's slots = %v, want a failure", err)
+	}
+	// The probe runs every 10 ms: twenty failed probes in a row, and never
+	// a moment up in between.
+	waitFor(t, "twenty probes, or the cluster marked up", func() bool {
+		s := r.Stats()
+		return s.Up || s.Errors["ping"] >= 20
+	})
+	if s := r.Stats(); s.Up {
+		t.Fatalf("the cluster was marked up while a master with slots was dead: %+v", s)
+	}
+
+	cl.Masters[1].Restart()
+	waitFor(t, "the probe to see the master back", func() bool { return r.Status() == nil })
+	if _, err := r.Get(t.Context(), key); !errors.Is(err, cache.ErrNotFound) {
+		t.Errorf("Get on the master back = %v, want ErrNotFound", err)
 	}
 }

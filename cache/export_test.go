@@ -2,7 +2,10 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"sync"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Internals the external tests look at.
@@ -24,6 +27,19 @@ func (c *Cache) Waiting(key string) int {
 
 // MarkUp makes the store believe Redis is up, as a successful probe would.
 func (r *Redis) MarkUp() { r.up.Store(true) }
+
+// MarkDown makes the store believe Redis is down, as a failed call would,
+// without touching Redis.
+func (r *Redis) MarkDown() {
+	r.mu.Lock()
+	r.lastErr = errors.New("marked down by the test")
+	r.mu.Unlock()
+	r.up.Store(false)
+}
+
+// Client returns the go-redis client under the store, so that a test can
+// hold its connections busy.
+func (r *Redis) Client() redis.UniversalClient { return r.client }
 
 // Store returns the store under c.
 func (c *Cache) Store() Store { return c.store }

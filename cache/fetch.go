@@ -13,10 +13,11 @@ import (
 // replica computes a missing value while the others wait for it.
 type claimer interface {
 	// claim returns either the value, once another replica has stored it, or
-	// a non-nil release when this caller has the right to compute it; release
-	// must be called after the value is stored or the computation failed. An
-	// error means coordination is unavailable and the caller computes alone.
-	claim(ctx context.Context, key string) (val []byte, release func(), err error)
+	// a non-nil release when this caller has the right to compute it. The
+	// caller must call release once, when the computation ends: with the
+	// value, which release stores, or with nil when it failed. An error means
+	// coordination is unavailable and the caller computes alone.
+	claim(ctx context.Context, key string) (val []byte, release func(val []byte), err error)
 }
 
 var (
@@ -159,18 +160,32 @@ func (c *Cache) getOrCompute(ctx context.Context, key string, compute func(conte
 	}
 	// Coordinate only on a clean miss: a store that just failed is unlikely
 	// to coordinate either.
+	var release func([]byte)
 	if c.claimer != nil && errors.Is(err, ErrNotFound) {
-		val, release, err := c.claimer.claim(ctx, key)
+		var shared []byte
+		shared, release, err = c.claimer.claim(ctx, key)
 		switch {
 		case release != nil:
-			defer release()
 		case err == nil:
-			return val, Shared, nil
+			return shared, Shared, nil
 		case ctx.Err() != nil:
 			return nil, "", ctx.Err()
 		}
 		// Otherwise coordination failed: computing alone costs at most one
 		// duplicate computation, waiting could cost the request.
+	}
+	if release != nil {
+		// Deferred, so that a compute that panics frees the lock too.
+		var stored []byte
+		defer func() { release(stored) }()
+		val, err = compute(ctx)
+		if err != nil {
+			return nil, Miss, err
+		}
+		// The release stores the value, even if every caller left
+		// meanwhile: it has been paid for.
+		stored = val
+		return val, Miss, nil
 	}
 	val, err = compute(ctx)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -33,18 +34,28 @@ type RedisOptions struct {
 	Timeout time.Duration
 	// LockTTL is how long the replica computing a value keeps the others
 	// waiting if it dies. A live holder extends its lock every LockTTL/3, so
-	// this does not bound the computation. Default 5s.
+	// this does not bound the computation; a lock with less than LockTTL/3
+	// left has missed its extensions, and a waiting replica takes it over.
+	// It must be the same on every replica. Default 5s.
 	LockTTL time.Duration
 	// PollInterval is how often a waiting replica looks again when no
 	// notification arrives, in case one was lost. Default 1s.
 	PollInterval time.Duration
 	// ProbeInterval is how often a Redis known to be down is pinged. Default 1s.
 	ProbeInterval time.Duration
-	// SlowAfter is how long a call may take before it counts as slow; a
-	// Redis whose calls are slow slowCalls times in a row is treated as down
-	// (skipped, and probed until it answers in time), since it costs every
-	// request nearly the timeout without ever failing. Default Timeout/2.
+	// SlowAfter is how long a round trip to Redis may take before it counts
+	// as slow. The round trip is timed on the connection, from the request
+	// written to the first byte of the answer read, so that the time a call
+	// spends queueing for a connection or for a CPU in a busy gateway is not
+	// blamed on Redis. Default Timeout/2.
 	SlowAfter time.Duration
+	// SlowFor is how long every round trip must have been slow, and at
+	// least slowCalls of them, before Redis is treated as down (skipped, and
+	// probed until it answers in time): a Redis that is slow for that long
+	// costs every request nearly the timeout without ever failing, while a
+	// gateway stalled for a moment makes a burst of round trips slow at once,
+	// and one in time ends the run. Default 1s.
+	SlowFor time.Duration
 	// FrontBytes bounds an in-process cache in front of Redis, so that hot
 	// selections do not cross the network at all; 0 means 8 MiB, negative
 	// turns it off. FrontTTL (default 30 s) bounds how long an entry deleted
@@ -67,9 +78,12 @@ type RedisOptions struct {
 // reads one and takes the other needs.
 //
 // Redis is never on the critical path for failures: calls have short
-// timeouts and no retries, the first failure marks Redis down, and while it
-// is down every call returns an error at once without touching the network
-// until a background PING succeeds again.
+// timeouts and no retries, the first failure that is Redis's (not a busy
+// gateway's) marks Redis down, and while it is down every call returns an
+// error at once without touching the network until a background probe
+// succeeds again. The one exception is a lock taken
+// before: it is extended, released and its value stored whatever this
+// replica believes, since other replicas may be waiting on it.
 type Redis struct {
 	client       redis.UniversalClient
 	ttl          time.Duration
@@ -79,15 +93,20 @@ type Redis struct {
 	log          *slog.Logger
 	logs         throttle
 
-	slowAfter time.Duration
-	front     *Memory      // nil when turned off
-	slow      atomic.Int32 // calls slower than slowAfter in a row
+	slow     slowness
+	downSlow atomic.Bool // Redis was last marked down for slowness, not a failure
+	replies  replies
+	front    *Memory // nil when turned off
 
 	up      atomic.Bool
 	skipped atomic.Int64
 	errs    [numOps]atomic.Int64
 	mu      sync.Mutex
 	lastErr error // why Redis was last marked down; guarded by mu
+	// probeKey is the key of the call that failed, which the probe reads:
+	// on a cluster it lives on the node that failed, and a PING could go to
+	// any node. Empty when no call on a key failed. Guarded by mu.
+	probeKey string
 
 	closing chan struct{}
 	probed  chan struct{} // closed when the probe goroutine has returned
@@ -124,20 +143,27 @@ var errValueTooLarge = fmt.Errorf("cache: redis value larger than %d bytes", max
 // maxValueBytes bounds what is read of a stored value.
 const maxValueBytes = 1 << 20
 
-// slowCalls is how many slow calls in a row mark Redis down.
+// slowCalls is the fewest slow round trips in a row that mark Redis down,
+// however long they span.
 const slowCalls = 3
 
 var (
 	// lockScript returns the value under KEYS[1] when there is one (at most
 	// ARGV[3]+1 bytes of it: a value is never empty), and otherwise tries to
 	// take the lock KEYS[2] with token ARGV[1] for ARGV[2] ms, returning 1
-	// when it took it and 0 when another replica holds it.
+	// when it took it and 0 when another replica holds it. A lock with less
+	// than ARGV[4] ms left (or none: PTTL -1) is one its holder stopped
+	// extending, and is taken over.
 	lockScript = redis.NewScript(`
 local val = redis.call("GETRANGE", KEYS[1], 0, ARGV[3])
 if val ~= "" then
 	return val
 end
 if redis.call("SET", KEYS[2], ARGV[1], "NX", "PX", ARGV[2]) then
+	return 1
+end
+if redis.call("PTTL", KEYS[2]) < tonumber(ARGV[4]) then
+	redis.call("SET", KEYS[2], ARGV[1], "PX", ARGV[2])
 	return 1
 end
 return 0`)
@@ -147,9 +173,14 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then
 	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
 end
 return 0`)
-	// releaseScript deletes a lock only while the caller still holds it, and
-	// wakes the waiting replicas in the same round trip.
+	// releaseScript stores the computed value ARGV[3] under KEYS[2] for
+	// ARGV[4] ms unless it is empty (the computation failed), deletes the
+	// lock KEYS[1] only while the caller still holds it, and wakes the
+	// waiting replicas on channel ARGV[2], all in one round trip.
 	releaseScript = redis.NewScript(`
+if ARGV[3] ~= "" then
+	redis.call("SET", KEYS[2], ARGV[3], "PX", ARGV[4])
+end
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	redis.call("DEL", KEYS[1])
 end
@@ -161,7 +192,18 @@ return redis.call("PUBLISH", ARGV[2], "")`)
 // answers. Call Close when done.
 func NewRedis(opts RedisOptions) (*Redis, error) {
 	opts = opts.withDefaults()
-	client, err := newClient(opts)
+	r := &Redis{
+		ttl:          opts.TTL,
+		timeout:      opts.Timeout,
+		lockTTL:      opts.LockTTL,
+		pollInterval: opts.PollInterval,
+		slow:         slowness{after: opts.SlowAfter, span: opts.SlowFor},
+		log:          opts.Logger,
+		logs:         throttle{every: opts.LogInterval},
+		closing:      make(chan struct{}),
+		probed:       make(chan struct{}),
+	}
+	client, err := newClient(opts, r.roundTrip, &r.replies)
 	if err != nil {
 		// A url.Error quotes the whole URL, password included.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
@@ -169,18 +211,7 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 		}
 		return nil, fmt.Errorf("cache: invalid redis URL: %w", err)
 	}
-	r := &Redis{
-		client:       client,
-		ttl:          opts.TTL,
-		timeout:      opts.Timeout,
-		lockTTL:      opts.LockTTL,
-		pollInterval: opts.PollInterval,
-		slowAfter:    opts.SlowAfter,
-		log:          opts.Logger,
-		logs:         throttle{every: opts.LogInterval},
-		closing:      make(chan struct{}),
-		probed:       make(chan struct{}),
-	}
+	r.client = client
 	if opts.FrontBytes > 0 {
 		r.front = NewMemory(opts.FrontBytes, opts.FrontTTL)
 	}
@@ -191,8 +222,9 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 
 // newClient connects to one server or to a cluster, with every call bounded
 // by the timeout and never retried: a slow or dead Redis must cost a request
-// at most one timeout.
-func newClient(opts RedisOptions) (redis.UniversalClient, error) {
+// at most one timeout. Every round trip on its connections is reported to
+// observe, and every answer to rs.
+func newClient(opts RedisOptions, observe func(time.Duration), rs *replies) (redis.UniversalClient, error) {
 	// Maintenance notifications would relax the timeouts during a server
 	// upgrade, which is exactly when Redis must stay off the path.
 	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -204,6 +236,7 @@ func newClient(opts RedisOptions) (redis.UniversalClient, error) {
 		ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
 		ro.MaxRetries, ro.DialerRetries = -1, 1
 		ro.MaintNotificationsConfig = maint
+		ro.Dialer = timedDialer(redis.NewDialer(ro), observe, rs)
 		return redis.NewClient(ro), nil
 	}
 	co, err := redis.ParseClusterURL(opts.URL)
@@ -217,6 +250,8 @@ func newClient(opts RedisOptions) (redis.UniversalClient, error) {
 	// the cluster down like any failure.
 	co.MaxRedirects = 1
 	co.MaintNotificationsConfig = maint
+	// What the cluster client gives each node when it has no dialer.
+	co.Dialer = timedDialer(redis.NewDialer(&redis.Options{DialTimeout: co.DialTimeout, TLSConfig: co.TLSConfig}), observe, rs)
 	return redis.NewClusterClient(co), nil
 }
 
@@ -233,6 +268,7 @@ func (o RedisOptions) withDefaults() RedisOptions {
 	def(&o.ProbeInterval, time.Second)
 	def(&o.LogInterval, 30*time.Second)
 	def(&o.SlowAfter, o.Timeout/2)
+	def(&o.SlowFor, time.Second)
 	def(&o.FrontTTL, 30*time.Second)
 	if o.FrontBytes == 0 {
 		o.FrontBytes = 8 << 20
@@ -290,14 +326,12 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 	if !r.available() {
 		return nil, errSkipped
 	}
-	start := time.Now()
 	// A value is never empty, so an empty range is a missing key; more than
 	// maxValueBytes is not read.
 	val, err := r.client.GetRange(ctx, valueKey(key), 0, maxValueBytes).Bytes()
 	if err != nil {
-		return nil, r.fail(ctx, opGet, err)
+		return nil, r.fail(ctx, opGet, valueKey(key), err)
 	}
-	r.timed(ctx, opGet, start)
 	switch {
 	case len(val) == 0:
 		return nil, ErrNotFound
@@ -321,11 +355,9 @@ func (r *Redis) Set(ctx context.Context, key string, val []byte) error {
 	if !r.available() {
 		return errSkipped
 	}
-	start := time.Now()
 	if err := r.client.Set(ctx, valueKey(key), val, r.ttl).Err(); err != nil {
-		return r.fail(ctx, opSet, err)
+		return r.fail(ctx, opSet, valueKey(key), err)
 	}
-	r.timed(ctx, opSet, start)
 	return nil
 }
 
@@ -338,12 +370,12 @@ func (r *Redis) Delete(ctx context.Context, key string) error {
 		return errSkipped
 	}
 	if err := r.client.Del(ctx, valueKey(key)).Err(); err != nil {
-		return r.fail(ctx, opDelete, err)
+		return r.fail(ctx, opDelete, valueKey(key), err)
 	}
 	return nil
 }
 
-func (r *Redis) claim(ctx context.Context, key string) ([]byte, func(), error) {
+func (r *Redis) claim(ctx context.Context, key string) ([]byte, func([]byte), error) {
 	val, found, release, err := r.lock(ctx, key)
 	if err == nil && !found && release == nil {
 		val, release, err = r.wait(ctx, key)
@@ -361,17 +393,16 @@ func (r *Redis) claim(ctx context.Context, key string) ([]byte, func(), error) {
 // Looking for the value and taking the lock are one atomic step: as two
 // calls, a replica whose look found nothing could take the lock just after
 // the holder stored the value and released it, and compute the value again.
-func (r *Redis) lock(ctx context.Context, key string) (val []byte, found bool, release func(), err error) {
+func (r *Redis) lock(ctx context.Context, key string) (val []byte, found bool, release func([]byte), err error) {
 	if !r.available() {
 		return nil, false, nil, errSkipped
 	}
 	token := rand.Text()
-	start := time.Now()
-	res, err := lockScript.Run(ctx, r.client, []string{valueKey(key), lockKey(key)}, token, r.lockTTL.Milliseconds(), maxValueBytes).Result()
+	res, err := lockScript.Run(ctx, r.client, []string{valueKey(key), lockKey(key)},
+		token, r.lockTTL.Milliseconds(), maxValueBytes, (r.lockTTL / 3).Milliseconds()).Result()
 	if err != nil {
-		return nil, false, nil, r.fail(ctx, opLock, err)
+		return nil, false, nil, r.fail(ctx, opLock, valueKey(key), err)
 	}
-	r.timed(ctx, opLock, start)
 	switch res := res.(type) {
 	case string:
 		if len(res) > maxValueBytes {
@@ -383,19 +414,22 @@ func (r *Redis) lock(ctx context.Context, key string) (val []byte, found bool, r
 			return nil, false, nil, nil
 		}
 	default:
-		return nil, false, nil, r.fail(ctx, opLock, fmt.Errorf("unexpected reply %T to the lock script", res))
+		return nil, false, nil, r.fail(ctx, opLock, valueKey(key), fmt.Errorf("unexpected reply %T to the lock script", res))
 	}
 	stop := make(chan struct{})
 	go r.keepLocked(key, token, stop)
-	return nil, false, func() {
+	return nil, false, func(val []byte) {
 		close(stop)
-		r.unlock(key, token)
+		r.unlock(key, token, val)
 	}, nil
 }
 
-// keepLocked extends the lock on key until stop is closed, so that the lock
-// can be short, letting a waiter take over soon after a holder dies, while a
-// live holder's computation may take longer than it.
+// keepLocked extends the lock on key until stop is closed or the lock is
+// lost, so that the lock can be short, letting a waiter take over soon after
+// a holder dies, while a live holder's computation may take longer than it.
+// It extends whether or not this replica trusts Redis at the moment: the
+// other replicas may well reach it, and a lock left to lapse would have them
+// compute the value again.
 func (r *Redis) keepLocked(key, token string, stop <-chan struct{}) {
 	tick := time.NewTicker(r.lockTTL / 3)
 	defer tick.Stop()
@@ -406,39 +440,48 @@ func (r *Redis) keepLocked(key, token string, stop <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		if !r.available() {
-			continue
-		}
-		err := extendScript.Run(ctx, r.client, []string{lockKey(key)}, token, r.lockTTL.Milliseconds()).Err()
-		if err != nil {
-			r.fail(ctx, opLock, err)
+		held, err := extendScript.Run(ctx, r.client, []string{lockKey(key)}, token, r.lockTTL.Milliseconds()).Int()
+		switch {
+		case err != nil:
+			r.fail(ctx, opLock, lockKey(key), err)
+		case held == 0:
+			return // Lapsed, or taken over after missed extensions.
 		}
 	}
 }
 
-// unlock releases a lock and wakes the replicas waiting on it, whether or not
-// a value was stored: without one, a waiter takes over the computation.
-func (r *Redis) unlock(key, token string) {
-	if !r.available() {
-		return // The lock expires on its own.
+// unlock stores val (nil when the computation failed), releases the lock and
+// wakes the replicas waiting on it in one round trip. Without a value, a
+// waiter takes over the computation.
+//
+// It is sent whether or not this replica trusts Redis at the moment, bounded
+// like every call by the timeout: a replica that saw a few slow or failed
+// calls must not leave the others waiting on its lock until it expires, and
+// they may well reach Redis. A failure is counted and logged like any other,
+// and the waiters then take over once the lock stops being extended.
+func (r *Redis) unlock(key, token string, val []byte) {
+	if val != nil {
+		r.remember(key, val)
 	}
 	// The computation may have outlived every caller; the lock must go anyway.
 	ctx := context.Background()
-	if err := releaseScript.Run(ctx, r.client, []string{lockKey(key)}, token, doneChannel(key)).Err(); err != nil {
-		r.fail(ctx, opLock, err)
+	err := releaseScript.Run(ctx, r.client, []string{lockKey(key), valueKey(key)},
+		token, doneChannel(key), val, r.ttl.Milliseconds()).Err()
+	if err != nil {
+		r.fail(ctx, opLock, lockKey(key), err)
 	}
 }
 
 // wait blocks while another replica holds the lock on key. It returns the
 // value once that replica has stored it, or a release when the lock came
 // free without a value (its holder failed or died) and this replica took it.
-func (r *Redis) wait(ctx context.Context, key string) ([]byte, func(), error) {
+func (r *Redis) wait(ctx context.Context, key string) ([]byte, func([]byte), error) {
 	// Subscribe before looking again, so that a value stored in between
 	// still wakes this replica.
 	sub := r.client.Subscribe(ctx, doneChannel(key))
 	defer sub.Close()
 	if _, err := sub.ReceiveTimeout(ctx, r.timeout); err != nil {
-		return nil, nil, r.fail(ctx, opWait, err)
+		return nil, nil, r.fail(ctx, opWait, doneChannel(key), err)
 	}
 	done := sub.Channel()
 	poll := time.NewTicker(r.pollInterval)
@@ -457,16 +500,11 @@ func (r *Redis) wait(ctx context.Context, key string) ([]byte, func(), error) {
 	}
 }
 
-// timed counts a call that succeeded slowly: slowCalls in a row mark Redis
-// down like a failure, a call in time resets the count.
-func (r *Redis) timed(ctx context.Context, o op, start time.Time) {
-	if time.Since(start) <= r.slowAfter {
-		r.slow.Store(0)
-		return
-	}
-	if r.slow.Add(1) >= slowCalls {
-		r.slow.Store(0)
-		r.fail(ctx, o, errSlow)
+// roundTrip judges one round trip on a connection to Redis, and marks Redis
+// down once it has been slow for long enough.
+func (r *Redis) roundTrip(rtt time.Duration) {
+	if r.slow.observe(rtt, time.Now()) && r.up.Load() {
+		r.down(errSlow, "", "rtt", rtt)
 	}
 }
 
@@ -480,25 +518,71 @@ func (r *Redis) available() bool {
 	return false
 }
 
-// fail records a failed call and returns its error. Any failure marks Redis
-// down, whatever its kind: a server that refuses or times out once would
-// cost the next request the same, and the probe brings it back within a
-// ProbeInterval of answering again.
-func (r *Redis) fail(ctx context.Context, o op, err error) error {
+// fail records a failed call on the Redis key key (empty for a call on no
+// key) and returns its error. A failure marks Redis down, whatever its kind,
+// unless it was the gateway's own lack of time (gatewaysFault): a server
+// that refuses or times out once would cost the next request the same, and
+// the probe brings it back within a ProbeInterval of answering again.
+func (r *Redis) fail(ctx context.Context, o op, key string, err error) error {
 	err = fmt.Errorf("cache: redis %s: %w", o, err)
 	if ctx.Err() != nil {
 		return err // The caller gave up; Redis is not to blame.
 	}
 	r.errs[o].Add(1)
+	if r.gatewaysFault(err) {
+		if suppressed, ok := r.logs.allow(time.Now()); ok {
+			r.log.Warn("redis cache call timed out while Redis answered others: the gateway is short of CPU or connections; the call goes uncached, Redis stays in use",
+				"op", o.String(), "err", err, "suppressed", suppressed)
+		}
+		return err
+	}
+	r.down(err, key, "op", o.String())
+	return err
+}
+
+// gatewaysFault reports whether a failed call timed out for the gateway's
+// own lack of time rather than for Redis:
+//   - the wait for a pooled connection timed out: every connection stayed
+//     busy, the gateway's own queue (were Redis the cause, the calls holding
+//     them fail on their own);
+//   - a read or dial timed out while the same server answered another call
+//     within the last forgiveTimeouts timeouts: Redis was answering, and
+//     this call's goroutine was not run in time, as on a host short of CPU,
+//     where a deadline passes before the reader is scheduled even when the
+//     answer has arrived.
+//
+// A server that stopped answering answers no other call either: the first
+// timeout past that window marks it down, so that it costs requests at most
+// a few timeouts. One that answers, but late, is caught by the slowness
+// rule, which counts every timed-out read as a slow round trip.
+func (r *Redis) gatewaysFault(err error) bool {
+	if errors.Is(err, redis.ErrPoolTimeout) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Timeout() && oe.Addr != nil &&
+		r.replies.since(oe.Addr.String(), forgiveTimeouts*r.timeout)
+}
+
+// forgiveTimeouts is how many timeouts back an answer from a server makes a
+// timed-out call to it the gateway's fault.
+const forgiveTimeouts = 4
+
+// down marks Redis down for err, remembering key (when not empty) for the
+// probe, and logs it at most once per LogInterval.
+func (r *Redis) down(err error, key string, logArgs ...any) {
 	r.mu.Lock()
 	r.lastErr = err
+	if key != "" {
+		r.probeKey = key
+	}
+	r.downSlow.Store(errors.Is(err, errSlow))
 	r.mu.Unlock()
 	wasUp := r.up.Swap(false)
 	if suppressed, ok := r.logs.allow(time.Now()); ok {
 		r.log.Warn("redis cache call failed; requests go on uncached while it is down",
-			"op", o.String(), "err", err, "was_up", wasUp, "suppressed", suppressed)
+			append(logArgs, "err", err, "was_up", wasUp, "suppressed", suppressed)...)
 	}
-	return err
 }
 
 // probe pings Redis at start, so that Status is right before the first
@@ -520,16 +604,37 @@ func (r *Redis) probe(interval time.Duration) {
 	}
 }
 
+// ping probes Redis: it reads the key of the call that failed, if one did,
+// and otherwise sends a PING. On a cluster the key leads to the node that
+// failed, where a PING goes to any node: with a master dead and no replica
+// to take its slots, a PING would find the others and bring caching back,
+// only for the next call on the dead node's slots to fail again.
 func (r *Redis) ping() {
 	ctx := context.Background()
-	start := time.Now()
-	if err := r.client.Ping(ctx).Err(); err != nil {
-		r.fail(ctx, opPing, err)
+	r.mu.Lock()
+	key := r.probeKey
+	r.mu.Unlock()
+	var err error
+	if key == "" {
+		err = r.client.Ping(ctx).Err()
+	} else {
+		err = r.client.GetRange(ctx, key, 0, 0).Err()
+	}
+	if err != nil {
+		r.fail(ctx, opPing, key, err)
 		return
 	}
-	if time.Since(start) > r.slowAfter && !r.up.Load() {
+	// Judged by the round trip on the connection, not by the time the call
+	// took, which on a busy host is mostly the wait for a CPU: the slowness
+	// run goes on only if this round trip was slow too.
+	if !r.up.Load() && r.downSlow.Load() && r.slow.running.Load() {
 		return // still too slow to come back
 	}
+	r.mu.Lock()
+	if r.probeKey == key {
+		r.probeKey = ""
+	}
+	r.mu.Unlock()
 	if !r.up.Swap(true) {
 		r.log.Info("redis cache reachable again; caching resumes")
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/config"
 )
 
@@ -82,5 +83,20 @@ func TestURLCredentialsAreNeverPrinted(t *testing.T) {
 	}
 	if got := config.RedactURL("https://user:" + secret + "@api.example.com/v1"); got != "https://xxxxx@api.example.com/v1" {
 		t.Errorf("RedactURL = %q", got)
+	}
+}
+
+// Every provider's upstream key alone makes an open relay on a public
+// address, and the refusal names it.
+func TestOpenRelayOfEveryProvider(t *testing.T) {
+	for _, p := range focusgate.Providers {
+		cfg, err := config.Load(getenv(map[string]string{config.Prefix + p.Settings.Key: "key-" + p.Name}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Validate()
+		if !errors.Is(err, config.ErrOpenRelay) || !strings.Contains(err.Error(), config.Prefix+p.Settings.Key) {
+			t.Errorf("%s: %v, want an open relay refusal naming %s%s", p.Name, err, config.Prefix, p.Settings.Key)
+		}
 	}
 }

@@ -32,12 +32,15 @@ type Config struct {
 	ClientKeysFile     string            `env:"CLIENT_KEYS_FILE" help:"gateway keys, lines name:key or name:sha256:<hex>; when set, clients authenticate with one and the upstream key is used upstream (reloaded on SIGHUP and on change)"`
 	AllowUnauth        bool              `env:"ALLOW_UNAUTHENTICATED" envDefault:"false" help:"allow an upstream key without client keys on a non-loopback address (otherwise start-up is refused)"`
 	UpstreamTimeout    time.Duration     `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
-	RetrieverURL       string            `env:"RETRIEVER_URL" help:"base URL of the retriever for every API, speaking FOCUSGATE_RETRIEVER_API (default: the upstream URL, and Claude at FOCUSGATE_ANTHROPIC_URL for Messages requests)"`
+	RetrieverURL       string            `env:"RETRIEVER_URL" help:"base URL of the retriever for every API, speaking FOCUSGATE_RETRIEVER_API (default: each request's own provider: the upstream URL, Claude at FOCUSGATE_ANTHROPIC_URL for Messages requests, Gemini at FOCUSGATE_GEMINI_URL for Gemini requests)"`
 	RetrieverAPIKey    string            `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key of the retriever's provider, else the client's own credential)"`
-	RetrieverAPI       string            `env:"RETRIEVER_API" envDefault:"openai" help:"which API FOCUSGATE_RETRIEVER_URL speaks: openai (chat completions) or anthropic (Messages)"`
+	RetrieverAPI       string            `env:"RETRIEVER_API" envDefault:"openai" help:"which API FOCUSGATE_RETRIEVER_URL speaks: openai (chat completions), anthropic (Messages) or gemini (generateContent)"`
 	AnthropicURL       string            `env:"ANTHROPIC_URL" envDefault:"https://api.anthropic.com" help:"base URL of the Anthropic API, as ANTHROPIC_BASE_URL is given; the Messages routes and requests with an anthropic-version header go there"`
 	AnthropicAPIKey    string            `env:"ANTHROPIC_API_KEY" help:"Anthropic API key sent upstream as x-api-key: with client keys, in place of the client's gateway key; without, only when the client sends no credential"`
 	AnthropicRetriever string            `env:"ANTHROPIC_RETRIEVER_MODEL" envDefault:"claude-haiku-4-5" help:"retriever model for Anthropic requests when FOCUSGATE_RETRIEVER_URL is empty (called through the Messages API at FOCUSGATE_ANTHROPIC_URL)"`
+	GeminiURL          string            `env:"GEMINI_URL" envDefault:"https://generativelanguage.googleapis.com" help:"base URL of the Gemini API, as GOOGLE_GEMINI_BASE_URL is given; .../models/{model}:generateContent, :streamGenerateContent and :countTokens (v1, v1beta, Vertex AI paths) and other Gemini requests go there"`
+	GeminiAPIKey       string            `env:"GEMINI_API_KEY" help:"Gemini API key sent upstream as x-goog-api-key: with client keys, in place of the client's gateway key; without, only when the client sends no credential"`
+	GeminiRetriever    string            `env:"GEMINI_RETRIEVER_MODEL" envDefault:"gemini-2.5-flash-lite" help:"retriever model for Gemini requests when FOCUSGATE_RETRIEVER_URL is empty (called through generateContent at FOCUSGATE_GEMINI_URL)"`
 	RetrieverModel     string            `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
 	RetrieverTimeout   time.Duration     `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
 	MaxAnswerTokens    int               `env:"RETRIEVER_MAX_TOKENS" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
@@ -57,8 +60,14 @@ type Config struct {
 	InspectBudget      int64             `env:"INSPECT_BUDGET_BYTES" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
 	Prices             string            `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
 	PricesFile         string            `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
+	ContextWindows     string            `env:"CONTEXT_WINDOWS" help:"context windows overriding the built-in table, as JSON: {\"model\": tokens}; a request estimated over its model's window has every page pruned before it is sent"`
+	ContextWindowsFile string            `env:"CONTEXT_WINDOWS_FILE" help:"a JSON file of context windows, same shape as FOCUSGATE_CONTEXT_WINDOWS (applied first)"`
 	ExpectedReduction  float64           `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
 	SkipUneconomic     bool              `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
+	Holdout            float64           `env:"HOLDOUT" envDefault:"0" help:"share of conversations (0 to 1) sent whole from their first request to their last, for the per-arm comparison on the dashboard (X-Focusgate-Status: skipped; reason=holdout); they cost their full price"`
+	HoldoutKey         string            `env:"HOLDOUT_KEY" help:"key of the hash that puts conversations in arms, the same on every replica (default: a built-in constant; set one to draw a new split)"`
+	HoldoutIdle        time.Duration     `env:"HOLDOUT_IDLE" envDefault:"10m" help:"how long a conversation goes without a request before it counts as ended, for the holdout comparison"`
+	HoldoutMaxOpen     int               `env:"HOLDOUT_MAX_OPEN" envDefault:"100000" help:"cap on conversations accounted for at once; past it the one quiet longest counts as ended"`
 	UI                 bool              `env:"UI" envDefault:"true" help:"serve the dashboard at /ui (from loopback; elsewhere with FOCUSGATE_ADMIN_KEY)"`
 	UICapture          bool              `env:"UI_CAPTURE" envDefault:"false" help:"keep the page text of recent requests in memory for the dashboard's detail view"`
 	UIMaxRequests      int               `env:"UI_MAX_REQUESTS" envDefault:"1000" help:"how many recent requests the dashboard keeps in memory"`
@@ -126,25 +135,22 @@ func (c Config) Validate() error {
 	if err := c.checkOpenRelay(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkHTTPURL(c.UpstreamURL); err != nil {
-		bad("UPSTREAM_URL", "%v", err)
+	for _, p := range focusgate.Providers {
+		u := c.Upstream(p)
+		if err := checkHTTPURL(u.URL); err != nil {
+			bad(p.Settings.URL, "%v", err)
+		}
+		if strings.TrimSpace(u.RetrieverModel) == "" {
+			bad(p.Settings.RetrieverModel, "must not be empty")
+		}
 	}
-	if err := checkHTTPURL(c.AnthropicURL); err != nil {
-		bad("ANTHROPIC_URL", "%v", err)
-	}
-	if c.RetrieverAPI != RetrieverOpenAI && c.RetrieverAPI != RetrieverAnthropic {
-		bad("RETRIEVER_API", "unknown API %q (want %s or %s)", c.RetrieverAPI, RetrieverOpenAI, RetrieverAnthropic)
-	}
-	if strings.TrimSpace(c.AnthropicRetriever) == "" {
-		bad("ANTHROPIC_RETRIEVER_MODEL", "must not be empty")
+	if focusgate.ProviderNamed(c.RetrieverAPI) == nil {
+		bad("RETRIEVER_API", "unknown API %q (want %s)", c.RetrieverAPI, strings.Join(focusgate.ProviderNames(), ", "))
 	}
 	if c.RetrieverURL != "" {
 		if err := checkHTTPURL(c.RetrieverURL); err != nil {
 			bad("RETRIEVER_URL", "%v", err)
 		}
-	}
-	if strings.TrimSpace(c.RetrieverModel) == "" {
-		bad("RETRIEVER_MODEL", "must not be empty")
 	}
 	for name, d := range map[string]time.Duration{
 		"UPSTREAM_TIMEOUT":  c.UpstreamTimeout,
@@ -196,6 +202,15 @@ func (c Config) Validate() error {
 	if c.ExpectedReduction <= 0 || c.ExpectedReduction > 1 {
 		bad("EXPECTED_REDUCTION", "must be in (0, 1], got %v", c.ExpectedReduction)
 	}
+	if c.Holdout < 0 || c.Holdout > 1 {
+		bad("HOLDOUT", "must be a share from 0 to 1, got %v", c.Holdout)
+	}
+	if c.HoldoutIdle <= 0 {
+		bad("HOLDOUT_IDLE", "must be a positive duration, got %s", c.HoldoutIdle)
+	}
+	if c.HoldoutMaxOpen <= 0 {
+		bad("HOLDOUT_MAX_OPEN", "must be positive, got %d", c.HoldoutMaxOpen)
+	}
 	if c.MaxBodyBytes <= 0 {
 		bad("MAX_BODY_BYTES", "must be positive, got %d", c.MaxBodyBytes)
 	}
@@ -234,48 +249,94 @@ func (c Config) BypassPatterns() []string {
 	return pats
 }
 
-// The APIs a retriever may speak (FOCUSGATE_RETRIEVER_API).
+// The APIs a retriever may speak (FOCUSGATE_RETRIEVER_API): every
+// provider's name (focusgate.Providers).
 const (
 	RetrieverOpenAI    = "openai"
 	RetrieverAnthropic = "anthropic"
+	RetrieverGemini    = "gemini"
 )
+
+// Upstream is one provider's upstream settings.
+type Upstream struct {
+	URL, APIKey    string
+	RetrieverModel string // its retriever when FOCUSGATE_RETRIEVER_URL is empty
+}
+
+// Upstream returns the settings of provider p, named in its declaration
+// (focusgate.Provider.Settings); TestSettingsFollowTheDeclarations keeps
+// the two in step.
+func (c Config) Upstream(p *focusgate.Provider) Upstream {
+	switch p.Name {
+	case RetrieverAnthropic:
+		return Upstream{c.AnthropicURL, c.AnthropicAPIKey, c.AnthropicRetriever}
+	case RetrieverGemini:
+		return Upstream{c.GeminiURL, c.GeminiAPIKey, c.GeminiRetriever}
+	case RetrieverOpenAI:
+		return Upstream{c.UpstreamURL, c.UpstreamAPIKey, c.RetrieverModel}
+	}
+	return Upstream{URL: p.Settings.DefaultURL, RetrieverModel: p.Settings.DefaultRetrieverModel}
+}
+
+// WithUserKeys returns c with each provider's upstream key, where none is
+// configured, taken from the variable its SDKs read the user's key from
+// (focusgate.Provider.ClientKeyEnv: OPENAI_API_KEY, ANTHROPIC_API_KEY,
+// GEMINI_API_KEY). The command-line tools are their user's own client:
+// each retriever is then called with the key of the provider it speaks, as
+// RetrieverFor picks it, and never with another provider's.
+func (c Config) WithUserKeys(getenv func(string) string) Config {
+	for _, p := range focusgate.Providers {
+		if c.Upstream(p).APIKey != "" || p.ClientKeyEnv == "" {
+			continue
+		}
+		key := getenv(p.ClientKeyEnv)
+		switch p.Name {
+		case RetrieverAnthropic:
+			c.AnthropicAPIKey = key
+		case RetrieverGemini:
+			c.GeminiAPIKey = key
+		case RetrieverOpenAI:
+			c.UpstreamAPIKey = key
+		}
+	}
+	return c
+}
 
 // Retriever is the retriever that serves requests of one API.
 type Retriever struct {
-	API   string // RetrieverOpenAI or RetrieverAnthropic
+	API   string // the provider whose API it speaks: RetrieverOpenAI, RetrieverAnthropic, RetrieverGemini
 	URL   string // the base URL of that API
 	Model string
 	// Key is the key it is called with; empty means each call uses the
 	// client's own credential, which ClientKey allows.
 	Key string
 	// ClientKey says the client's own credential may serve when Key is
-	// empty: the retriever speaks the same provider's API as the client.
+	// empty: the retriever speaks the API of the provider the client
+	// speaks to. A client's credential never goes to another provider.
 	ClientKey bool
 }
 
 // RetrieverFor says which retriever prunes the requests of api: with
 // FOCUSGATE_RETRIEVER_URL set, that one for every API, speaking
-// FOCUSGATE_RETRIEVER_API; without, the upstream's own provider: the
-// OpenAI upstream for chat and Responses requests, Claude at
-// FOCUSGATE_ANTHROPIC_URL for Messages requests, so that a team with only an
-// Anthropic key gets pruning with no further setting. The key is the
-// retriever's own, else the upstream key of the provider it speaks, else the
-// client's credential when the client speaks that provider's API too.
+// FOCUSGATE_RETRIEVER_API; without, the request's own provider at its
+// upstream URL with its retriever model (the OpenAI upstream for chat and
+// Responses requests, Claude for Messages requests, Gemini for Gemini
+// requests), so that a team with only one provider's key gets pruning with
+// no further setting. The key is the retriever's own, else the upstream key
+// of the provider it speaks, else the client's credential when the client
+// speaks that provider's API too.
 func (c Config) RetrieverFor(api focusgate.API) Retriever {
-	r := Retriever{API: RetrieverOpenAI, URL: c.UpstreamURL, Model: c.RetrieverModel}
-	switch {
-	case c.RetrieverURL != "":
-		r.API, r.URL = c.RetrieverAPI, c.RetrieverURL
-	case api == focusgate.Messages:
-		r.API, r.URL, r.Model = RetrieverAnthropic, c.AnthropicURL, c.AnthropicRetriever
+	own := focusgate.ProviderOf(api)
+	up := c.Upstream(own)
+	r := Retriever{API: own.Name, URL: up.URL, Model: up.RetrieverModel}
+	if c.RetrieverURL != "" {
+		r.API, r.URL, r.Model = c.RetrieverAPI, c.RetrieverURL, c.RetrieverModel
 	}
 	r.Key = c.RetrieverAPIKey
-	if r.Key == "" && r.API == RetrieverAnthropic {
-		r.Key = c.AnthropicAPIKey
-	} else if r.Key == "" {
-		r.Key = c.UpstreamAPIKey
+	if p := focusgate.ProviderNamed(r.API); r.Key == "" && p != nil {
+		r.Key = c.Upstream(p).APIKey
 	}
-	r.ClientKey = (r.API == RetrieverAnthropic) == (api == focusgate.Messages)
+	r.ClientKey = r.API == own.Name
 	return r
 }
 
@@ -284,17 +345,23 @@ func (c Config) RetrieverFor(api focusgate.API) Retriever {
 var ErrOpenRelay = errors.New("open relay refused")
 
 // checkOpenRelay refuses a configuration in which anyone who can reach the
-// gateway spends the upstream key: an upstream key, no client keys, and an
-// address reachable from other hosts.
+// gateway spends an upstream key: an upstream key of any provider, no
+// client keys, and an address reachable from other hosts.
 func (c Config) checkOpenRelay() error {
-	if (c.UpstreamAPIKey == "" && c.AnthropicAPIKey == "") || c.ClientKeysFile != "" || c.AllowUnauth || LoopbackOnly(c.Addr) {
+	var set []string
+	for _, p := range focusgate.Providers {
+		if c.Upstream(p).APIKey != "" {
+			set = append(set, Prefix+p.Settings.Key)
+		}
+	}
+	if len(set) == 0 || c.ClientKeysFile != "" || c.AllowUnauth || LoopbackOnly(c.Addr) {
 		return nil
 	}
-	return fmt.Errorf("%w: %sUPSTREAM_API_KEY or %sANTHROPIC_API_KEY is set, %sCLIENT_KEYS_FILE is not, and %sADDR %q accepts connections from other hosts, "+
+	return fmt.Errorf("%w: %s set, %sCLIENT_KEYS_FILE is not, and %sADDR %q accepts connections from other hosts, "+
 		"so anyone who can reach the gateway would spend the upstream key. Fix: set %sCLIENT_KEYS_FILE to a file of name:key lines "+
 		"and give each client its gateway key as its API key; or listen on loopback only (%sADDR=127.0.0.1:8080); "+
 		"or, if an authenticating proxy stands in front, set %sALLOW_UNAUTHENTICATED=true",
-		ErrOpenRelay, Prefix, Prefix, Prefix, Prefix, c.Addr, Prefix, Prefix, Prefix)
+		ErrOpenRelay, strings.Join(set, " and ")+map[bool]string{true: " is", false: " are"}[len(set) == 1], Prefix, Prefix, c.Addr, Prefix, Prefix, Prefix)
 }
 
 // LoopbackOnly reports whether a listen address accepts connections from

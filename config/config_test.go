@@ -30,6 +30,8 @@ func TestLoadDefaults(t *testing.T) {
 		RetrieverAPI:       "openai",
 		AnthropicURL:       "https://api.anthropic.com",
 		AnthropicRetriever: "claude-haiku-4-5",
+		GeminiURL:          "https://generativelanguage.googleapis.com",
+		GeminiRetriever:    "gemini-2.5-flash-lite",
 		RetrieverTimeout:   20 * time.Second,
 		MaxAnswerTokens:    4096,
 		RetrieverHistory:   true,
@@ -44,6 +46,8 @@ func TestLoadDefaults(t *testing.T) {
 		InspectBudget:      64 << 20,
 		ExpectedReduction:  0.5,
 		SkipUneconomic:     true,
+		HoldoutIdle:        10 * time.Minute,
+		HoldoutMaxOpen:     100000,
 		UI:                 true,
 		UIMaxRequests:      1000,
 		UIMaxBytes:         32 << 20,
@@ -124,6 +128,10 @@ func TestValidate(t *testing.T) {
 		{"zero body cap", func(c *config.Config) { c.MaxBodyBytes = 0 }, []string{"FOCUSGATE_MAX_BODY_BYTES"}},
 		{"bad log format", func(c *config.Config) { c.LogFormat = "xml" }, []string{"FOCUSGATE_LOG_FORMAT"}},
 		{"reduction above one", func(c *config.Config) { c.ExpectedReduction = 1.5 }, []string{"FOCUSGATE_EXPECTED_REDUCTION"}},
+		{"holdout above one", func(c *config.Config) { c.Holdout = 1.05 }, []string{"FOCUSGATE_HOLDOUT"}},
+		{"negative holdout", func(c *config.Config) { c.Holdout = -0.05 }, []string{"FOCUSGATE_HOLDOUT"}},
+		{"holdout idle zero", func(c *config.Config) { c.HoldoutIdle = 0 }, []string{"FOCUSGATE_HOLDOUT_IDLE"}},
+		{"no open conversations", func(c *config.Config) { c.HoldoutMaxOpen = 0 }, []string{"FOCUSGATE_HOLDOUT_MAX_OPEN"}},
 		{"zero inspect budget", func(c *config.Config) { c.InspectBudget = 0 }, []string{"FOCUSGATE_INSPECT_BUDGET_BYTES"}},
 		{"zero redis timeout", func(c *config.Config) { c.RedisTimeout = 0 }, []string{"FOCUSGATE_REDIS_TIMEOUT"}},
 		{"drain delay past the grace period", func(c *config.Config) { c.ShutdownDelay = c.ShutdownTimeout }, []string{"FOCUSGATE_SHUTDOWN_DELAY"}},
@@ -278,6 +286,14 @@ func TestRetrieverFor(t *testing.T) {
 			config.Retriever{API: "anthropic", URL: "http://claude", Model: "claude-haiku-4-5", Key: "sk-ant"}},
 		{"the retriever's own key first", map[string]string{"FOCUSGATE_RETRIEVER_API_KEY": "sk-r", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.Messages,
 			config.Retriever{API: "anthropic", URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", Key: "sk-r", ClientKey: true}},
+		{"gemini, defaults: the client's own Gemini key", nil, focusgate.Gemini,
+			config.Retriever{API: "gemini", URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash-lite", ClientKey: true}},
+		{"gemini, only a Gemini key", map[string]string{"FOCUSGATE_GEMINI_API_KEY": "AIza-up", "FOCUSGATE_GEMINI_RETRIEVER_MODEL": "gemini-2.5-flash"}, focusgate.Gemini,
+			config.Retriever{API: "gemini", URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash", Key: "AIza-up", ClientKey: true}},
+		{"gemini, the retriever's own key first", map[string]string{"FOCUSGATE_RETRIEVER_API_KEY": "sk-r", "FOCUSGATE_GEMINI_API_KEY": "AIza-up"}, focusgate.Gemini,
+			config.Retriever{API: "gemini", URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash-lite", Key: "sk-r", ClientKey: true}},
+		{"chat through a Gemini retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://gemini", "FOCUSGATE_RETRIEVER_API": "gemini", "FOCUSGATE_RETRIEVER_MODEL": "gemini-2.5-flash-lite", "FOCUSGATE_GEMINI_API_KEY": "AIza-up"}, focusgate.Responses,
+			config.Retriever{API: "gemini", URL: "http://gemini", Model: "gemini-2.5-flash-lite", Key: "AIza-up"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,8 +302,74 @@ func TestRetrieverFor(t *testing.T) {
 			}
 		})
 	}
-	cfg := base(map[string]string{"FOCUSGATE_RETRIEVER_API": "gemini"})
+	cfg := base(map[string]string{"FOCUSGATE_RETRIEVER_API": "cohere"})
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "FOCUSGATE_RETRIEVER_API") {
 		t.Errorf("an unknown retriever API: %v", err)
+	}
+}
+
+// A client's credential goes only to a retriever of the provider the client
+// speaks to: for every pair of client API and retriever API, with no key
+// configured, the client's key may serve exactly when the two are the same
+// provider's.
+func TestClientCredentialsNeverCrossProviders(t *testing.T) {
+	for _, api := range focusgate.APIs {
+		for _, p := range focusgate.Providers {
+			t.Run(api.String()+" to "+p.Name, func(t *testing.T) {
+				cfg, err := config.Load(getenv(map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://retriever", "FOCUSGATE_RETRIEVER_API": p.Name}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := cfg.RetrieverFor(api)
+				same := focusgate.ProviderOf(api) == p
+				if r.API != p.Name || r.Key != "" || r.ClientKey != same {
+					t.Errorf("retriever %+v; want API %s, no key, client key allowed: %v", r, p.Name, same)
+				}
+			})
+		}
+	}
+}
+
+// Each provider's settings are the variables its declaration names, with
+// the defaults it declares, and Upstream reads them.
+func TestSettingsFollowTheDeclarations(t *testing.T) {
+	defaults := map[string]string{}
+	for _, s := range config.Settings() {
+		defaults[s.Env] = s.Default
+	}
+	for _, p := range focusgate.Providers {
+		set := p.Settings
+		for name, want := range map[string]string{set.URL: set.DefaultURL, set.Key: "", set.RetrieverModel: set.DefaultRetrieverModel} {
+			got, ok := defaults[config.Prefix+name]
+			if !ok || got != want {
+				t.Errorf("%s: %s%s defaults to %q (declared: %v), want %q", p.Name, config.Prefix, name, got, ok, want)
+			}
+		}
+		cfg, err := config.Load(getenv(map[string]string{
+			config.Prefix + set.URL: "http://" + p.Name, config.Prefix + set.Key: "key-" + p.Name, config.Prefix + set.RetrieverModel: "model-" + p.Name,
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cfg.Upstream(p), (config.Upstream{URL: "http://" + p.Name, APIKey: "key-" + p.Name, RetrieverModel: "model-" + p.Name}); got != want {
+			t.Errorf("%s: Upstream %+v, want %+v", p.Name, got, want)
+		}
+	}
+}
+
+// The command-line tools take a provider's key from the user's own variable
+// only where the configuration has none, and each provider's from its own.
+func TestWithUserKeys(t *testing.T) {
+	cfg, err := config.Load(getenv(map[string]string{"FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant-configured"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := getenv(map[string]string{"OPENAI_API_KEY": "sk-user", "ANTHROPIC_API_KEY": "sk-ant-user", "GEMINI_API_KEY": "AIza-user"})
+	got := cfg.WithUserKeys(user)
+	if got.UpstreamAPIKey != "sk-user" || got.AnthropicAPIKey != "sk-ant-configured" || got.GeminiAPIKey != "AIza-user" {
+		t.Errorf("keys openai %q anthropic %q gemini %q: want the user's where none is configured", got.UpstreamAPIKey, got.AnthropicAPIKey, got.GeminiAPIKey)
+	}
+	if cfg.UpstreamAPIKey != "" {
+		t.Error("WithUserKeys changed the configuration it was called on")
 	}
 }

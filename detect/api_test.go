@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/focusgate/focusgate"
 )
 
@@ -48,8 +50,14 @@ func TestAPIOfCapturedBodies(t *testing.T) {
 		}
 		want := focusgate.Chat
 		switch base := filepath.Base(f); {
+		case strings.Contains(base, "GenerateContent") || strings.Contains(base, "countTokens"):
+			want = focusgate.Gemini
 		case strings.Contains(base, "responses"):
 			want = focusgate.Responses
+		case bothShapes(body):
+			// Valid as a chat body and as a Messages body (a lone
+			// count_tokens message with string content): chat, as APIOf
+			// says; the gateway knows such a body's API from its route.
 		case strings.Contains(base, "messages") || strings.Contains(base, "count_tokens"):
 			want = focusgate.Messages
 		}
@@ -57,4 +65,18 @@ func TestAPIOfCapturedBodies(t *testing.T) {
 			t.Errorf("%s: APIOf = %s, want %s", f, got, want)
 		}
 	}
+}
+
+// bothShapes says a body is valid in the chat and the Messages API alike:
+// no system prompt and only string contents.
+func bothShapes(body []byte) bool {
+	if gjson.GetBytes(body, "system").Exists() {
+		return false
+	}
+	only := true
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		only = m.Get("content").Type == gjson.String
+		return only
+	})
+	return only
 }

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,10 @@ type segment struct {
 	// content holds the text (part then indexes that content's blocks), or
 	// 0 when the text is not a tool result's.
 	result int
+	// leaf is the path of the string inside its part when that is not the
+	// part's "text": a Gemini function response's value
+	// ("functionResponse.response.output").
+	leaf string
 	// state is what was learnt of the string once it was looked at, nil
 	// before: a body can hold a million short strings that never are, and
 	// each segment's size counts then.
@@ -75,7 +80,7 @@ type call struct {
 // the Responses instructions. It stays small: a long conversation has many.
 type unit struct {
 	role       role
-	top        string // member of the body that holds the unit: "messages", "input" or "instructions"
+	top        string // member of the body that holds the unit: "messages", "input", "instructions", "contents", ...
 	index      int    // position in that member's array, or -1
 	first, end int    // the unit's segments are conversation.segs[first:end]
 	calls      []call
@@ -112,6 +117,64 @@ type conversation struct {
 	over              bool
 }
 
+// member reads one top-level member of a body, at v, into the
+// conversation; a member that is the instructions (a system prompt) sets
+// *instructions, which come before every turn.
+type member func(c *conversation, v int, instructions **unit) (int, error)
+
+// walkers say, for each API, which top-level members of its bodies hold the
+// conversation and how each is read: the one place detection knows an API's
+// body. Of duplicate members, JSON readers keep the last: what focusgate
+// prunes and counts must be what the upstream reads, so each reader first
+// forgets what an earlier duplicate gave.
+var walkers = map[focusgate.API]map[string]member{
+	focusgate.Chat: {
+		"messages": func(c *conversation, v int, _ **unit) (int, error) {
+			c.forget("messages")
+			return c.messages(v)
+		},
+	},
+	focusgate.Responses: {
+		"input": func(c *conversation, v int, _ **unit) (int, error) {
+			c.forget("input")
+			return c.input(v)
+		},
+		"instructions": func(c *conversation, v int, instructions **unit) (int, error) {
+			lit, next, ok, err := stringOrSkip(c.body, v, 1)
+			*instructions = nil
+			if ok {
+				c.segs = append(room(c.segs), segment{lit: lit, part: -1})
+				*instructions = &unit{role: roleSystem, top: "instructions", index: -1, first: len(c.segs) - 1, end: len(c.segs)}
+			}
+			return next, err
+		},
+	},
+	focusgate.Messages: {
+		"messages": func(c *conversation, v int, _ **unit) (int, error) {
+			c.forget("messages")
+			return c.anthropicMessages(v)
+		},
+		"system": func(c *conversation, v int, instructions **unit) (int, error) {
+			u, next, err := c.systemPrompt(v)
+			*instructions = nil
+			if u.end > u.first {
+				*instructions = &u
+			}
+			return next, err
+		},
+	},
+	focusgate.Gemini: {
+		"contents": func(c *conversation, v int, _ **unit) (int, error) {
+			c.forget("contents")
+			return c.geminiContents("contents", v, 1)
+		},
+		"generateContentRequest": func(c *conversation, v int, _ **unit) (int, error) {
+			c.forget(countedContents)
+			return c.countedRequest(v)
+		},
+	},
+}
+
 func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool) (*conversation, error) {
 	c := &conversation{body: body, reserve: reserve}
 	i := skipSpace(body, 0)
@@ -122,37 +185,15 @@ func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool)
 	i, err := eachMember(body, i, 0, func(key []byte, v int) (int, error) {
 		// Of duplicate members, JSON readers keep the last: what focusgate
 		// prunes and counts must be what the upstream reads.
-		switch {
-		case string(key) == "model":
+		if string(key) == "model" {
 			lit, next, ok, err := stringOrSkip(body, v, 1)
 			if c.model = ""; ok {
 				c.model = c.decode(lit)
 			}
 			return next, err
-		case api == focusgate.Chat && string(key) == "messages":
-			c.forget("messages")
-			return c.messages(v)
-		case api == focusgate.Responses && string(key) == "input":
-			c.forget("input")
-			return c.input(v)
-		case api == focusgate.Messages && string(key) == "messages":
-			c.forget("messages")
-			return c.anthropicMessages(v)
-		case api == focusgate.Messages && string(key) == "system":
-			u, next, err := c.systemPrompt(v)
-			instructions = nil
-			if u.end > u.first {
-				instructions = &u
-			}
-			return next, err
-		case api == focusgate.Responses && string(key) == "instructions":
-			lit, next, ok, err := stringOrSkip(body, v, 1)
-			instructions = nil
-			if ok {
-				c.segs = append(room(c.segs), segment{lit: lit, part: -1})
-				instructions = &unit{role: roleSystem, top: "instructions", index: -1, first: len(c.segs) - 1, end: len(c.segs)}
-			}
-			return next, err
+		}
+		if read, ok := walkers[api][string(key)]; ok {
+			return read(c, v, &instructions)
 		}
 		return skipValue(body, v, 1)
 	})
@@ -413,7 +454,7 @@ func (u *unit) segPath(s *segment) string {
 		p += "." + strconv.Itoa(s.result-1) + ".content"
 	}
 	if s.part >= 0 {
-		p += "." + strconv.Itoa(s.part) + ".text"
+		p += "." + strconv.Itoa(s.part) + "." + cmp.Or(s.leaf, "text")
 	}
 	return p
 }
@@ -478,9 +519,10 @@ func (c *conversation) unitText(ui int) (string, []int) {
 	return ctx.text, ctx.bases
 }
 
-// located is a block found in one segment of one unit. For a tree inside a
-// JSON text held by the segment, in is set and block spans that inner string in
-// the segment's text.
+// located is a block found in one segment of one unit. For a tree inside an
+// escaped string held by the segment, in is set and block spans the tree as
+// it lies, escaped, in the segment's text: the spans of a segment's trees
+// never overlap, however many a string holds.
 type located struct {
 	unit, seg int
 	block     Block
@@ -499,7 +541,7 @@ func (c *conversation) trees(ui, si int) []located {
 	}
 	for k := range inners {
 		in := &inners[k]
-		found = append(found, located{unit: ui, seg: si, block: Block{Start: in.lit.start, End: in.lit.end}, in: in})
+		found = append(found, located{unit: ui, seg: si, block: Block{Start: in.at.start, End: in.at.end}, in: in})
 	}
 	slices.SortStableFunc(found, func(a, b located) int { return a.block.Start - b.block.Start })
 	return found
@@ -551,8 +593,14 @@ func (c *conversation) observations(opts Options) []Observation {
 		}
 		s := &c.segs[found[i].seg]
 		text := c.segText(found[i].seg)
-		for k, raw := range rawSpans(c.body[s.lit.start:s.lit.end], text, spans) {
+		lit := c.body[s.lit.start:s.lit.end]
+		for k, raw := range rawSpans(lit, text, spans) {
 			f := found[i+k]
+			if !onLines(text, f.block.Start, f.block.End) {
+				// A tree after an envelope on its first line.
+				at := rawOffsets(lit, []int{f.block.Start, f.block.End})
+				raw = span{at[0], at[1]}
+			}
 			o := Observation{
 				Block:    f.block,
 				Text:     text[f.block.Start:f.block.End],
@@ -568,17 +616,23 @@ func (c *conversation) observations(opts Options) []Observation {
 	return obs
 }
 
+// onLines says whether text[start:end] starts at a line start and ends at a
+// line end, as rawSpans needs.
+func onLines(text string, start, end int) bool {
+	return (start == 0 || text[start-1] == '\n') && (end == len(text) || text[end] == '\n')
+}
+
 // innerObservation describes a tree found inside a JSON text held by a segment.
 func (c *conversation) innerObservation(f located) Observation {
 	s := &c.segs[f.seg]
-	at := rawOffsets(c.body[s.lit.start:s.lit.end], []int{f.in.raw.start, f.in.raw.end})
+	at := rawOffsets(c.body[s.lit.start:s.lit.end], []int{f.in.at.start, f.in.at.end})
 	o := Observation{
 		Block:    f.in.block,
 		Text:     f.in.text[f.in.block.Start:f.in.block.End],
 		Path:     c.units[f.unit].segPath(s),
 		RawStart: s.lit.start + at[0],
 		RawEnd:   s.lit.start + at[1],
-		Nested:   1,
+		Nested:   f.in.nested,
 	}
 	c.describe(f, &o)
 	return o
@@ -595,8 +649,7 @@ func (c *conversation) blocks(ui, si int) []Block {
 		return nil
 	}
 	lit := c.segs[si].lit
-	trees, nested := lit.newlines >= MinLines-1, lit.nested >= MinLines-1
-	if !trees && !nested {
+	if lit.newlines < MinLines-1 && lit.nested < MinLines-1 {
 		return nil
 	}
 	raw := c.body[lit.start:lit.end]
@@ -610,11 +663,12 @@ func (c *conversation) blocks(ui, si int) []Block {
 		return s.blocks
 	}
 	text := c.segText(si)
-	if trees {
-		s.blocks = findBlocks(text)
-	}
-	if nested {
-		s.inner = findInner(text)
+	for _, h := range findTrees(text) {
+		if h.nested == 0 {
+			s.blocks = append(s.blocks, h.block)
+		} else {
+			s.inner = append(s.inner, inner{block: h.block, text: h.text, at: h.at, nested: h.nested})
+		}
 	}
 	size := searchedSize(text, s.blocks, s.inner)
 	c.note(int64(size - len(text))) // the text was noted when decoded
@@ -630,8 +684,11 @@ func searchedSize(text string, blocks []Block, inner []inner) int {
 	for _, b := range blocks {
 		n += blockSize + len(b.Lines)*lineSize
 	}
-	for _, in := range inner {
-		n += int(unsafe.Sizeof(in)) + len(in.text) + len(in.block.Lines)*lineSize
+	for i, in := range inner {
+		if i == 0 || in.text != inner[i-1].text {
+			n += len(in.text)
+		}
+		n += int(unsafe.Sizeof(in)) + len(in.block.Lines)*lineSize
 	}
 	return n
 }

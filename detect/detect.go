@@ -50,9 +50,11 @@ type Observation struct {
 	History          string
 	// Nested counts the JSON encodings between the body's string and the tree:
 	// 0 when the string holds the tree, 1 when it holds a JSON text (such as an
-	// MCP tool result passed through JSON.stringify) whose string holds it. The
-	// raw span then covers the tree escaped Nested+1 times, and a replacement
-	// must be escaped as often.
+	// MCP tool result passed through JSON.stringify, whole or cut, maybe read
+	// back from a file with line numbers) whose string holds it, 2 for a text
+	// stringified twice. The raw span then covers the tree escaped Nested+1
+	// times, and a replacement must be escaped as often (RawLines gives each
+	// line's own escaping).
 	Nested int
 }
 

@@ -35,7 +35,7 @@ const (
 //  2. Add the spec to registry below. Order matters only when two grammars read
 //     the same lines equally long: the earlier one wins.
 //  3. Put a real page, as the tool printed it, in detect/testdata/formats/ and
-//     its expected lines in the fixture's .golden.json (go test ./detect/ -run
+//     its expected lines in the fixture's .golden.txt (go test ./detect/ -run
 //     TestFormatFixtures -update, then review). TestFormatFixtures fails for a
 //     registered format without a fixture.
 //  4. Run the negative corpus (TestFindNegative) and the fuzzers: a grammar

@@ -149,10 +149,15 @@ func FuzzFind(f *testing.F) {
 		parts := string(mustJSON(f, []part{{"text", "### Snapshot\n```yaml\n" + s + "\n```"}}))
 		f.Add(string(chatBody(f, message{Role: "tool", Content: parts})), false)
 	}
+	// Issue 30: the page twice on one escaped line of a numbered read.
+	twice := string(mustJSON(f, []part{{"text", "### Page\n```yaml\n" + playwrightTree + "\n```\n### Again\n```yaml\n" + playwrightTree + "\n```"}}))
+	f.Add(string(chatBody(f, message{Role: "user", Content: "Save."}, message{Role: "tool", Content: "1\t[\n2\t" + twice[1:len(twice)-1] + "\n3\t]"})), true)
+	f.Add(string(geminiCLIBody(f, "### Snapshot\n```yaml\n"+playwrightTree+"\n```")), true)
+	f.Add(`{"generateContentRequest":{"contents":[{"parts":[{"text":"\u003csession_context\u003e"},{"functionResponse":{"response":{"a":[{"b":"x\ny"}]}}}]}]}}`, false)
 	f.Fuzz(func(t *testing.T, body string, all bool) {
 		b := []byte(body)
 		wantOK := json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))
-		for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
+		for _, api := range focusgate.APIs {
 			obs, err := Find(b, api, Options{All: all})
 			if err != nil && !errors.Is(err, ErrNotJSON) {
 				t.Fatalf("error %v does not wrap ErrNotJSON", err)

@@ -242,7 +242,8 @@ func splice(t testing.TB, body []byte, start, end int, text string, nested int) 
 
 // checkRaw verifies an observation's raw span against the body: decoding it
 // Nested+1 times gives Text, and splicing other text into it keeps the body
-// valid JSON, and a nested string's JSON text valid JSON too.
+// valid JSON, and a nested string's JSON text valid JSON too (when it was:
+// a cut one is not).
 func checkRaw(t testing.TB, body []byte, o Observation) {
 	t.Helper()
 	if o.RawStart < 0 || o.RawStart > o.RawEnd || o.RawEnd > len(body) {
@@ -261,6 +262,20 @@ func checkRaw(t testing.TB, body []byte, o Observation) {
 	if utf8.ValidString(o.Text) && text != o.Text {
 		t.Fatalf("raw span decodes to %.80q..., Text is %.80q...", text, o.Text)
 	}
+	lines, _, ok := o.RawLines(body[o.RawStart:o.RawEnd])
+	if want := strings.Split(o.Text, "\n"); !ok || len(lines) != len(want) {
+		t.Fatalf("RawLines gives %d lines (%v), the text has %d", len(lines), ok, len(want))
+	} else {
+		for k, line := range lines {
+			dec := line
+			for range o.Nested + 1 {
+				dec = unquote([]byte(dec))
+			}
+			if dec != want[k] {
+				t.Fatalf("raw line %d %q decodes to %q, the text's is %q", k, line, dec, want[k])
+			}
+		}
+	}
 	if o.Nested == 0 {
 		if got := unquote(body[o.RawStart:o.RawEnd]); got != o.Text {
 			t.Fatalf("raw span unquotes to %.80q..., Text is %.80q...", got, o.Text)
@@ -273,7 +288,7 @@ func checkRaw(t testing.TB, body []byte, o Observation) {
 	if !json.Valid(out) {
 		t.Fatalf("splicing into %d..%d breaks the JSON", o.RawStart, o.RawEnd)
 	}
-	if o.Nested > 0 {
+	if o.Nested > 0 && json.Valid([]byte(gjson.GetBytes(body, o.Path).String())) {
 		holder := gjson.GetBytes(out, o.Path).String()
 		if !json.Valid([]byte(holder)) {
 			t.Fatalf("splicing into %d..%d breaks the JSON text inside %s", o.RawStart, o.RawEnd, o.Path)

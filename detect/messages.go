@@ -62,27 +62,34 @@ func (c *conversation) anthropicMessages(v int) (int, error) {
 			}
 			return skipValue(b, v, 3)
 		})
-		if r == roleAssistant || len(runs) == 0 {
-			// The assistant's words and calls are one turn of history.
-			u := unit{role: r, top: "messages", index: n, calls: calls, first: len(c.segs), end: len(c.segs)}
-			if len(runs) > 0 {
-				u.first = runs[0].first
-			}
-			if r != roleAssistant && r != roleUser {
-				u.role = roleOther
-			}
-			c.units = append(room(c.units), u)
-			return next, err
-		}
-		for _, run := range runs {
-			u := unit{role: r, top: "messages", index: n, first: run.first, end: run.end}
-			if run.tool {
-				u.role = roleTool
-			}
-			c.units = append(room(c.units), u)
-		}
+		c.addTurn("messages", n, r, runs, calls)
 		return next, err
 	})
+}
+
+// addTurn records message n of the array top, of role r, as units: each run
+// of text blocks a unit of the message's role, each run of tool results a
+// tool unit, in the order the blocks come; an assistant's words and calls
+// are one turn of history.
+func (c *conversation) addTurn(top string, n int, r role, runs []blockRun, calls []call) {
+	if r == roleAssistant || len(runs) == 0 {
+		u := unit{role: r, top: top, index: n, calls: calls, first: len(c.segs), end: len(c.segs)}
+		if len(runs) > 0 {
+			u.first = runs[0].first
+		}
+		if r != roleAssistant && r != roleUser {
+			u.role = roleOther
+		}
+		c.units = append(room(c.units), u)
+		return
+	}
+	for _, run := range runs {
+		u := unit{role: r, top: top, index: n, first: run.first, end: run.end}
+		if run.tool {
+			u.role = roleTool
+		}
+		c.units = append(room(c.units), u)
+	}
 }
 
 // anthropicContent records a Messages API message's content: a string, or
@@ -136,6 +143,12 @@ func (c *conversation) anthropicContent(v int, runs *[]blockRun, calls *[]call) 
 			}
 			return skipValue(b, v, 5)
 		})
+		if err != nil {
+			// A body that ends inside the block: what was read of it is
+			// not to be trusted, and the caller reports the error.
+			c.segs = c.segs[:first]
+			return next, err
+		}
 		switch t := word(b, kind); {
 		case bytes.Equal(t, []byte("tool_result")):
 			addRun(runs, true, first, len(c.segs))
@@ -192,10 +205,20 @@ func addRun(runs *[]blockRun, tool bool, first, end int) {
 // Claude Code puts several before the task in the first message, enough to
 // push the task out of a goal's first kilobytes.
 func harnessText(raw []byte) bool {
+	return wholeElement(raw, "system-reminder")
+}
+
+// wholeElement says whether an escaped JSON string's text is one
+// <tag>...</tag> element, surrounding blanks aside.
+func wholeElement(raw []byte, tag string) bool {
+	open, end := []byte("<"+tag+">"), []byte("</"+tag+">")
+	raw = bytes.TrimLeft(raw, " \t")
+	for bytes.HasPrefix(raw, []byte(`\n`)) {
+		raw = bytes.TrimLeft(raw[2:], " \t")
+	}
 	raw = bytes.TrimRight(raw, " \t")
 	for bytes.HasSuffix(raw, []byte(`\n`)) {
 		raw = bytes.TrimRight(raw[:len(raw)-2], " \t")
 	}
-	return bytes.HasPrefix(raw, []byte("<system-reminder>")) && bytes.HasSuffix(raw, []byte("</system-reminder>")) &&
-		bytes.Count(raw, []byte("<system-reminder>")) == bytes.Count(raw, []byte("</system-reminder>"))
+	return bytes.HasPrefix(raw, open) && bytes.HasSuffix(raw, end) && bytes.Count(raw, open) == bytes.Count(raw, end)
 }

@@ -2,89 +2,154 @@ package detect
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 )
 
-// This file finds trees one JSON encoding deeper than the body's strings: an
-// agent that puts JSON.stringify(result.content) of an MCP tool call into its
-// tool message sends `[{"type":"text","text":"### Snapshot\n```yaml\n- ..."}]`
-// as the message's content, a JSON text inside a JSON string. Such a tree is
-// reported with Observation.Nested = 1 and its raw span in the body covers the
-// tree escaped twice, so that the gateway can write the pruned tree back
-// escaped twice and the content still decodes to JSON whose string decodes to
-// the pruned tree.
+// The JSON layer sees through JSON string escaping: an agent that puts
+// JSON.stringify(result.content) of an MCP tool call into its tool message
+// sends `[{"type":"text","text":"### Snapshot\n```yaml\n- ..."}]` as the
+// message's content, a JSON text inside a JSON string; Claude Code saves a
+// multi-part result as a JSON file that the model reads back; Cline cuts the
+// middle out of such a text, so that it no longer parses. Every string
+// literal of a text that has lines enough to hold a tree is a view, even one
+// whose closing quote (or opening, for the second half of a cut) is gone. A
+// tree found in it is reported escaped once more (Observation.Nested), so
+// that the gateway writes the pruned tree back escaped as often and the text
+// still decodes to JSON whose string decodes to the pruned tree.
 
-// inner is a tree found in a JSON string inside a segment's text.
+// inner is a tree found inside an escaped string of a segment's text.
 type inner struct {
-	block Block  // offsets in text
-	text  string // the decoded inner string
-	lit   span   // the inner string's content in the segment's decoded text
-	raw   span   // the tree, escaped once, in the segment's decoded text
+	block  Block  // offsets in text
+	text   string // the decoded string that holds the tree
+	at     span   // the tree in the segment's decoded text, escaped nested times
+	nested int    // the JSON encodings between the segment's text and the tree, at least 1
 }
 
-// innerTrees returns the trees held by the JSON strings of text when text is a
-// JSON array or object; nil when it is not.
-func innerTrees(text string) []inner {
-	b := []byte(text)
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '[' && b[i] != '{' {
-		return nil
+// peelJSON returns a view of each JSON string literal of s that can hold a
+// tree.
+func peelJSON(s string) ([]view, []span) {
+	if strings.Count(s, `\`) < MinLines-1 {
+		return nil, nil
 	}
-	var lits []literal
-	end, err := collectStrings(b, i, 0, &lits)
-	if err != nil || skipSpace(b, end) != len(b) {
-		return nil
+	var views []view
+	add := func(lit literal) {
+		raw := s[lit.start:lit.end]
+		if lit.newlines+lit.nested < MinLines-1 || lit.ids < MinIDLines && !hasIDCues([]byte(raw)) {
+			return
+		}
+		views = append(views, view{text: unquote([]byte(raw)), from: lit.start, to: lit.end, lift: func(h hit) (hit, bool) {
+			at := rawOffsets([]byte(raw), []int{h.at.start, h.at.end})
+			h.at = span{lit.start + at[0], lit.start + at[1]}
+			h.nested++
+			return h, true
+		}})
 	}
-	var found []inner
-	for _, lit := range lits {
-		raw := b[lit.start:lit.end]
-		if lit.ids < MinIDLines && !hasIDCues(raw) {
+	// The second half of a cut JSON text starts inside a string, on the
+	// first line after the cut.
+	i := len(s) - len(strings.TrimLeft(s, "\r\n"))
+	if lit, next, ok := stringContent(s, i); ok && lit.newlines+lit.nested >= MinLines-1 {
+		add(lit)
+		i = next
+	}
+	for i < len(s) {
+		q := strings.IndexByte(s[i:], '"')
+		if q < 0 {
+			break
+		}
+		q += i
+		if !opensString(s, q) {
+			i = q + 1
 			continue
 		}
-		s := unquote(raw)
-		blocks := Blocks(s)
-		if len(blocks) == 0 {
+		lit, next, ok := stringContent(s, q+1)
+		if !ok {
+			i = q + 1
 			continue
 		}
-		spans := make([]span, len(blocks))
-		for k, bl := range blocks {
-			spans[k] = span{bl.Start, bl.End}
-		}
-		for k, r := range rawSpans(raw, s, spans) {
-			found = append(found, inner{
-				block: blocks[k],
-				text:  s,
-				lit:   span{lit.start, lit.end},
-				raw:   span{lit.start + r.start, lit.start + r.end},
-			})
-		}
+		add(lit)
+		i = next
 	}
-	return found
+	return views, nil
 }
 
-// collectStrings walks the JSON value at b[i] and collects the string values
-// (not member names) that have lines enough to hold a tree.
-func collectStrings(b []byte, i, depth int, out *[]literal) (int, error) {
-	if i >= len(b) {
-		return i, syntaxError(i, "missing value")
-	}
-	switch b[i] {
-	case '"':
-		lit, next, err := scanString(b, i)
-		if err == nil && lit.newlines >= MinLines-1 {
-			*out = append(*out, lit)
+// opensString says whether the quote at s[q] can open a JSON string: it
+// starts the text, or follows what comes before a value or a member name.
+func opensString(s string, q int) bool {
+	for p := q - 1; p >= 0; p-- {
+		switch s[p] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '[', '{', ',', ':':
+			return true
 		}
-		return next, err
-	case '{':
-		return eachMember(b, i, depth, func(_ []byte, v int) (int, error) {
-			return collectStrings(b, v, depth+1, out)
-		})
-	case '[':
-		return eachElement(b, i, depth, func(_, v int) (int, error) {
-			return collectStrings(b, v, depth+1, out)
-		})
+		return false
 	}
-	return skipValue(b, i, depth)
+	return true
+}
+
+// stringContent reads JSON string content from s[i] to the closing quote,
+// or, for a string that was cut, to the end of its line or of s (a partial
+// escape at the cut left out). It returns the content with what the scan
+// learned of it and the offset after it, or false at an invalid escape:
+// then s[i:] is no JSON string.
+func stringContent(s string, i int) (literal, int, bool) {
+	lit := literal{start: i}
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '"':
+			lit.end = i
+			return lit, i + 1, true
+		case c < 0x20:
+			lit.end = i
+			return lit, i, true
+		case c == ']':
+			if i > lit.start && (isLetter(s[i-1]) || isDigit(s[i-1])) {
+				lit.ids++
+			}
+		case c == '\\':
+			if i+1 >= len(s) || s[i+1] < 0x20 {
+				// An escape cut in two: the string ends before it.
+				lit.end = i
+				return lit, i + 1, true
+			}
+			switch s[i+1] {
+			case '\\':
+				if i+2 < len(s) && s[i+2] == 'n' {
+					lit.nested++
+				}
+			case '"', '/', 'b', 'f', 'r', 't':
+			case 'n':
+				lit.newlines++
+			case 'u':
+				if e := strings.IndexFunc(s[i+2:min(i+6, len(s))], func(r rune) bool { return r < 0x20 }); e >= 0 || i+6 > len(s) {
+					lit.end = i
+					next := len(s)
+					if e >= 0 {
+						next = i + 2 + e
+					}
+					return lit, next, true
+				}
+				r := hex4([]byte(s[i+2 : i+6]))
+				if r < 0 {
+					return lit, i, false
+				}
+				if r == '\n' {
+					lit.newlines++
+				}
+				i += 6
+				continue
+			default:
+				return lit, i, false
+			}
+			i += 2
+			continue
+		}
+		i++
+	}
+	lit.end = len(s)
+	return lit, len(s), true
 }
 
 // rawOffsets maps offsets of the decoded text of a string literal's content raw

@@ -11,163 +11,155 @@ import (
 // A coding agent often sees a page through a file read: Claude Code saves a
 // large tool output to a file and reads it back with its Read tool, which
 // puts a line number and a tab before each line ("12\t- button ..."); cat -n
-// right-aligns the number ("    12\t"), and older Read versions wrote an
-// arrow ("    12→"). Such a read is searched with the numbers set aside; a
-// tree found in it keeps each line's number as the line's gutter
-// (focusgate.Line.Gutter), so that the lines kept are written back with their
-// own numbers and the model can still cite them. Each read (each chunk of a
-// file) is an observation of its own.
+// right-aligns the number ("    12\t"), older Read versions wrote an arrow
+// ("    12→"), opencode writes "12: " after a <path>…</path><type>file</type>
+// <content> envelope, and its older versions "00012| ". The gutter layer
+// sees through every run of lines numbered one after the other: the run
+// with its numbers set aside is a view. A tree found in it keeps each line's
+// number as the line's gutter (focusgate.Line.Gutter), so that the lines
+// kept are written back with their own numbers and the model can still cite
+// them; the envelope, and the text after the run (Claude Code's
+// <system-reminder>, opencode's "(End of file …)"), stay outside the tree.
 
-// gutterLen is the length of the line number at the start of line: spaces,
-// digits, then a tab or an arrow. Zero when the line has none.
-func gutterLen(line string) int {
+// gutterSeps are what follows a line number in a file read.
+var gutterSeps = []string{"\t", "→", ": ", "| "}
+
+// envelope is what a file read may put before its first numbered line on
+// the same line: tags, each closed or opening the content.
+var envelope = regexp.MustCompile(`^(?:<[A-Za-z][\w-]*>[^<\n]*</[A-Za-z][\w-]*>)*<[A-Za-z][\w-]*>`)
+
+// gutter reads the line number at the start of line: its value, the length
+// of the gutter and which of gutterSeps ends it. The length is 0 when the
+// line has none.
+func gutter(line string) (num, length, sep int) {
 	i := 0
 	for i < len(line) && line[i] == ' ' {
 		i++
 	}
 	digits := i
-	for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+	for i < len(line) && isDigit(line[i]) {
+		num = num*10 + int(line[i]-'0')
 		i++
 	}
-	switch {
-	case i == digits || i-digits > 9:
-		return 0
-	case i < len(line) && line[i] == '\t':
-		return i + 1
-	case strings.HasPrefix(line[i:], "→"):
-		return i + len("→")
+	if i == digits || i-digits > 9 {
+		return 0, 0, -1
 	}
-	return 0
-}
-
-// numberedRead says whether s is a numbered file read: at least minLines
-// lines, nearly all of them numbered.
-func numberedRead(s string, minLines int) bool {
-	if strings.Count(s, "\n")+1 < minLines || gutterLen(s) == 0 {
-		return false
-	}
-	lines, numbered := 0, 0
-	for line := range strings.SplitSeq(s, "\n") {
-		if line == "" {
-			continue
-		}
-		lines++
-		if gutterLen(line) > 0 {
-			numbered++
+	for k, s := range gutterSeps {
+		switch {
+		case strings.HasPrefix(line[i:], s):
+			return num, i + len(s), k
+		case len(s) == 2 && s[1] == ' ' && line[i:] == s[:1]:
+			// An empty line whose trailing space was trimmed: "12:".
+			return num, i + 1, k
 		}
 	}
-	return numbered >= minLines && numbered*10 >= lines*9
+	return 0, 0, -1
 }
 
-// numbers is a numbered read with its line numbers set aside: plain is the
-// text without them; line k starts at starts[k] in the read and at plains[k]
-// in plain, after a number of gutters[k] bytes.
+// gutterLen is the length of the line number at the start of line, 0 when
+// there is none.
+func gutterLen(line string) int {
+	_, n, _ := gutter(line)
+	return n
+}
+
+// numbers is a run of numbered lines with their numbers set aside: plain is
+// the run without them; line k starts at starts[k] in the text around the
+// run and at plains[k] in plain, after a number of gutters[k] bytes.
 type numbers struct {
 	plain                   string
 	starts, plains, gutters []int
 }
 
-func stripNumbers(s string) numbers {
-	var n numbers
-	var plain strings.Builder
-	plain.Grow(len(s))
-	for at := 0; at <= len(s); {
-		end := strings.IndexByte(s[at:], '\n')
-		if end < 0 {
-			end = len(s)
-		} else {
-			end += at
-		}
-		g := gutterLen(s[at:end])
-		n.starts, n.plains, n.gutters = append(n.starts, at), append(n.plains, plain.Len()), append(n.gutters, g)
-		plain.WriteString(s[at+g : end])
-		if end < len(s) {
-			plain.WriteByte('\n')
-		}
-		at = end + 1
-	}
-	n.plain = plain.String()
-	return n
-}
-
 // line is the line that plain offset p falls on.
-func (n numbers) line(p int) int { return sort.SearchInts(n.plains, p+1) - 1 }
+func (n *numbers) line(p int) int { return sort.SearchInts(n.plains, p+1) - 1 }
 
-// toRead maps a plain offset to the read.
-func (n numbers) toRead(p int) int {
+// toRead maps a plain offset to the text around the run.
+func (n *numbers) toRead(p int) int {
 	k := n.line(p)
 	return p - n.plains[k] + n.starts[k] + n.gutters[k]
 }
 
-// numberedBlocks finds the trees of a numbered read: it searches the read
-// with its line numbers removed and maps what it finds back onto s, each
-// line starting at its number.
-func numberedBlocks(s string) []Block {
-	n := stripNumbers(s)
-	blocks := Blocks(n.plain)
-	for bi := range blocks {
-		b := &blocks[bi]
-		start := n.starts[n.line(b.Start)] // the first line's number belongs to the tree
-		lines := make([]focusgate.Line, len(b.Lines))
-		for i, l := range b.Lines {
+// peelGutters returns a view of every run of numbered lines of s that can
+// hold a tree: enough lines, or a line holding an escaped text.
+func peelGutters(s string) ([]view, []span) {
+	var views []view
+	for at := 0; at < len(s); {
+		if c := s[at]; c != ' ' && c != '<' && !isDigit(c) {
+			at = lineEnd(s, at) + 1
+			continue
+		}
+		e := lineEnd(s, at)
+		off := 0
+		if s[at] == '<' {
+			if m := envelope.FindStringIndex(s[at:e]); m != nil {
+				off = m[1]
+			}
+		}
+		num, g, sep := gutter(s[at+off : e])
+		if g == 0 {
+			at = e + 1
+			continue
+		}
+		var n numbers
+		var plain strings.Builder
+		p := at + off
+		for {
+			n.starts, n.plains, n.gutters = append(n.starts, p), append(n.plains, plain.Len()), append(n.gutters, g)
+			plain.WriteString(s[p+g : e])
+			if e >= len(s) {
+				break
+			}
+			next, ne := e+1, lineEnd(s, e+1)
+			k, ng, nsep := gutter(s[next:ne])
+			if ng == 0 || nsep != sep || k != num+1 {
+				break
+			}
+			plain.WriteByte('\n')
+			p, e, g, num = next, ne, ng, k
+		}
+		if len(n.starts) >= MinLines || strings.Count(s[at:e], `\n`) >= MinLines-1 {
+			n.plain = plain.String()
+			views = append(views, view{text: n.plain, from: at + off, to: e, lift: func(h hit) (hit, bool) { return n.lift(h, s) }})
+		}
+		at = e + 1
+	}
+	return views, nil
+}
+
+// lift maps a tree found in the run's plain text onto s, the text around
+// the run: each of its lines starts at its number, which becomes (the outer
+// part of) its gutter. A tree in an escaped string keeps its place on its
+// line.
+func (n *numbers) lift(h hit, s string) (hit, bool) {
+	if h.nested > 0 {
+		if n.line(h.at.start) != n.line(h.at.end) {
+			return h, false
+		}
+		h.at = span{n.toRead(h.at.start), n.toRead(h.at.end)}
+		return h, true
+	}
+	b := h.block
+	// A tree starts at the number of its first line, unless it starts
+	// after an envelope on that line: then that number stays outside too.
+	first := n.line(b.Start)
+	start, number := n.starts[first], n.gutters[first]
+	if n.plains[first] != b.Start {
+		start, number = n.toRead(b.Start), 0
+	}
+	lines := make([]focusgate.Line, len(b.Lines))
+	for i, l := range b.Lines {
+		at := start
+		if i > 0 {
 			k := n.line(b.Start + l.Start)
-			l.Start, l.End, l.Gutter = n.starts[k]-start, n.toRead(b.Start+l.End)-start, n.gutters[k]
-			lines[i] = l
+			if n.plains[k] != b.Start+l.Start {
+				return h, false
+			}
+			at, number = n.starts[k], n.gutters[k]
 		}
-		b.Start, b.End, b.Lines = start, n.toRead(b.End), lines
+		l.Start, l.End, l.Gutter = at-start, n.toRead(b.Start+l.End)-start, number+l.Gutter
+		lines[i] = l
 	}
-	return blocks
-}
-
-// findInner is innerTrees for a string that may be a numbered read of a JSON
-// file: Claude Code saves a large MCP result of several parts as JSON, so the
-// page comes back from Read on one numbered line, escaped. A JSON string never
-// spans lines, so each inner string keeps its place on its line.
-func findInner(s string) []inner {
-	if !numberedRead(s, 2) {
-		return innerTrees(s)
-	}
-	n := stripNumbers(s)
-	found := innerTrees(n.plain)
-	for i := range found {
-		in := &found[i]
-		in.lit = span{n.toRead(in.lit.start), n.toRead(in.lit.end)}
-		in.raw = span{n.toRead(in.raw.start), n.toRead(in.raw.end)}
-	}
-	return found
-}
-
-// truncated is the marker Codex puts where it cut the middle of a long
-// command output ("…4210 tokens truncated…"), inside a line that it joins
-// from the two halves.
-var truncated = regexp.MustCompile(`…\d+ tokens truncated…`)
-
-// findBlocks is Blocks for a string that may be a numbered file read, or a
-// command output that Codex cut in the middle: the line holding the cut is
-// neither half's, so each half is searched on its own and the marker line
-// is never pruned.
-func findBlocks(s string) []Block {
-	if strings.HasPrefix(strings.TrimSpace(s), "<persisted-output>") {
-		// Claude Code's preview of an output it saved to a file: the first
-		// kilobytes, which the model reads whole with Read if it needs
-		// them. Nothing here to prune.
-		return nil
-	}
-	if m := truncated.FindStringIndex(s); m != nil {
-		lineStart := strings.LastIndexByte(s[:m[0]], '\n') + 1
-		lineEnd := len(s)
-		if i := strings.IndexByte(s[m[1]:], '\n'); i >= 0 {
-			lineEnd = m[1] + i
-		}
-		blocks := findBlocks(s[:lineStart])
-		for _, b := range findBlocks(s[lineEnd:]) {
-			b.Start, b.End = b.Start+lineEnd, b.End+lineEnd
-			blocks = append(blocks, b)
-		}
-		return blocks
-	}
-	if numberedRead(s, MinLines) {
-		return numberedBlocks(s)
-	}
-	return Blocks(s)
+	b.Start, b.End, b.Lines = start, n.toRead(b.End), lines
+	return hit{at: span{b.Start, b.End}, block: b, text: s, peeled: h.peeled}, true
 }

@@ -1,7 +1,9 @@
 package detect
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,6 +14,9 @@ func TestGutterLen(t *testing.T) {
 		"     1\t\t[a1] link": 7,
 		"    12→- button":     9,
 		"1. first item":       0,
+		"12: - button":        4,
+		"00012| - button":     7,
+		"12:":                 3,
 		"2024-11-24 12:00":    0,
 		"12 - button":         0,
 		"\t12\tx":             0,
@@ -24,40 +29,57 @@ func TestGutterLen(t *testing.T) {
 	}
 }
 
-// Numbered lines that are not a file read (a numbered list, a log with line
-// numbers before a space) are searched as they are; a short read is too.
-func TestNumberedReadNeedsAlmostEveryLine(t *testing.T) {
+// Lines count as a file read only when they are numbered one after the
+// other; a numbered list or a log whose numbers do not follow, or one bare
+// line, ends a run. A run too short to hold a tree is no view, unless it
+// holds an escaped text.
+func TestGutterRuns(t *testing.T) {
 	tree := strings.Repeat("- button \"Save\" [ref=e2]\n", 12)
-	var read, mixed strings.Builder
+	var read, mixed, repeated strings.Builder
 	for i, line := range strings.Split(strings.TrimSuffix(tree, "\n"), "\n") {
-		read.WriteString(strings.Repeat(" ", 3) + string(rune('1'+i%9)) + "\t" + line + "\n")
+		fmt.Fprintf(&read, "%4d\t%s\n", i+1, line)
 		if i%3 == 0 {
 			mixed.WriteString("note: " + line + "\n")
 		} else {
-			mixed.WriteString("1\t" + line + "\n")
+			fmt.Fprintf(&mixed, "%d\t%s\n", i+1, line)
 		}
+		repeated.WriteString("1\t" + line + "\n")
 	}
-	if !numberedRead(read.String(), MinLines) {
-		t.Error("a numbered read not recognised")
-	}
-	for name, s := range map[string]string{
-		"a tree":                    tree,
-		"a third of the lines bare": mixed.String(),
-		"too short":                 "1\ta\n2\tb\n3\tc",
-		"a numbered list":           strings.Repeat("1. do this [ref=e2]\n", 12),
+	for _, tt := range []struct {
+		name  string
+		s     string
+		lines []int
+	}{
+		{"a numbered read", read.String(), []int{12}},
+		{"a read after an envelope and before a reminder", "<path>/tmp/p</path><type>file</type><content>" + read.String() + "<system-reminder>x</system-reminder>", []int{12}},
+		{"a tree", tree, nil},
+		{"a third of the lines bare", mixed.String(), nil},
+		{"numbers that do not follow", repeated.String(), nil},
+		{"too short", "1\ta\n2\tb\n3\tc", nil},
+		{"a numbered list", strings.Repeat("1. do this [ref=e2]\n", 12), nil},
+		{"one line holding an escaped page", "1: [\"" + strings.Repeat(`- b [ref=e2]\n`, 8) + "\"]", []int{1}},
 	} {
-		if numberedRead(s, MinLines) {
-			t.Errorf("%s taken for a numbered read", name)
+		views, _ := peelGutters(tt.s)
+		var lines []int
+		for _, v := range views {
+			lines = append(lines, strings.Count(v.text, "\n")+1)
+		}
+		if !slices.Equal(lines, tt.lines) {
+			t.Errorf("%s: views of %v lines, want %v", tt.name, lines, tt.lines)
 		}
 	}
 }
 
-// Whatever the text, a tree found in a numbered read lies inside it, each
+// Whatever the text, a tree found through its gutters lies inside it, each
 // line starting at its number, which is the line's gutter.
 func FuzzNumberedBlocks(f *testing.F) {
 	f.Add("1\t- generic [ref=e1]:\n2\t  - button \"A\" [ref=e2]\n3\t  - button \"B\" [ref=e3]\n4\t  - button \"C\" [ref=e4]\n5\t  - link \"D\" [ref=e5]\n6\t  - link \"E\" [ref=e6]\n7\t  - link \"F\" [ref=e7]\n8\t  - link \"G\" [ref=e8]")
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, b := range numberedBlocks(s) {
+		for _, h := range findTrees(s) {
+			if h.nested > 0 {
+				continue
+			}
+			b := h.block
 			if b.Start < 0 || b.End > len(s) || b.Start > b.End {
 				t.Fatalf("block [%d,%d) outside %d bytes", b.Start, b.End, len(s))
 			}
@@ -66,8 +88,8 @@ func FuzzNumberedBlocks(f *testing.F) {
 				if l.Start < 0 || l.End > len(text) || l.Start+l.Gutter > l.End {
 					t.Fatalf("line [%d,%d) gutter %d outside the block's %d bytes", l.Start, l.End, l.Gutter, len(text))
 				}
-				if g := gutterLen(text[l.Start:l.End]); g != l.Gutter {
-					t.Fatalf("line %q: gutter %d, its number is %d bytes", text[l.Start:l.End], l.Gutter, g)
+				if l.Gutter > 0 && gutterLen(text[l.Start:l.End]) == 0 {
+					t.Fatalf("line %q: gutter %d, but it has no number", text[l.Start:l.End], l.Gutter)
 				}
 			}
 		}

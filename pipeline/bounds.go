@@ -3,8 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"runtime/debug"
 
 	"github.com/focusgate/focusgate"
 )
@@ -112,11 +110,6 @@ func (p *Pipeline) guarded(ctx context.Context, body []byte, f func() ([]byte, O
 		}
 	}()
 	return f()
-}
-
-func (p *Pipeline) logPanic(ctx context.Context, v any) {
-	p.log.LogAttrs(ctx, slog.LevelError, "panic inspecting a request; forwarded as it came",
-		slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 }
 
 // blame names the real cause of an inspection that failed open because its

@@ -32,6 +32,17 @@ type Outcome struct {
 	// Relook says the newest page was a re-look: the agent looked again at
 	// the page it had just been shown pruned, and got it whole.
 	Relook bool
+	// Repeated says the newest page is the same as the page before it,
+	// whether it was pruned or not: the share of such steps is compared
+	// between the pruned arm and the holdout.
+	Repeated bool
+	// Rescue is set on a request pruned whole because it did not fit its
+	// model's context window: Rescued when a page was pruned, else
+	// NothingToPrune. RescuedEarly says the window table foresaw it, before
+	// any refusal; otherwise the gateway asked after the upstream refused
+	// the request, and tells the upstream's verdict on the retry.
+	Rescue       focusgate.Rescue
+	RescuedEarly bool
 
 	// Priced is set when both models have a price: SavedUSD is the
 	// action-model input the pruning avoided, RetrieverUSD what this
@@ -145,6 +156,9 @@ func (o Outcome) LogAttrs() []slog.Attr {
 	}
 	if o.Priced {
 		attrs = append(attrs, slog.Float64("saved_usd", o.SavedUSD-o.RetrieverUSD))
+	}
+	if o.Rescue != "" {
+		attrs = append(attrs, slog.String("rescue", string(o.Rescue)), slog.Bool("rescued_early", o.RescuedEarly))
 	}
 	return attrs
 }

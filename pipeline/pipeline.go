@@ -40,7 +40,8 @@ var _ Pruner = (*prune.Pruner)(nil)
 type Options struct {
 	// Pruner prunes observations, with the retriever named RetrieverModel
 	// (whose price is the cost side of the savings), for every API that
-	// ByAPI does not name; the client's own credential may serve it.
+	// ByAPI does not name; the client's own credential never serves it
+	// (ByAPI says which retrievals speak the client's provider).
 	Pruner Pruner
 	// ByAPI prunes the requests of some APIs with another retriever: the
 	// Anthropic Messages API's with Claude, say.
@@ -70,7 +71,11 @@ type Options struct {
 	Memory             *budget.Bytes
 	InspectBudgetBytes int64
 	// Prices estimate each request's savings; nil uses the built-in table.
-	Prices         *pricing.Table
+	Prices *pricing.Table
+	// Windows are the action models' context windows: a request estimated
+	// over its model's window is rescued before it is sent (see Rescue).
+	// Nil uses the built-in table.
+	Windows        *pricing.Windows
 	RetrieverModel string
 	// SkipUneconomic skips pruning when the retriever/action input price
 	// ratio is at least ExpectedReduction: the retriever would cost more
@@ -93,6 +98,10 @@ type Retrieval struct {
 type Request struct {
 	API  focusgate.API
 	Body []byte
+	// Model is the action model when the request's path names it (the
+	// Gemini API's .../models/{model}:generateContent); "" reads it from
+	// the body.
+	Model string
 	// Mode and Prompt override the pipeline's default mode and prompt
 	// variant when not empty; they are read with focusgate.ParseMode and
 	// ParseVariant, and an unknown value skips the request (bad-header).
@@ -106,12 +115,26 @@ type Request struct {
 	// it came, since a count of anything but what the client sent would
 	// break its own limits. A conversation is counted as it would be sent.
 	Sizing bool
+	// Holdout says the request's conversation is in the holdout: its body
+	// goes as it came, and is only read for the comparison of the arms
+	// (its model, and whether its newest page repeats the one before).
+	Holdout bool
+	// Rescue asks for every page of the conversation pruned: the upstream
+	// refused the request as longer than its model's context window. Older
+	// pages without a stored selection are asked of the retriever, in
+	// parallel, and stored like any other selection, so that the next
+	// request of the conversation forwards them byte-identical; a page the
+	// retriever cannot serve goes out as stubs; the re-look rule and the
+	// economics gate give way. The Outcome's Rescue says whether anything
+	// was pruned.
+	Rescue bool
 }
 
 // Pipeline rewrites request bodies. It is safe for concurrent use.
 type Pipeline struct {
 	opts       Options
 	log        *slog.Logger
+	panics     panicLog
 	inspecting *budget.Bytes
 	// stopping ends when the pipeline stops pruning for shutdown.
 	stopping context.Context
@@ -138,6 +161,9 @@ func New(opts Options) *Pipeline {
 	if opts.Prices == nil {
 		opts.Prices = pricing.Default()
 	}
+	if opts.Windows == nil {
+		opts.Windows = pricing.DefaultWindows()
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -151,7 +177,7 @@ func New(opts Options) *Pipeline {
 	for _, api := range focusgate.APIs {
 		r, ok := opts.ByAPI[api]
 		if !ok {
-			r = Retrieval{Pruner: opts.Pruner, RetrieverModel: opts.RetrieverModel, ClientKey: true}
+			r = Retrieval{Pruner: opts.Pruner, RetrieverModel: opts.RetrieverModel}
 		}
 		price, priced := opts.Prices.Lookup(r.RetrieverModel)
 		p.retrievals[api] = retrieval{Retrieval: r, price: price, priced: priced}

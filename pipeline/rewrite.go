@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/internal/budget"
 	"github.com/focusgate/focusgate/pricing"
@@ -33,13 +34,19 @@ type plan struct {
 	credential  string
 	actionPrice pricing.Price
 	priced      bool // both the action model and the retriever have a price
+	rescue      bool // every page is pruned: see Request.Rescue
+	sizing      bool
 }
 
 // plan reads the request's settings and finds its observations, holding
 // what detection needs on tab. It returns false, with the outcome to report,
 // when there is nothing to prune.
 func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan, Outcome, bool) {
-	pl := plan{api: req.API, retrieval: p.retrievals[req.API], mode: p.opts.Mode, variant: p.opts.Variant}
+	pl := plan{api: req.API, retrieval: p.retrievals[req.API], mode: p.opts.Mode, variant: p.opts.Variant,
+		rescue: req.Rescue && !req.Sizing, sizing: req.Sizing}
+	if req.Holdout {
+		return pl, p.heldOut(req, tab), false
+	}
 	if pl.retrieval.ClientKey {
 		pl.credential = req.Credential
 	}
@@ -67,10 +74,15 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 	// skipped requests skip it too; a skip is confirmed against the model as
 	// the upstream reads it (the last of duplicate members). Detection reads
 	// that model in its own walk, and the checks run again when it differs.
+	// A model the path names (Gemini's) is the model, whatever the body says.
 	checked := p.modelChecks(pl)
 	if checked {
-		if reason, skip := p.skipModel(&pl, detect.FirstModel(body)); skip {
-			if last := detect.Model(body); last == pl.model {
+		first := req.Model
+		if first == "" {
+			first = detect.FirstModel(body)
+		}
+		if reason, skip := p.skipModel(&pl, first); skip {
+			if req.Model != "" || detect.Model(body) == pl.model {
 				return pl, skipped(reason), false
 			}
 		}
@@ -103,8 +115,12 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 		return pl, skipped(focusgate.NoGoal), false
 	}
 
-	if !checked || read.Model != pl.model {
-		if reason, skip := p.skipModel(&pl, read.Model); skip {
+	model := read.Model
+	if req.Model != "" {
+		model = req.Model
+	}
+	if !checked || model != pl.model {
+		if reason, skip := p.skipModel(&pl, model); skip {
 			return pl, skipped(reason), false
 		}
 	}
@@ -112,11 +128,37 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 	return pl, Outcome{}, true
 }
 
+// heldOut reads a held-out request for the comparison of the arms, without
+// pruning anything: its model, and whether its newest page repeats the page
+// before it, as rewrite tells for a pruned one.
+func (p *Pipeline) heldOut(req Request, tab *budget.Tab) Outcome {
+	out := skipped(focusgate.Holdout)
+	// A nil Finder remembers nothing: no page of a held-out conversation
+	// is kept, not even in the memory of pages seen.
+	var forgetful *detect.Finder
+	read, err := forgetful.Read(req.Body, req.API, detect.Options{All: true, Reserve: tab.Acquire})
+	if err != nil {
+		return out
+	}
+	out.Model = read.Model
+	if obs := read.Observations; len(obs) > 1 {
+		out.Repeated = obs[len(obs)-1].Text == obs[len(obs)-2].Text
+	}
+	return out
+}
+
 // modelChecks says whether a model can keep a request from being pruned:
 // bypass patterns are set, or uneconomic models are skipped (never for the
 // defender prompt, chosen for safety, not savings).
 func (p *Pipeline) modelChecks(pl plan) bool {
-	return len(p.opts.BypassModels) > 0 || p.opts.SkipUneconomic && pl.variant != focusgate.Defender
+	return len(p.opts.BypassModels) > 0 || p.economics(pl)
+}
+
+// economics says whether the economics gate applies to a request: never for
+// the defender prompt, chosen for safety, not savings, nor for a rescue,
+// where the alternative to pruning is a refused request.
+func (p *Pipeline) economics(pl plan) bool {
+	return p.opts.SkipUneconomic && pl.variant != focusgate.Defender && !pl.rescue
 }
 
 // skipModel records model and its price in pl and says whether the request
@@ -130,7 +172,7 @@ func (p *Pipeline) skipModel(pl *plan, model string) (focusgate.Reason, bool) {
 		// a model was never pruned, or must now go whole.
 		return focusgate.BypassModel, true
 	}
-	if p.opts.SkipUneconomic && pl.variant != focusgate.Defender && pl.priced {
+	if p.economics(*pl) && pl.priced {
 		if be, ok := pricing.BreakEven(pl.retrieval.price, pl.actionPrice); ok && be >= p.opts.ExpectedReduction {
 			return focusgate.Uneconomic, true
 		}
@@ -146,18 +188,94 @@ func (p *Pipeline) skipModel(pl *plan, model string) (focusgate.Reason, bool) {
 // a re-look (see relook) depends on how that page went out, so it waits for
 // it.
 func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, Outcome) {
+	pages := p.prunePages(ctx, pl)
+	proactive := false
+	if !pl.rescue && !pl.sizing && p.overWindow(body, pl.model, pages) {
+		// Sent as it is, the request would be refused for its length:
+		// rescue it now rather than after the refusal. The newest page's
+		// selection was just stored, so only older pages cost a call.
+		pl.rescue, proactive = true, true
+		first := pages
+		pages = p.prunePages(ctx, pl)
+		for i := range pages {
+			// What the first pass spent on the retriever is spent all
+			// the same; the second found its selections stored.
+			if a, b := &first[i].Result, &pages[i].Result; a.Cache == cache.Miss && b.Cache == cache.Hit {
+				b.Cache, b.Usage, b.RetrieverTime, b.Reasoning = a.Cache, a.Usage, a.RetrieverTime, a.Reasoning
+			}
+		}
+	}
+	newest := len(pages) - 1
+
+	out := Outcome{Model: pl.model, Mode: pl.mode, Variant: pl.variant, Pages: pages,
+		Repeated: newest > 0 && pages[newest].Observation.Text == pages[newest-1].Observation.Text}
+	// The newest observation is folded in first, so that a request with
+	// nothing pruned reports the newest's reason.
+	out.add(pages[newest].Result)
+	current := currentFrom(pl.obs)
+	for _, pg := range pages[current:newest] {
+		out.add(pg.Result)
+	}
+	for _, pg := range pages[:current] {
+		out.addOlder(pg.Result)
+	}
+	if pl.rescue {
+		out.Rescue, out.RescuedEarly = focusgate.NothingToPrune, proactive
+		for _, pg := range pages {
+			if pg.Result.Status == focusgate.Pruned {
+				out.Rescue = focusgate.Rescued
+			}
+		}
+	}
+	if pages[newest].Result.Reason == focusgate.Relook {
+		// The step is about the newest page, which went out whole on
+		// purpose: older pages re-applied do not make the request pruned.
+		out.Status, out.Reason, out.Relook = focusgate.Skipped, focusgate.Relook, true
+	}
+	var edits []edit
+	for _, pg := range pages {
+		if pg.Result.Status == focusgate.Pruned {
+			o := pg.Observation
+			edits = append(edits, edit{start: o.RawStart, end: o.RawEnd, text: pg.Result.Text, nested: o.Nested,
+				lines: func() (string, []string, string, bool) {
+					lines, newline, ok := o.RawLines(body[o.RawStart:o.RawEnd])
+					return o.Text, lines, newline, ok
+				}})
+		}
+	}
+	if pl.priced {
+		out.Priced = true
+		out.SavedUSD = pl.actionPrice.Cost(out.TokensBefore-out.TokensAfter, 0)
+		out.RetrieverUSD = pl.retrieval.price.Cost(out.Usage.PromptTokens, out.Usage.CompletionTokens)
+	}
+	if len(edits) == 0 {
+		return body, out
+	}
+	return splice(body, edits), out
+}
+
+// prunePages prunes the observations of a plan. Older pages are pruned
+// again as they were when each was the newest, all at once. So is the
+// newest, unless it repeats the page before it: whether it is a re-look (see
+// relook) depends on how that page went out, so it waits for it. A rescue
+// prunes every page with a selection of its own and knows no re-looks.
+func (p *Pipeline) prunePages(ctx context.Context, pl plan) []Page {
 	obs := pl.obs
 	pages := make([]Page, len(obs))
 	newest := len(obs) - 1
-	repeated := newest > 0 && obs[newest].Text == obs[newest-1].Text
+	current := currentFrom(obs)
+	repeated := !pl.rescue && newest > 0 && obs[newest].Text == obs[newest-1].Text
 	var wg sync.WaitGroup
 	for i := range obs {
 		pages[i].Observation = obs[i]
 		if i < newest || !repeated {
-			wg.Go(func() { pages[i].Result = p.prunePage(ctx, pl, obs[i], i == newest) })
+			wg.Go(func() { pages[i].Result = p.prunePage(ctx, pl, obs[i], i >= current) })
 		}
 	}
 	wg.Wait()
+	if pl.rescue {
+		return pages
+	}
 	for i := 1; i < newest; i++ {
 		if relook(pages[i-1], pages[i]) {
 			pages[i].Result = sentWhole(pages[i-1], pages[i])
@@ -170,35 +288,21 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 			pages[newest].Result = p.prunePage(ctx, pl, obs[newest], true)
 		}
 	}
+	return pages
+}
 
-	out := Outcome{Model: pl.model, Mode: pl.mode, Variant: pl.variant, Pages: pages}
-	// The newest observation is folded in first, so that a request with
-	// nothing pruned reports the newest's reason.
-	out.add(pages[newest].Result)
-	for _, pg := range pages[:newest] {
-		out.addOlder(pg.Result)
+// currentFrom is the index of the first tree of the newest output. Every
+// tree of that output is new, and the agent reads them all now: the two
+// sides of a page its client cut in the middle (Gemini CLI, Codex, Cline),
+// the copies a saved result holds. Each is pruned with a selection of its
+// own and counted as the newest, not as an older page.
+func currentFrom(obs []detect.Observation) int {
+	newest := len(obs) - 1
+	current := newest
+	for current > 0 && obs[current-1].Path == obs[newest].Path {
+		current--
 	}
-	if pages[newest].Result.Reason == focusgate.Relook {
-		// The step is about the newest page, which went out whole on
-		// purpose: older pages re-applied do not make the request pruned.
-		out.Status, out.Reason, out.Relook = focusgate.Skipped, focusgate.Relook, true
-	}
-	var edits []edit
-	for _, pg := range pages {
-		if pg.Result.Status == focusgate.Pruned {
-			o := pg.Observation
-			edits = append(edits, edit{start: o.RawStart, end: o.RawEnd, text: pg.Result.Text, nested: o.Nested})
-		}
-	}
-	if pl.priced {
-		out.Priced = true
-		out.SavedUSD = pl.actionPrice.Cost(out.TokensBefore-out.TokensAfter, 0)
-		out.RetrieverUSD = pl.retrieval.price.Cost(out.Usage.PromptTokens, out.Usage.CompletionTokens)
-	}
-	if len(edits) == 0 {
-		return body, out
-	}
-	return splice(body, edits), out
+	return current
 }
 
 // prunePage prunes one observation: the newest (or, with PruneAll, any) with
@@ -220,8 +324,10 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 		Variant: pl.variant,
 		Model:   pl.model,
 		APIKey:  pl.credential,
+		// The whole page is what the upstream refused.
+		StubsOnFailure: pl.rescue,
 	}
-	if newest || p.opts.PruneAll {
+	if newest || p.opts.PruneAll || pl.rescue {
 		return pl.retrieval.Pruner.Prune(ctx, in)
 	}
 	return pl.retrieval.Pruner.Reapply(ctx, in)
@@ -233,9 +339,11 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 // when the page it got did not hold what it needed. Such a page goes out
 // whole, so that the agent is never left blind twice. The rule reads only the
 // conversation up to the page, so every later request makes the same
-// decision about it and forwards the same prefix.
+// decision about it and forwards the same prefix. Two copies of a tree in
+// one output (a saved result that holds the page twice) are one look.
 func relook(prev, page Page) bool {
-	return prev.Result.Status == focusgate.Pruned && prev.Observation.Text == page.Observation.Text
+	return prev.Result.Status == focusgate.Pruned && prev.Observation.Text == page.Observation.Text &&
+		prev.Observation.Path != page.Observation.Path
 }
 
 // sentWhole is the result of a re-look: the page as it came, counted like

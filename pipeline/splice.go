@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"bytes"
 	"cmp"
 	"math/bits"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -15,6 +17,10 @@ type edit struct {
 	// nested is detect.Observation.Nested: how many JSON encodings lie between
 	// the body's string and the text, each of which the text must get too.
 	nested int
+	// lines, when set, gives the escaped form each line of the replaced
+	// text had (see detect.Observation.RawLines): a line of text that was
+	// one of them goes back as it came.
+	lines func() (text string, lines []string, newline string, ok bool)
 }
 
 // splice applies non-overlapping edits to body and returns the new body. Bytes
@@ -30,10 +36,62 @@ func splice(body []byte, edits []edit) []byte {
 	prev := 0
 	for _, e := range edits {
 		out = append(out, body[prev:e.start]...)
-		out = appendNestedJSONStringContent(out, e.text, e.nested)
+		out = appendKeepingEscapes(out, body[e.start:e.end], e)
 		prev = e.end
 	}
 	return append(out, body[prev:]...)
+}
+
+// appendKeepingEscapes appends e.text escaped for the place of raw, the
+// bytes it replaces: the lines that raw held go back with their own escapes
+// (a client that writes `\u00e9` or `\/` gets them back on every line it
+// keeps), and the rest, markers and stubs, is escaped as
+// appendNestedJSONStringContent does. Most clients escape as that function
+// does, and then the whole text is written with it at once.
+func appendKeepingEscapes(dst, raw []byte, e edit) []byte {
+	if e.lines == nil || !unusualEscapes(raw) {
+		return appendNestedJSONStringContent(dst, e.text, e.nested)
+	}
+	orig, lines, newline, ok := e.lines()
+	if !ok || bytes.Equal(appendNestedJSONStringContent(nil, orig, e.nested), raw) {
+		return appendNestedJSONStringContent(dst, e.text, e.nested)
+	}
+	own := make(map[string]string, len(lines))
+	for k, line := range strings.Split(orig, "\n") {
+		if _, dup := own[line]; !dup {
+			own[line] = lines[k]
+		}
+	}
+	for k, line := range strings.Split(e.text, "\n") {
+		if k > 0 {
+			dst = append(dst, newline...)
+		}
+		if r, ok := own[line]; ok {
+			dst = append(dst, r...)
+		} else {
+			dst = appendNestedJSONStringContent(dst, line, e.nested)
+		}
+	}
+	return dst
+}
+
+// unusualEscapes says whether raw may hold an escape that
+// appendJSONStringContent would not write: `\/`, `\b`, `\f`, a `\u` escape
+// of a character it writes as it is, or a raw U+2028 or U+2029. At every
+// nesting level such an escape shows as one of these byte strings.
+func unusualEscapes(raw []byte) bool {
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(raw[i:], '\\')
+		if j < 0 || i+j+1 >= len(raw) {
+			break
+		}
+		i += j
+		switch raw[i+1] {
+		case '/', 'b', 'f', 'u':
+			return true
+		}
+	}
+	return bytes.Contains(raw, []byte("\u2028")) || bytes.Contains(raw, []byte("\u2029"))
 }
 
 // appendNestedJSONStringContent appends s escaped for a JSON string nested

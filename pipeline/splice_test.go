@@ -2,9 +2,13 @@ package pipeline
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
 )
 
 func TestAppendJSONStringContent(t *testing.T) {
@@ -95,4 +99,83 @@ func FuzzSpliceNested(f *testing.F) {
 			t.Fatalf("inner text %q, want %q", parts[0].Text, want)
 		}
 	})
+}
+
+// A client that escapes more than it must (Python's ensure_ascii writes
+// `\u00e9`, some encoders `\/`) gets every line that is kept back as it
+// sent it, at the top level and inside a JSON text in a string; the
+// markers focusgate writes are escaped the usual way, and the body decodes
+// to the pruned text.
+func TestSpliceKeepsTheEscapesOfKeptLines(t *testing.T) {
+	var tree strings.Builder
+	tree.WriteString("- generic [ref=e1]:\n")
+	for i := 2; i <= 12; i++ {
+		fmt.Fprintf(&tree, "  - link \"Caf\u00e9 %d\" [ref=e%d]:\n    - /url: https://x.test/%d\n", i, i, i)
+	}
+	page := strings.TrimSuffix(tree.String(), "\n")
+	pyEscape := func(s string) string { // json.dumps with ensure_ascii, and \/
+		b, _ := json.Marshal(s)
+		e := strings.ReplaceAll(string(b[1:len(b)-1]), "é", `\u00e9`)
+		return strings.ReplaceAll(e, "/", `\/`)
+	}
+	for _, nested := range []int{0, 1} {
+		content := pyEscape("Page:\n" + page)
+		if nested == 1 {
+			content = pyEscape(`[{"type":"text","text":"` + pyEscape("Page:\n"+page) + `"}]`)
+		}
+		body := []byte(`{"model":"m","messages":[{"role":"user","content":"Open Caf\u00e9 7."},{"role":"tool","tool_call_id":"a","content":"` + content + `"}]}`)
+		obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
+		if err != nil || len(obs) != 1 || obs[0].Nested != nested {
+			t.Fatalf("nested %d: found %d observations, %v", nested, len(obs), err)
+		}
+		o := obs[0]
+		lines := strings.Split(o.Text, "\n")
+		pruned := strings.Join([]string{lines[0], "  ... 10 lines pruned, caf\u00e9 ...", lines[11], lines[12], "  ... 10 lines pruned ..."}, "\n")
+		got := splice(body, []edit{{start: o.RawStart, end: o.RawEnd, text: pruned, nested: o.Nested,
+			lines: func() (string, []string, string, bool) {
+				l, nl, ok := o.RawLines(body[o.RawStart:o.RawEnd])
+				return o.Text, l, nl, ok
+			}}})
+		var msg struct{ Messages []struct{ Content string } }
+		if err := json.Unmarshal(got, &msg); err != nil {
+			t.Fatalf("nested %d: %v", nested, err)
+		}
+		text := msg.Messages[1].Content
+		if nested == 1 {
+			var parts []struct{ Text string }
+			if err := json.Unmarshal([]byte(text), &parts); err != nil {
+				t.Fatalf("the JSON text in the string: %v", err)
+			}
+			text = parts[0].Text
+		}
+		if text != "Page:\n"+pruned {
+			t.Errorf("nested %d: the body decodes to %q", nested, text)
+		}
+		kept := pyEscape(lines[11])
+		if nested == 1 {
+			kept = pyEscape(kept)
+		}
+		if !strings.Contains(string(got), kept) || !strings.Contains(string(got), "caf\u00e9") {
+			t.Errorf("nested %d: a kept line lost its escapes, or a marker got unusual ones:\n%s", nested, got)
+		}
+	}
+}
+
+// unusualEscapes may say yes for standard text (the kept lines are then
+// compared one by one) but never no for an escape the standard escaping
+// would not write, at any nesting level.
+func TestUnusualEscapes(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`one\ntwo\t\"x\" \\ done`: false,
+		`https:\/\/x`:             true,
+		`caf\u00e9`:               true,
+		`caf\\u00e9`:              true, // \u00e9 one level down
+		"raw \u2028 separator":    true,
+		`\b\f`:                    true,
+		`trailing \`:              false,
+	} {
+		if got := unusualEscapes([]byte(raw)); got != want {
+			t.Errorf("unusualEscapes(%s) = %v, want %v", raw, got, want)
+		}
+	}
 }

@@ -1,7 +1,7 @@
 // Package pricing knows what models cost, so that focusgate can tell whether
 // pruning pays and how much it saved. Prices are list prices in US dollars
-// per million tokens; a built-in table covers common OpenAI and Anthropic
-// models and users override or extend it with their own (negotiated rates,
+// per million tokens; a built-in table covers common OpenAI, Anthropic and
+// Gemini models and users override or extend it with their own (negotiated rates,
 // other providers).
 package pricing
 
@@ -17,49 +17,18 @@ import (
 )
 
 // Price is what a model costs, in US dollars per million tokens.
-type Price struct {
-	Input  float64 `json:"input"`
-	Output float64 `json:"output"`
-}
+type Price = focusgate.Price
 
-// Cost is the price of a call with the given token counts.
-func (p Price) Cost(inputTokens, outputTokens int) float64 {
-	return (float64(inputTokens)*p.Input + float64(outputTokens)*p.Output) / 1e6
-}
-
-// defaults are OpenAI's and Anthropic's list prices for standard (non-batch,
-// uncached) input and output. They change; users with other rates set their
-// own. A Claude version not listed takes its family's price (claude-opus-4-6
-// that of claude-opus-4), which may be above its list price.
-var defaults = map[string]Price{
-	"claude-opus-4":     {15, 75},
-	"claude-opus-4-1":   {15, 75},
-	"claude-opus-4-5":   {5, 25},
-	"claude-sonnet-4":   {3, 15},
-	"claude-sonnet-4-5": {3, 15},
-	"claude-haiku-4-5":  {1, 5},
-	"claude-3-7-sonnet": {3, 15},
-	"claude-3-5-sonnet": {3, 15},
-	"claude-3-5-haiku":  {0.80, 4},
-	"claude-3-haiku":    {0.25, 1.25},
-	"gpt-5":             {1.25, 10},
-	"gpt-5-mini":        {0.25, 2},
-	"gpt-5-nano":        {0.05, 0.40},
-	"gpt-4.1":           {2, 8},
-	"gpt-4.1-mini":      {0.40, 1.60},
-	"gpt-4.1-nano":      {0.10, 0.40},
-	"gpt-4.5":           {75, 150},
-	"gpt-4o":            {2.50, 10},
-	"gpt-4o-mini":       {0.15, 0.60},
-	"o1":                {15, 60},
-	"o1-mini":           {1.10, 4.40},
-	"o3":                {2, 8},
-	"o3-mini":           {1.10, 4.40},
-	"o4-mini":           {1.10, 4.40},
-	"gpt-4-turbo":       {10, 30},
-	"gpt-4":             {30, 60},
-	"gpt-3.5-turbo":     {0.50, 1.50},
-}
+// defaults are the list prices of every provider's declaration
+// (focusgate.Providers), for standard (non-batch, uncached) input and
+// output. They change; users with other rates set their own.
+var defaults = func() map[string]Price {
+	m := map[string]Price{}
+	for _, p := range focusgate.Providers {
+		maps.Copy(m, p.Prices)
+	}
+	return m
+}()
 
 // Table maps model names to prices. The zero value knows no model.
 type Table struct {
@@ -105,18 +74,25 @@ var dated = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{4})$`)
 // known one after a dash ("gpt-4o-mini-search-preview") takes the longest
 // such known name's price.
 func (t *Table) Lookup(model string) (Price, bool) {
+	return lookup(t.prices, model)
+}
+
+// lookup finds model in a table keyed by base model names, as Table.Lookup
+// describes.
+func lookup[V any](table map[string]V, model string) (V, bool) {
 	m := focusgate.BaseModel(model)
-	if p, ok := t.prices[m]; ok {
-		return p, true
+	if v, ok := table[m]; ok {
+		return v, true
 	}
 	m = dated.ReplaceAllString(m, "")
 	for {
-		if p, ok := t.prices[m]; ok {
-			return p, true
+		if v, ok := table[m]; ok {
+			return v, true
 		}
 		i := strings.LastIndexByte(m, '-')
 		if i <= 0 {
-			return Price{}, false
+			var zero V
+			return zero, false
 		}
 		m = m[:i]
 	}

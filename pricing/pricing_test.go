@@ -23,7 +23,13 @@ func TestLookup(t *testing.T) {
 		{"gpt-4o-mini-search-preview", pricing.Price{Input: 0.15, Output: 0.6}, true},
 		{"gpt-4-0613", pricing.Price{Input: 30, Output: 60}, true},
 		{"o3-mini-2025-01-31", pricing.Price{Input: 1.1, Output: 4.4}, true},
-		{"gemini-2.5-pro", pricing.Price{}, false},
+		{"gemini-2.5-pro", pricing.Price{Input: 1.25, Output: 10}, true},
+		{"models/gemini-2.5-flash", pricing.Price{Input: 0.3, Output: 2.5}, true},
+		{"gemini-2.5-flash-lite", pricing.Price{Input: 0.1, Output: 0.4}, true},
+		{"gemini-2.5-flash-preview-09-2025", pricing.Price{Input: 0.3, Output: 2.5}, true},
+		{"gemini-3-pro-preview", pricing.Price{Input: 2, Output: 12}, true},
+		{"gemini-3-flash-preview", pricing.Price{Input: 0.5, Output: 3}, true},
+		{"gemini-1.0-ultra", pricing.Price{}, false},
 		{"llama3", pricing.Price{}, false},
 		{"", pricing.Price{}, false},
 	}
@@ -76,10 +82,10 @@ func TestBreakEvenAndCost(t *testing.T) {
 func TestClaudePrices(t *testing.T) {
 	tab := pricing.Default()
 	for model, want := range map[string]pricing.Price{
-		"claude-sonnet-4-5-20250929": {3, 15},
-		"anthropic/claude-haiku-4-5": {1, 5},
-		"claude-opus-4-6":            {15, 75},
-		"claude-3-5-haiku-latest":    {0.80, 4},
+		"claude-sonnet-4-5-20250929": {Input: 3, Output: 15},
+		"anthropic/claude-haiku-4-5": {Input: 1, Output: 5},
+		"claude-opus-4-6":            {Input: 15, Output: 75},
+		"claude-3-5-haiku-latest":    {Input: 0.80, Output: 4},
 	} {
 		if got, ok := tab.Lookup(model); !ok || got != want {
 			t.Errorf("%s: %v %v, want %v", model, got, ok, want)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/internal/keys"
 )
 
@@ -29,21 +30,17 @@ func keyName(ctx context.Context) string {
 }
 
 // authenticate guards every proxied route when gateway keys are configured:
-// the client's Authorization must carry one of them, and is replaced by the
-// upstream key before anything leaves the gateway. A request without a
-// valid key is answered with 401 and nothing is sent upstream.
+// the client must present one of them in one of the places its API's
+// clients put a key (or another provider's), and none of them leaves the
+// gateway: finishCredentials puts the upstream's own key in their place. A
+// request without a valid key is answered with 401 in its API's error shape
+// and nothing is sent upstream.
 func (s *Server) authenticate(c *gin.Context) {
 	if s.opts.Keys == nil {
 		return
 	}
 	r := c.Request
-	// Gateway keys come as a bearer token (OpenAI clients, Claude Code's
-	// ANTHROPIC_AUTH_TOKEN) or in x-api-key (Anthropic clients,
-	// ANTHROPIC_API_KEY).
-	carrier, presented := "Authorization", bearerToken(r.Header)
-	if presented == "" {
-		carrier, presented = "X-Api-Key", singleValue(r.Header, "X-Api-Key")
-	}
+	carrier, presented := presentedKey(r, providerOf(r))
 	name, ok := s.opts.Keys.Lookup(presented)
 	if !ok {
 		if r.ContentLength != 0 {
@@ -52,130 +49,48 @@ func (s *Server) authenticate(c *gin.Context) {
 		}
 		c.Header("WWW-Authenticate", `Bearer realm="focusgate"`)
 		writeError(c.Writer, http.StatusUnauthorized,
-			"focusgate: missing or unknown gateway key; send one of the keys of FOCUSGATE_CLIENT_KEYS_FILE as your API key (Authorization: Bearer <key>)",
+			"focusgate: missing or unknown gateway key; send one of the keys of FOCUSGATE_CLIENT_KEYS_FILE as your API key",
 			"invalid_request_error", "invalid_api_key")
 		c.Abort()
 		return
 	}
-	// The gateway key never leaves the gateway; the upstream's own key, if
-	// one is configured, takes its place in the header that upstream reads.
-	// An upstream that needs no key (a local model server) gets none.
-	r.Header.Del(carrier)
-	s.stripGatewayKeys(r)
-	switch {
-	case infoFrom(r.Context()).dialect == anthropic && s.opts.AnthropicAPIKey != "":
-		r.Header.Set("X-Api-Key", s.opts.AnthropicAPIKey)
-	case infoFrom(r.Context()).dialect != anthropic && s.opts.UpstreamAPIKey != "":
-		r.Header.Set("Authorization", "Bearer "+s.opts.UpstreamAPIKey)
-	}
+	// The gateway key never leaves the gateway: it is taken out of where it
+	// came and of every other header that repeats it; finishCredentials puts
+	// the upstream's own key in its place.
+	carrier.Remove(r)
+	s.stripGatewayKeys(r, presented, name)
 	c.Request = r.WithContext(context.WithValue(r.Context(), keyNameCtx{}, name))
 }
 
-// bearerToken returns the credential of the request's single Authorization
-// header with the Bearer scheme, or "".
-func bearerToken(h http.Header) string {
-	values := h.Values("Authorization")
-	if len(values) != 1 {
-		return ""
-	}
-	scheme, token, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(token)
-}
-
-// stripGatewayKeys removes every other place a gateway key appears in the
-// request, so that none reaches the upstream however the client repeated it
-// (x-api-key, api-key, a cookie, OpenAI-Organization, ?api-key=, ...): a
-// header value that holds one is dropped, a cookie that holds one is cut
-// from the Cookie header, a query parameter that holds one is cut from the
-// query. Everything else stays byte for byte.
-func (s *Server) stripGatewayKeys(r *http.Request) {
-	for name, values := range r.Header {
-		kept := values[:0:0]
-		changed := false
-		for _, v := range values {
-			switch {
-			case !s.holdsKey(v):
-				kept = append(kept, v)
-			case name == "Cookie":
-				if v = s.cutCookies(v); v != "" {
-					kept = append(kept, v)
-				}
-				changed = true
-			default:
-				changed = true
-			}
-		}
-		switch {
-		case !changed:
-		case len(kept) == 0:
-			delete(r.Header, name)
-		default:
-			r.Header[name] = kept
-		}
-	}
-	if q := r.URL.RawQuery; q != "" && s.holdsKey(q) {
-		var kept []string
-		for pair := range strings.SplitSeq(q, "&") {
-			if !s.holdsKey(pair) {
-				kept = append(kept, pair)
-			}
-		}
-		r.URL.RawQuery = strings.Join(kept, "&")
-	}
-}
-
-// cutCookies returns a Cookie header without the cookies that hold a gateway
-// key.
-func (s *Server) cutCookies(header string) string {
-	var kept []string
-	for c := range strings.SplitSeq(header, ";") {
-		if !s.holdsKey(c) {
-			kept = append(kept, strings.TrimSpace(c))
-		}
-	}
-	return strings.Join(kept, "; ")
-}
-
-// holdsKey says whether v holds a gateway key as one of its words (split at
-// spaces and the separators of headers, cookies and query strings). Keys are
-// at least keys.MinKeyLength long, so shorter words are not looked up.
-func (s *Server) holdsKey(v string) bool {
-	for w := range strings.FieldsFuncSeq(v, isKeySeparator) {
-		if len(w) >= keys.MinKeyLength {
-			if _, ok := s.opts.Keys.Lookup(w); ok {
-				return true
-			}
-		}
-		// A percent- or plus-escaped word (a query parameter, a cookie) is
-		// looked at again unescaped; unescaping shortens it or removes its
-		// '+', so this ends.
-		if strings.ContainsAny(w, "%+") {
-			if u, err := url.QueryUnescape(w); err == nil && u != w && s.holdsKey(u) {
-				return true
+// presentedKey is the key a client presents and where: the first place,
+// of those its provider's clients use and then those of the other
+// providers, that holds one.
+func presentedKey(r *http.Request, own *focusgate.Provider) (focusgate.Credential, string) {
+	for _, p := range append([]*focusgate.Provider{own}, focusgate.Providers...) {
+		for _, c := range p.Credentials {
+			if v := c.In(r); v != "" {
+				return c, v
 			}
 		}
 	}
-	return false
+	return focusgate.Credential{Kind: focusgate.Bearer, Name: "Authorization"}, ""
 }
 
-func isKeySeparator(r rune) bool {
-	switch r {
-	case ' ', '\t', ',', ';', '=', '"', '\'', '&':
-		return true
+// finishCredentials is the one place that decides the credential an
+// outgoing request carries, once every other header is final. The
+// provider's upstream key, when one is configured, goes in the first of its
+// credential places: with gateway keys always (the gateway key was taken
+// out by authenticate), without them only when the client sent no
+// credential of its own. An upstream that needs no key (a local model
+// server) gets none.
+func (s *Server) finishCredentials(out *http.Request, p *focusgate.Provider) {
+	key := s.upstreamFor(p).APIKey
+	if key == "" || len(p.Credentials) == 0 {
+		return
 	}
-	return false
-}
-
-// singleValue returns the value of a header sent exactly once, or "".
-func singleValue(h http.Header, name string) string {
-	values := h.Values(name)
-	if len(values) != 1 {
-		return ""
+	if s.opts.Keys != nil || !p.HasCredential(out) {
+		p.Credentials[0].Set(out, key)
 	}
-	return strings.TrimSpace(values[0])
 }
 
 // keyNamer is implemented by Keys that can list their names (*keys.File).

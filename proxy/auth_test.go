@@ -592,6 +592,46 @@ func TestAmbiguousAndMalformedRequests(t *testing.T) {
 			checkOpenAIError(t, body, tt.code)
 		})
 	}
+	// The same errors on another API's request are in that API's shape, as
+	// far as the request's first bytes tell its API.
+	big := "X-Big: " + strings.Repeat("a", 2<<20) + "\r\n\r\n"
+	for _, tt := range []struct {
+		name, request string
+		status        int
+		check         func(t *testing.T, body []byte)
+	}{
+		{"headers over the limit on /v1/messages", "POST /v1/messages?beta=true HTTP/1.1\r\nHost: gw\r\nContent-Length: 2\r\n" + big, 431,
+			func(t *testing.T, body []byte) { checkAnthropicError(t, body, "invalid_request_error") }},
+		{"headers over the limit with anthropic-version", "GET /v1/models HTTP/1.1\r\nHost: gw\r\nAnthropic-Version: 2023-06-01\r\n" + big, 431,
+			func(t *testing.T, body []byte) { checkAnthropicError(t, body, "invalid_request_error") }},
+		{"headers over the limit on Gemini", "POST /v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse HTTP/1.1\r\nHost: gw\r\n" + big, 431,
+			func(t *testing.T, body []byte) { checkGoogleError(t, body, 431, "INVALID_ARGUMENT") }},
+		{"conflicting Content-Length on Gemini", "POST /v1beta/models/gemini-2.5-flash:generateContent HTTP/1.1\r\nHost: gw\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcd", 400,
+			func(t *testing.T, body []byte) { checkGoogleError(t, body, 400, "INVALID_ARGUMENT") }},
+		{"a request after a kept-alive one on another API", "GET /v1beta/models HTTP/1.1\r\nHost: gw\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: gw\r\n" + big, 431,
+			func(t *testing.T, body []byte) { checkOpenAIError(t, body, "request_header_fields_too_large") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body, conn := rawExchangeConn(t, gw.URL, tt.request)
+			if strings.Count(tt.request, "HTTP/1.1") > 1 {
+				// The first answer is the upstream's; the error follows.
+				resp, err := http.ReadResponse(conn.br, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ = io.ReadAll(resp.Body)
+				if resp.StatusCode != tt.status {
+					t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
+				}
+				tt.check(t, body)
+				return
+			}
+			if resp.StatusCode != tt.status || !conn.closed(hangUp) {
+				t.Errorf("status %d, want %d and the connection closed", resp.StatusCode, tt.status)
+			}
+			tt.check(t, body)
+		})
+	}
 }
 
 // The retriever is never called with a client's gateway key: with no key of

@@ -3,12 +3,14 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
+
+	"github.com/focusgate/focusgate"
 )
 
 // Harden fits an http.Server serving the gateway with what net/http does
@@ -22,8 +24,10 @@ import (
 //   - The errors net/http answers itself, before any handler runs (a
 //     malformed request, conflicting Content-Length headers, an unsupported
 //     Transfer-Encoding, headers over MaxHeaderBytes), are rewritten from
-//     plain text into OpenAI's error shape, so that SDKs report them like
-//     any other API error. Their status codes stay net/http's, and the
+//     plain text into the error shape of the API the request speaks, as
+//     far as its first bytes tell (its path and headers, matched against
+//     the providers' declarations), so that SDKs report them like any
+//     other API error. Their status codes stay net/http's, and the
 //     connection is still closed after them.
 //
 // Call it before serving; srv.Handler and srv.ConnContext are wrapped.
@@ -78,6 +82,15 @@ type watchedConn struct {
 	sawCL   bool
 	sawTE   bool
 
+	// head holds the first bytes of the current request's header block,
+	// from its request line, to tell which API an error of net/http's own
+	// answers; mu guards it, since the connection's reads and writes may
+	// run on different goroutines.
+	mu       sync.Mutex
+	head     []byte
+	lineHead int  // where the current line starts in head
+	inBody   bool // the header block has ended
+
 	// ambiguous is set once a header block had both headers; the handler of
 	// the request on this connection then closes it after answering.
 	ambiguous atomic.Bool
@@ -85,16 +98,29 @@ type watchedConn struct {
 
 func (c *watchedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	c.scan(p[:n])
+	if n > 0 {
+		c.mu.Lock()
+		c.scan(p[:n])
+		c.mu.Unlock()
+	}
 	return n, err
 }
+
+// maxHead bounds the bytes of a header block kept to tell its API.
+const maxHead = 4096
 
 func (c *watchedConn) scan(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		part := b
 		if i >= 0 {
-			part = b[:i]
+			part = b[:i+1]
+		}
+		if room := maxHead - len(c.head); room > 0 {
+			c.head = append(c.head, part[:min(room, len(part))]...)
+		}
+		if i >= 0 {
+			part = part[:i]
 		}
 		if room := lineStart - len(c.start); room > 0 {
 			c.start = append(c.start, part[:min(room, len(part))]...)
@@ -109,8 +135,19 @@ func (c *watchedConn) scan(b []byte) {
 }
 
 func (c *watchedConn) endLine() {
+	blank := c.lineLen == 0 || (c.lineLen == 1 && c.start[0] == '\r')
+	switch line := c.head[min(c.lineHead, len(c.head)):]; {
+	case isRequestLine(line):
+		// A request starts: its line is the head's first.
+		c.head, c.inBody = append(c.head[:0], line...), false
+	case c.inBody:
+		c.head = c.head[:0] // a body's lines say nothing of its API
+	case blank:
+		c.inBody = true
+	}
+	c.lineHead = len(c.head)
 	switch {
-	case c.lineLen == 0 || (c.lineLen == 1 && c.start[0] == '\r'):
+	case blank:
 		c.sawCL, c.sawTE = false, false // a blank line ends a header block
 	case hasPrefixFold(c.start, "content-length:"):
 		c.sawCL = true
@@ -123,12 +160,41 @@ func (c *watchedConn) endLine() {
 	c.start, c.lineLen = c.start[:0], 0
 }
 
+// isRequestLine says whether a line, '\n' included, is an HTTP/1 request
+// line ("POST /v1/messages HTTP/1.1").
+func isRequestLine(line []byte) bool {
+	line = bytes.TrimRight(line, "\r\n")
+	return bytes.HasSuffix(line, []byte(" HTTP/1.1")) || bytes.HasSuffix(line, []byte(" HTTP/1.0"))
+}
+
+// provider tells from the head of the request being read which provider's
+// API it speaks: its request line and the headers received of it.
+func (c *watchedConn) provider() *focusgate.Provider {
+	c.mu.Lock()
+	head := bytes.Clone(c.head)
+	c.mu.Unlock()
+	line, rest, _ := bytes.Cut(head, []byte("\n"))
+	method, target, _ := bytes.Cut(bytes.TrimRight(line, "\r"), []byte(" "))
+	target, _, _ = bytes.Cut(target, []byte(" "))
+	r, err := http.NewRequest(string(method), string(target), nil)
+	if err != nil || !isRequestLine(append(line, '\n')) {
+		return focusgate.DefaultProvider
+	}
+	for h := range bytes.SplitSeq(rest, []byte("\n")) {
+		name, value, ok := bytes.Cut(h, []byte(":"))
+		if ok && len(name) > 0 && !bytes.ContainsAny(name, " \t") {
+			r.Header.Add(string(name), string(bytes.TrimSpace(value)))
+		}
+	}
+	return focusgate.MatchRequest(r).Provider
+}
+
 func hasPrefixFold(b []byte, prefix string) bool {
 	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
 }
 
 func (c *watchedConn) Write(p []byte) (int, error) {
-	if answer, ok := rewriteServerError(p); ok {
+	if answer, ok := rewriteServerError(p, c.provider); ok {
 		if _, err := c.Conn.Write(answer); err != nil {
 			return 0, err
 		}
@@ -146,8 +212,9 @@ const serverErrorHeaders = "Content-Type: text/plain; charset=utf-8\r\nConnectio
 const maxServerError = 1024
 
 // rewriteServerError turns one of net/http's plain-text error responses into
-// the same status with an OpenAI-shaped JSON body.
-func rewriteServerError(p []byte) ([]byte, bool) {
+// the same status with a JSON body in the shape of the API the request
+// speaks, which provider tells.
+func rewriteServerError(p []byte, provider func() *focusgate.Provider) ([]byte, bool) {
 	if len(p) > maxServerError || !bytes.HasPrefix(p, []byte("HTTP/1.1 ")) {
 		return nil, false
 	}
@@ -167,10 +234,7 @@ func rewriteServerError(p []byte) ([]byte, bool) {
 	case http.StatusNotImplemented:
 		errCode = "unsupported_transfer_encoding"
 	}
-	var e apiError
-	e.Error.Message = "focusgate: the request is not valid HTTP/1.1: " + text
-	e.Error.Type, e.Error.Code = "invalid_request_error", errCode
-	body, _ := json.Marshal(e)
+	body := provider().ErrorBody(code, "focusgate: the request is not valid HTTP/1.1: "+text, "invalid_request_error", errCode)
 	return fmt.Appendf(nil, "%s\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
 		statusLine, len(body), body), true
 }

@@ -32,9 +32,10 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		// client as the upstream produces them, and it leaves an answer of
 		// known length to the server's buffer, which saves a write system
 		// call and a flush per request.
-		FlushInterval: 0,
-		ErrorHandler:  s.upstreamError,
-		BufferPool:    copyBuffers{},
+		FlushInterval:  0,
+		ErrorHandler:   s.upstreamError,
+		ModifyResponse: s.meterResponse,
+		BufferPool:     copyBuffers{},
 	}
 }
 
@@ -56,8 +57,8 @@ func (copyBuffers) Put(b []byte) {
 // the client sent them, minus hop-by-hop ones (removed by ReverseProxy) and
 // focusgate's own.
 func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
-	d := infoFrom(pr.In.Context()).dialect
-	up := upstreamURL(s.upstreamFor(d), pr.In.URL)
+	p := providerOf(pr.In)
+	up := upstreamURL(s.upstreamFor(p).URL, pr.In.URL)
 	pr.Out.URL.Scheme, pr.Out.URL.Host = up.Scheme, up.Host
 	pr.Out.URL.Path, pr.Out.URL.RawPath = up.Path, up.RawPath
 	pr.Out.Host = ""
@@ -75,14 +76,7 @@ func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
 		}
 	}
 	stripOwnTrailers(pr.Out)
-	switch h := pr.Out.Header; {
-	case d == anthropic:
-		if s.opts.AnthropicAPIKey != "" && h.Get("X-Api-Key") == "" && h.Get("Authorization") == "" {
-			h.Set("X-Api-Key", s.opts.AnthropicAPIKey)
-		}
-	case s.opts.UpstreamAPIKey != "" && h.Get("Authorization") == "":
-		h.Set("Authorization", "Bearer "+s.opts.UpstreamAPIKey)
-	}
+	s.finishCredentials(pr.Out, p)
 }
 
 // upstreamURL joins the request path onto the upstream base URL. Clients are
@@ -163,7 +157,7 @@ func (s *Server) passCompressed(c *gin.Context, enc string) {
 }
 
 // upstreamError answers when no response came from the upstream. Errors are
-// in OpenAI's shape so that SDKs surface them as API errors.
+// in the shape of the request's API so that SDKs surface them as API errors.
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	var netErr net.Error

@@ -31,6 +31,9 @@ func setHeaders(h http.Header, o pipeline.Outcome) {
 	if o.Reason != "" {
 		status += "; reason=" + string(o.Reason)
 	}
+	if o.Rescue != "" {
+		status += "; rescue=" + string(o.Rescue)
+	}
 	h.Set(HeaderStatus, status)
 	if len(o.Pages) > 0 {
 		h.Set(HeaderTokensBefore, strconv.Itoa(o.TokensBefore))

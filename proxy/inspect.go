@@ -5,12 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/pipeline"
 )
 
@@ -20,7 +20,7 @@ import (
 // with a matching Content-Length.
 func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		r := c.Request
+		r, m := c.Request, infoFrom(c.Request.Context()).match
 		if r.ContentLength > s.opts.MaxBodyBytes {
 			s.tooLarge(c)
 			return
@@ -31,7 +31,8 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 		}
 
 		body, out := raw, pipeline.Outcome{API: api}
-		if enc := r.Header.Get("Content-Encoding"); enc != "" {
+		enc := r.Header.Get("Content-Encoding")
+		if enc != "" {
 			decoded, charged, err := decode(raw, enc, s.opts.MaxBodyBytes, s.opts.Memory)
 			switch {
 			case errors.Is(err, errBodyTooLarge):
@@ -50,21 +51,58 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				r.Header.Del("Content-Encoding")
 			}
 		}
+		sizing := m.Route.Sizing
+		var ticket holdout.Ticket
+		sent := len(body) // decoded: what estimates the step's tokens
+		if out.Status == "" && s.opts.Holdout != nil {
+			// The arm is decided before anything else is done to the body.
+			ticket = s.opts.Holdout.Assign(api, body)
+			if ticket.OK && !sizing {
+				infoFrom(r.Context()).meter = &holdout.Meter{}
+				defer func() { s.recordStep(r, ticket, out, sent, c.Writer.Status()) }()
+			}
+		}
+		held := ticket.Arm == holdout.Held
+		var rs *rescue
 		if out.Status == "" && s.opts.Pipeline != nil {
-			body, out = s.opts.Pipeline.Rewrite(r.Context(), pipeline.Request{
+			req := pipeline.Request{
 				API:        api,
 				Body:       body,
 				Mode:       r.Header.Get(HeaderMode),
 				Prompt:     r.Header.Get(HeaderPrompt),
-				Credential: credential(r.Header),
-				Sizing:     strings.HasSuffix(r.URL.Path, "/count_tokens"),
-			})
+				Model:      m.Model,
+				Credential: m.Provider.Credential(r),
+				Sizing:     sizing,
+				Holdout:    held,
+			}
+			body, out = s.opts.Pipeline.Rewrite(r.Context(), req)
+			sent = len(body)
+			switch {
+			case held && enc != "" && r.Header.Get("Content-Encoding") == "":
+				// A held-out body goes as it came, compressed too.
+				body = raw
+				r.Header.Set("Content-Encoding", enc)
+			case held, req.Sizing:
+				// A held-out conversation is not rescued from its
+				// context window either: its overflows are part of the
+				// comparison.
+			default:
+				rs = &rescue{req: req, sent: len(body), header: c.Writer.Header(), out: out}
+				infoFrom(r.Context()).rescue = rs
+			}
 		}
 		if out.Status != "" {
 			setHeaders(c.Writer.Header(), out)
-			s.logOutcome(r.Context(), out)
-			s.metrics.observeOutcome(keyName(r.Context()), out)
-			s.record(r.Context(), out)
+			// Reported once the upstream has answered: a request refused
+			// for its length may be rescued, and is reported as it went.
+			defer func() {
+				if rs != nil {
+					out = rs.out
+				}
+				s.logOutcome(r.Context(), out)
+				s.metrics.observeOutcome(keyName(r.Context()), out)
+				s.record(r.Context(), out)
+			}()
 		}
 		setBody(r, body)
 		s.forward(c)
@@ -122,14 +160,4 @@ func (s *Server) tooLarge(c *gin.Context) {
 	// drain it.
 	c.Header("Connection", "close")
 	writeError(c.Writer, http.StatusRequestEntityTooLarge, errBodyTooLarge.Error(), "invalid_request_error", "request_too_large")
-}
-
-// credential is the client's own API key, which the pipeline may use for the
-// retriever when none is configured: the bearer token of Authorization, else
-// Anthropic's x-api-key.
-func credential(h http.Header) string {
-	if key, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
-		return key
-	}
-	return h.Get("X-Api-Key")
 }

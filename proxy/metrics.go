@@ -38,6 +38,7 @@ type metrics struct {
 	older            *prometheus.CounterVec
 	relooks          *prometheus.CounterVec
 	prunedPages      *prometheus.CounterVec
+	rescues          *prometheus.CounterVec
 	// models bounds the model label: model names come from request bodies.
 	models boundedNames
 }
@@ -47,7 +48,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_requests_total",
-			Help: "Requests served, by route (chat, responses, messages, passthrough, own), HTTP status code and gateway key name.",
+			Help: "Requests served, by route (the API of an inspected route: chat, responses, messages, gemini; passthrough; own), HTTP status code and gateway key name.",
 		}, []string{"route", "code", "key"}),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "focusgate_request_duration_seconds",
@@ -116,7 +117,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "focusgate_pruned_pages_total",
 			Help: "Newest pages of requests sent pruned, by page format, action model and gateway key name: the denominator of the re-look rate.",
 		}, []string{"format", "model", "key"}),
+		rescues: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "focusgate_context_rescues_total",
+			Help: "Requests that did not fit the action model's context window and were sent with every page pruned, by API and outcome: rescued (the upstream took the pruned request), still-too-long (refused again: the client got the first refusal), nothing-to-prune (no page left to prune: the client got the refusal).",
+		}, []string{"api", "outcome"}),
 		models: boundedNames{max: maxModelLabels},
+	}
+	for _, api := range focusgate.APIs {
+		for _, r := range focusgate.Rescues {
+			m.rescues.WithLabelValues(api.String(), string(r))
+		}
 	}
 	m.keyLabels.vecs = []deleter{m.requests, m.outcomes, m.tokensBefore, m.tokensAfter, m.savedUSD, m.spentUSD, m.netUSD, m.relooks, m.prunedPages}
 	return m
@@ -169,23 +179,21 @@ func codeLabel(status int) string {
 	return "other"
 }
 
-// routeLabel names the route a request took, from gin's matched pattern.
-func routeLabel(fullPath string) string {
-	switch fullPath {
-	case "/v1/chat/completions", "/chat/completions":
-		return "chat"
-	case "/v1/responses", "/responses":
-		return "responses"
-	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens":
-		return "messages"
-	case "":
-		return "passthrough"
+// routeLabel names the route a request took: the API of an inspected
+// route (from the providers' declarations), "passthrough" for any other
+// proxied request, "own" for the gateway's own endpoints.
+func routeLabel(c *gin.Context) string {
+	if c.FullPath() != "" {
+		return "own"
 	}
-	return "own"
+	if r := infoFrom(c.Request.Context()).match.Route; r != nil {
+		return r.API.String()
+	}
+	return "passthrough"
 }
 
 func (m *metrics) observeRequest(c *gin.Context, seconds float64) {
-	route := routeLabel(c.FullPath())
+	route := routeLabel(c)
 	key := m.keyLabel(keyName(c.Request.Context()))
 	m.requests.WithLabelValues(route, codeLabel(c.Writer.Status()), key).Inc()
 	m.duration.WithLabelValues(route).Observe(seconds)
@@ -213,7 +221,7 @@ func (m *metrics) observeOutcome(keyName string, o pipeline.Outcome) {
 		m.cacheLookups.WithLabelValues(string(r.Cache)).Inc()
 		if r.Cache == cache.Miss {
 			result := "ok"
-			if r.Status == focusgate.FailedOpen {
+			if r.Status == focusgate.FailedOpen || r.Status == focusgate.Pruned && r.Reason != "" { // a page stubbed by a rescue keeps its reason
 				result = string(r.Reason)
 			}
 			m.retrieverCalls.WithLabelValues(result).Inc()
@@ -231,6 +239,9 @@ func (m *metrics) observeOutcome(keyName string, o pipeline.Outcome) {
 		case newest.Result.Status == focusgate.Pruned:
 			m.prunedPages.WithLabelValues(format, model, key).Inc()
 		}
+	}
+	if o.Rescue != "" {
+		m.rescues.WithLabelValues(o.API.String(), string(o.Rescue)).Inc()
 	}
 	m.older.WithLabelValues("reapplied").Add(float64(o.Older.Reapplied))
 	m.older.WithLabelValues("left").Add(float64(o.Older.Left))

@@ -43,6 +43,9 @@ func (s *Server) accessLog(c *gin.Context) {
 			slog.Int("bytes_out", max(c.Writer.Size(), 0)),
 		}
 		attrs = append(attrs, slog.String("key", keyName(c.Request.Context())))
+		if rt := info.match.Route; rt != nil {
+			attrs = append(attrs, slog.String("api", rt.API.String()))
+		}
 		if st := c.Writer.Header().Get(HeaderStatus); st != "" {
 			attrs = append(attrs, slog.String("focusgate", st))
 		}

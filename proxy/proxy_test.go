@@ -69,8 +69,9 @@ type gateway struct {
 }
 
 type (
-	proxyOptions    = proxy.Options
-	pipelineOptions = pipeline.Options
+	proxyOptions      = proxy.Options
+	pipelineOptions   = pipeline.Options
+	pipelineRetrieval = pipeline.Retrieval
 )
 
 // gatewayOptions are the settings of a gateway and of its request pipeline,

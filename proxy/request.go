@@ -7,6 +7,9 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/holdout"
 )
 
 // requestInfo is what the handlers tell the access log about a request
@@ -21,8 +24,16 @@ type requestInfo struct {
 	// bodyTimedOut is set when the client did not send its body within
 	// Options.BodyReadTimeout.
 	bodyTimedOut atomic.Bool
-	// dialect is the API the request speaks, set before the handler runs.
-	dialect dialect
+	// match is the request's provider and, for an inspected request, its
+	// route, set before the handler runs.
+	match focusgate.Match
+	// meter reads the usage report of the response, for a step the holdout
+	// accounts for; nil otherwise.
+	meter *holdout.Meter
+	// rescue is set on an inspected request whose body the pipeline read,
+	// for the transport to retry it if the upstream refuses it for its
+	// length (see rescueTransport).
+	rescue *rescue
 }
 
 // isTimeout reports whether err is a deadline passing, such as a

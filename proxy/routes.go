@@ -1,14 +1,15 @@
 package proxy
 
 import (
-	"github.com/gin-gonic/gin"
+	"slices"
 
-	"github.com/focusgate/focusgate"
+	"github.com/gin-gonic/gin"
 )
 
-// routes builds the gin engine. Only the two inference routes are inspected;
-// every other method and path falls through to the plain reverse proxy, so
-// the gateway never stands between an agent and an API it does not know.
+// routes builds the gin engine. Only the providers' inference routes are
+// inspected; every other method and path falls through to the plain reverse
+// proxy, so the gateway never stands between an agent and an API it does not
+// know.
 func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
@@ -29,22 +30,15 @@ func (s *Server) routes() *gin.Engine {
 		e.Any("/ui", ui)
 		e.Any("/ui/*path", ui)
 	}
-	// Every proxied route speaks its provider's dialect, is authenticated
+	// Every proxied request speaks a provider's API, is authenticated
 	// and is confined to the upstream's base path; the own endpoints above
-	// keep their own access rules.
-	proxied := []gin.HandlerFunc{s.speakDialect, s.authenticate, s.checkPath}
+	// keep their own access rules. The providers' routes are matched by
+	// s.route from their declarations rather than by gin, whose ":param"
+	// syntax cannot express Gemini's ".../models/{model}:generateContent".
+	proxied := []gin.HandlerFunc{s.route, s.authenticate, s.checkPath, s.serveProxied}
 	if s.opts.Tracing {
-		proxied = append([]gin.HandlerFunc{s.traceRequest}, proxied...)
+		proxied = slices.Insert(proxied, 1, gin.HandlerFunc(s.traceRequest))
 	}
-	api := e.Group("", proxied...)
-	for _, prefix := range []string{"/v1", ""} {
-		api.POST(prefix+"/chat/completions", s.inspect(focusgate.Chat))
-		api.POST(prefix+"/responses", s.inspect(focusgate.Responses))
-		// count_tokens sizes a request as it would be sent: it is
-		// rewritten the same way (see README, Anthropic and Claude Code).
-		api.POST(prefix+"/messages", s.inspect(focusgate.Messages))
-		api.POST(prefix+"/messages/count_tokens", s.inspect(focusgate.Messages))
-	}
-	e.NoRoute(append(proxied, s.passthrough)...)
+	e.NoRoute(proxied...)
 	return e
 }

@@ -1,6 +1,6 @@
-// Package proxy is focusgate's HTTP face: a transparent reverse proxy for
-// OpenAI-compatible APIs that reads and decodes the bodies of chat-completion
-// and Responses requests under their limits, hands them to the request
+// Package proxy is focusgate's HTTP face: a transparent reverse proxy for the
+// APIs of the declared providers (focusgate.Providers) that reads and decodes
+// the bodies of their inspected routes under their limits, hands them to the request
 // pipeline (package pipeline) and forwards what it returns, streaming the
 // upstream's answer back untouched. Every other request passes through as it
 // came. Routes, authentication, headers, errors, metrics and the access log
@@ -20,23 +20,24 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/budget"
 	"github.com/focusgate/focusgate/pipeline"
 )
 
-// Options configure a Server. Upstream is required; the rest have defaults.
+// Options configure a Server. Every field has a default; a gateway for an
+// OpenAI-compatible server sets at least Upstream.
 type Options struct {
-	// Upstream is the base URL of the action model's API, e.g. https://api.openai.com/v1.
-	Upstream *url.URL
-	// UpstreamAPIKey is sent as a bearer token when the client sends no
-	// Authorization; with Keys, on every request in place of the gateway key.
-	UpstreamAPIKey string
-	// AnthropicUpstream is the base URL of the Anthropic API, as
-	// ANTHROPIC_BASE_URL is given (https://api.anthropic.com); requests that
-	// speak it (the Messages routes, and any request with an
-	// anthropic-version header) go there. AnthropicAPIKey is the Anthropic
-	// counterpart of UpstreamAPIKey, sent as x-api-key.
+	// Upstreams are where each provider's requests go, by provider name
+	// (focusgate.Provider.Name). A provider not named goes to its
+	// declaration's default URL, without a key of the gateway's.
+	Upstreams map[string]Upstream
+	// Upstream and UpstreamAPIKey are the "openai" entry of Upstreams,
+	// AnthropicUpstream and AnthropicAPIKey the "anthropic" one, when
+	// Upstreams does not name them.
+	Upstream          *url.URL
+	UpstreamAPIKey    string
 	AnthropicUpstream *url.URL
 	AnthropicAPIKey   string
 	// Keys, when set, are the gateway keys a client must present on every
@@ -75,7 +76,11 @@ type Options struct {
 	// Dashboard, when set, is served at /ui and told about every inspected
 	// request; nil leaves /ui to the upstream like any other path.
 	Dashboard Dashboard
-	Logger    *slog.Logger
+	// Holdout, when set, puts each conversation in the pruned arm or the
+	// holdout (sent whole) and accounts for both; nil prunes every
+	// conversation.
+	Holdout Holdout
+	Logger  *slog.Logger
 }
 
 // Check reports the health of a dependency: nil when it is fine.
@@ -90,6 +95,10 @@ type Server struct {
 	metrics  *metrics
 	gatherer prometheus.Gatherer
 	draining atomic.Bool
+	// upstreams are Options.Upstreams completed for every provider.
+	upstreams map[string]Upstream
+	// inspectors handle the inspected routes, by API.
+	inspectors map[focusgate.API]gin.HandlerFunc
 }
 
 // Rewriter rewrites the body of an inspected request; *pipeline.Pipeline is
@@ -110,14 +119,16 @@ func New(opts Options) *Server {
 	if opts.UpstreamTimeout <= 0 {
 		opts.UpstreamTimeout = 10 * time.Minute
 	}
-	if opts.AnthropicUpstream == nil {
-		opts.AnthropicUpstream = &url.URL{Scheme: "https", Host: "api.anthropic.com"}
-	}
 	if opts.Transport == nil {
 		opts.Transport = newTransport(opts.UpstreamTimeout)
 	}
 	if opts.Tracing {
 		opts.Transport = tracingTransport{opts.Transport}
+	}
+	if opts.Pipeline != nil {
+		// Outside the tracing transport: a retry is an upstream call of
+		// its own, with a span of its own.
+		opts.Transport = rescueTransport{next: opts.Transport, pipeline: opts.Pipeline}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -125,15 +136,41 @@ func New(opts Options) *Server {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{opts: opts, log: opts.Logger, gatherer: opts.Registry}
+	s := &Server{opts: opts, log: opts.Logger, gatherer: opts.Registry, upstreams: upstreams(opts)}
 	s.metrics = newMetrics(opts.Registry)
 	if opts.RedisStats != nil {
 		registerRedis(opts.Registry, opts.RedisStats)
+	}
+	s.inspectors = map[focusgate.API]gin.HandlerFunc{}
+	for _, api := range focusgate.APIs {
+		s.inspectors[api] = s.inspect(api)
 	}
 	s.initKeys()
 	s.proxy = s.newReverseProxy()
 	s.engine = s.routes()
 	return s
+}
+
+// upstreams completes Options.Upstreams: the legacy fields, then every
+// provider's default URL.
+func upstreams(opts Options) map[string]Upstream {
+	ups := map[string]Upstream{}
+	legacy := map[string]Upstream{
+		focusgate.OpenAIProvider.Name:    {URL: opts.Upstream, APIKey: opts.UpstreamAPIKey},
+		focusgate.AnthropicProvider.Name: {URL: opts.AnthropicUpstream, APIKey: opts.AnthropicAPIKey},
+	}
+	for _, p := range focusgate.Providers {
+		up, ok := opts.Upstreams[p.Name]
+		if !ok {
+			up = legacy[p.Name]
+		}
+		if up.URL == nil {
+			// The declarations' defaults are absolute URLs.
+			up.URL, _ = url.Parse(p.Settings.DefaultURL)
+		}
+		ups[p.Name] = up
+	}
+	return ups
 }
 
 // ServeHTTP implements http.Handler.

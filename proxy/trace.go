@@ -23,16 +23,19 @@ var tracer = otel.Tracer("github.com/focusgate/focusgate/proxy")
 func (s *Server) traceRequest(c *gin.Context) {
 	r := c.Request
 	ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	route := routeLabel(c.FullPath())
-	name := r.Method + " " + c.FullPath()
-	if c.FullPath() == "" {
+	route, pattern := routeLabel(c), ""
+	if rt := infoFrom(r.Context()).match.Route; rt != nil {
+		pattern = rt.Pattern
+	}
+	name := r.Method + " " + pattern
+	if pattern == "" {
 		name = r.Method
 	}
 	ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(
 			attribute.String("http.request.method", r.Method),
 			attribute.String("url.path", r.URL.Path),
-			attribute.String("http.route", c.FullPath()),
+			attribute.String("http.route", pattern),
 			attribute.String("focusgate.route", route),
 		))
 	defer span.End()

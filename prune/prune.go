@@ -45,6 +45,13 @@ type Input struct {
 	// APIKey is the client's key (without "Bearer "), passed on to
 	// Query.APIKey; it is never logged and never part of a cache key.
 	APIKey string
+	// StubsOnFailure makes Prune write a page it could not get a selection
+	// for (the retriever failed, timed out or answered nothing usable) as
+	// stubs of its root and focused element, instead of leaving it whole.
+	// The context-window rescue asks for it: there the whole page is what
+	// the upstream refused. Such a result is not stored: the next request
+	// asks the retriever again.
+	StubsOnFailure bool
 }
 
 // Result says what happened to one observation. Text is the original unless
@@ -136,7 +143,33 @@ func New(cfg Config, r Retriever, c Cache) *Pruner {
 // Prune returns the observation pruned, or the original with the reason it
 // was not. It never returns an error and never panics: a gateway in front of
 // an agent must not be the reason a step fails.
-func (p *Pruner) Prune(ctx context.Context, in Input) (res Result) {
+func (p *Pruner) Prune(ctx context.Context, in Input) Result {
+	res := p.prune(ctx, in)
+	if in.StubsOnFailure && res.Status == focusgate.FailedOpen && res.TokensBefore > 0 {
+		return p.stubbed(in, res)
+	}
+	return res
+}
+
+// stubbed writes a page that could not be pruned as stubs with nothing
+// selected: every line but the root and the focused element becomes its id
+// and role. It keeps the Reason the selection failed for, so that the
+// retriever call is still reported as failed. The tokens are counted without
+// the request's context, which may be what ended the retriever call.
+func (p *Pruner) stubbed(in Input, res Result) Result {
+	out, _, kept, err := apply(in.Tree, Selection{}, focusgate.Stubs)
+	if err != nil {
+		return res
+	}
+	after := p.cfg.Counter.Count(in.Model, out)
+	if after >= res.TokensBefore {
+		return res
+	}
+	res.Text, res.Status, res.TokensAfter, res.Kept = out, focusgate.Pruned, after, kept
+	return res
+}
+
+func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 	res = Result{Text: in.Tree.Text}
 	defer p.recoverPanic(ctx, in, &res)
 	j, ok := p.prepare(ctx, in, &res)

@@ -317,3 +317,21 @@ func correction(q Query) string {
 	return "I could not read line ranges in your answer. Reply with only " + format + ", using line numbers from 1 to " +
 		strconv.Itoa(q.Lines) + " (the numbers at the start of the lines, not element ids such as [a12])."
 }
+
+// retrievers are the retriever clients, by the name of the provider whose
+// API they speak (focusgate.Provider.Name, FOCUSGATE_RETRIEVER_API).
+var retrievers = map[string]func(RetrieverConfig) Retriever{
+	"openai":    func(c RetrieverConfig) Retriever { return NewOpenAIRetriever(c) },
+	"anthropic": func(c RetrieverConfig) Retriever { return NewAnthropicRetriever(c) },
+	"gemini":    func(c RetrieverConfig) Retriever { return NewGeminiRetriever(c) },
+}
+
+// NewRetriever returns the retriever client that speaks the API of the
+// provider named api.
+func NewRetriever(api string, cfg RetrieverConfig) (Retriever, error) {
+	newRetriever, ok := retrievers[api]
+	if !ok {
+		return nil, fmt.Errorf("prune: no retriever speaks the %q API", api)
+	}
+	return newRetriever(cfg), nil
+}

@@ -233,3 +233,16 @@ func TestClaudeCountsAreEstimated(t *testing.T) {
 		}
 	}
 }
+
+// Gemini's tokenizer is not public either: its counts are o200k_base's
+// scaled by geminiScale, under any name of a Gemini model.
+func TestGeminiCountsAreEstimated(t *testing.T) {
+	c := NewCounter(1 << 20)
+	text := strings.Repeat("- button \"Save employee\" [ref=e79]\n", 40)
+	base := c.Count("gpt-4.1", text)
+	for _, model := range []string{"gemini-2.5-flash", "models/gemini-3-pro-preview", "google/gemini-2.5-pro"} {
+		if got, want := c.Count(model, text), int(float64(base)*geminiScale+0.5); got != want {
+			t.Errorf("%s: %d tokens, want %d (o200k_base's %d scaled)", model, got, want, base)
+		}
+	}
+}

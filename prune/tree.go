@@ -17,9 +17,9 @@ func NewTree(text string, format Syntax, lines []focusgate.Line, focusedBID stri
 // own syntax. detect.Format implements it: a format's stub and marker syntax
 // lives in package detect next to its grammar, one unit per format, and prune
 // asks through this interface instead of switching on format names. prune does
-// not import detect: the two stay independent leaves that cmd, proxy and eval
-// wire together (DESIGN.md, "Packages"), and a caller may prune a tree that
-// detect never saw with a Syntax of its own.
+// not import detect: the two stay independent leaves that the pipeline and
+// eval bring together, and a caller may prune a tree that detect never saw
+// with a Syntax of its own.
 type Syntax interface {
 	// Stub returns the stand-in of an element: line is the element's text in
 	// the tree (indentation included), bid and role what detection read.

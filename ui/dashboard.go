@@ -14,13 +14,27 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/focusgate/focusgate/holdout"
 )
 
 //go:embed assets
 var assets embed.FS
 
+// Holdout is the comparison of the pruned arm with the holdout, shown on the
+// overview when FOCUSGATE_HOLDOUT is set; *holdout.Tally is the
+// implementation.
+type Holdout interface {
+	Report() holdout.Report
+}
+
+var _ Holdout = (*holdout.Tally)(nil)
+
 // Options configure a Dashboard.
 type Options struct {
+	// Holdout, when set, puts the comparison of the two arms on the
+	// overview.
+	Holdout Holdout
 	// Capture keeps the page text of recent requests (observations, goal,
 	// history, the retriever's reasoning) for the detail view.
 	Capture bool
@@ -215,6 +229,10 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	o.Capture = d.opts.Capture
 	o.Ring.Requests, o.Ring.Bytes = d.ring.usage()
 	o.Ring.MaxRequests, o.Ring.MaxBytes = d.opts.MaxRequests, d.opts.MaxBytes
+	if d.opts.Holdout != nil {
+		r := d.opts.Holdout.Report()
+		o.Holdout = &r
+	}
 	writeJSON(w, http.StatusOK, o)
 }
 

@@ -424,3 +424,17 @@ func TestSignInAttemptsAreLimited(t *testing.T) {
 		t.Errorf("after the window: %d, want 303", resp.StatusCode)
 	}
 }
+
+// The overview counts the requests rescued from an overflowing context
+// window, by how each rescue ended.
+func TestOverviewCountsContextRescues(t *testing.T) {
+	d := ui.New(ui.Options{})
+	for _, r := range []focusgate.Rescue{focusgate.Rescued, focusgate.Rescued, focusgate.StillTooLong, focusgate.NothingToPrune, ""} {
+		d.Record(ui.Record{Model: "gpt-4.1", Status: focusgate.Pruned, Rescue: r})
+	}
+	var o ui.Overview
+	decode(t, d, "/ui/api/overview", &o)
+	if got := [3]int64{o.Total.Rescued, o.Total.StillTooLong, o.Total.NothingToPrune}; got != [3]int64{2, 1, 1} {
+		t.Errorf("rescued, still too long, nothing to prune: %v, want [2 1 1]", got)
+	}
+}

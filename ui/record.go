@@ -22,7 +22,7 @@ import (
 // dashboard copies what it keeps and drops them when capture is off.
 type Record struct {
 	Time   time.Time
-	Route  string // the API: "chat", "responses" or "messages"
+	Route  string // the API: "chat", "responses", "messages" or "gemini"
 	Model  string // the action model named in the request
 	Key    string // name of the gateway key the client used; "" without client keys
 	Status focusgate.Status
@@ -46,6 +46,9 @@ type Record struct {
 	// shown pruned, and went out whole. Format is the newest page's format.
 	Relook bool
 	Format string
+	// Rescue says the request did not fit its model's context window and
+	// was sent with every page pruned, and how that ended.
+	Rescue focusgate.Rescue
 
 	Observations []Observation
 }
@@ -95,7 +98,7 @@ func recordOf(key string, out pipeline.Outcome) Record {
 		TokensBefore: out.TokensBefore, TokensAfter: out.TokensAfter,
 		Cache: out.Cache, Retriever: out.Retriever, Flagged: out.Flagged,
 		Priced: out.Priced, SavedUSD: out.SavedUSD, RetrieverUSD: out.RetrieverUSD,
-		Relook:       out.Relook,
+		Relook: out.Relook, Rescue: out.Rescue,
 		Observations: make([]Observation, len(out.Pages)),
 	}
 	if n := len(out.Pages); n > 0 {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/holdout"
 	"slices"
 	"sync"
 	"time"
@@ -50,6 +51,9 @@ type tally struct {
 	// prunedPages those whose newest page went out pruned: their ratio is
 	// the re-look rate.
 	relooks, prunedPages int64
+	// rescues counts the requests sent with every page pruned because they
+	// did not fit the model's context window, by how that ended.
+	rescued, stillTooLong, nothingToPrune int64
 }
 
 func (t *tally) add(r *Record) {
@@ -78,6 +82,14 @@ func (t *tally) add(r *Record) {
 	t.flagged += int64(r.Flagged)
 	if r.Relook {
 		t.relooks++
+	}
+	switch r.Rescue {
+	case focusgate.Rescued:
+		t.rescued++
+	case focusgate.StillTooLong:
+		t.stillTooLong++
+	case focusgate.NothingToPrune:
+		t.nothingToPrune++
 	}
 	if n := len(r.Observations); n > 0 && r.Observations[n-1].Status == focusgate.Pruned {
 		t.prunedPages++
@@ -109,6 +121,9 @@ func (t *tally) add(r *Record) {
 func (t *tally) merge(u *tally) {
 	t.relooks += u.relooks
 	t.prunedPages += u.prunedPages
+	t.rescued += u.rescued
+	t.stillTooLong += u.stillTooLong
+	t.nothingToPrune += u.nothingToPrune
 	t.requests += u.requests
 	t.pruned += u.pruned
 	t.skipped += u.skipped
@@ -191,6 +206,12 @@ type Summary struct {
 	Relooks        int64         `json:"relooks"`
 	PrunedPages    int64         `json:"pruned_pages"`
 	RelookRate     *float64      `json:"relook_rate"` // re-looks per page sent pruned; null before one is
+	// Requests that did not fit their model's context window, sent with
+	// every page pruned: taken by the upstream, refused again, or with
+	// nothing left to prune.
+	Rescued        int64 `json:"rescued"`
+	StillTooLong   int64 `json:"still_too_long"`
+	NothingToPrune int64 `json:"nothing_to_prune"`
 }
 
 // ReasonCount is how many requests were skipped or failed open for one
@@ -210,6 +231,7 @@ func (t *tally) summary() Summary {
 		NetUSD:   t.savedUSD - t.retrieverUSD,
 		CacheHit: t.hit, CacheMiss: t.miss, CacheShared: t.shared,
 		Flagged: t.flagged, Relooks: t.relooks, PrunedPages: t.prunedPages, RelookRate: t.relookRate(),
+		Rescued: t.rescued, StillTooLong: t.stillTooLong, NothingToPrune: t.nothingToPrune,
 	}
 	for k, v := range t.reasons {
 		s.Reasons = append(s.Reasons, ReasonCount{k.status, k.reason, v})
@@ -343,6 +365,9 @@ type Overview struct {
 	Keys    []Row     `json:"keys"`
 	Formats []Row     `json:"formats"`
 	Ring    RingUsage `json:"ring"`
+	// Holdout compares the conversations of the pruned arm with those sent
+	// whole; absent without FOCUSGATE_HOLDOUT.
+	Holdout *holdout.Report `json:"holdout,omitempty"`
 }
 
 // RingUsage says how full the ring of recent requests is.

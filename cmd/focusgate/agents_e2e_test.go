@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -27,9 +29,10 @@ import (
 // and the action model must receive the tool's bytes unchanged outside the
 // observations.
 //
-// make test installs what this needs (scripts/install-chromium.sh,
-// scripts/install-e2e.sh). FOCUSGATE_E2E=0 skips it where those cannot be
-// installed; anything else missing fails the test instead of hiding it.
+// It is built with the e2e tag only (go test -tags e2e; make test does),
+// and make test installs what it needs (scripts/install-chromium.sh,
+// scripts/install-e2e.sh); anything missing fails the test instead of
+// hiding it.
 var e2eScenarios = []struct {
 	scenario string
 	page     string // the agentTools entry whose page pattern applies
@@ -130,12 +133,9 @@ func TestRealAgentsThroughTheGateway(t *testing.T) {
 }
 
 // e2eRequirements returns the pinned node binary, failing when the tools are
-// not installed, or skips when FOCUSGATE_E2E=0 says they cannot be.
+// not installed: whoever builds with the e2e tag asks for them.
 func e2eRequirements(t *testing.T) string {
 	t.Helper()
-	if os.Getenv("FOCUSGATE_E2E") == "0" {
-		t.Skip("SKIPPED: FOCUSGATE_E2E=0, the real agent tools (npm packages in e2e/, Debian chromium) were not run")
-	}
 	if testing.Short() {
 		t.Skip("SKIPPED in -short mode: the real agent tools take minutes")
 	}
@@ -144,14 +144,14 @@ func e2eRequirements(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(node); err != nil {
-		t.Fatalf("the pinned npm packages are not installed (%v): run scripts/install-e2e.sh (make test does), or set FOCUSGATE_E2E=0 where npm cannot install them", err)
+		t.Fatalf("the pinned npm packages are not installed (%v): run scripts/install-e2e.sh (make test does), or leave out -tags e2e where npm cannot install them", err)
 	}
 	chromium := os.Getenv("CHROMIUM")
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("chromium is not installed (%v): run scripts/install-chromium.sh (make test does), or set FOCUSGATE_E2E=0 where it cannot be installed", err)
+		t.Fatalf("chromium is not installed (%v): run scripts/install-chromium.sh (make test does), or leave out -tags e2e where it cannot be installed", err)
 	}
 	return node
 }

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +40,10 @@ type scriptedClaude struct {
 	script  func(body []byte) (name, input string)
 	counted [][]byte // the count_tokens bodies as they arrived
 }
+
+// messageIDs numbers the scripted answers: Claude Code joins consecutive
+// assistant messages that share an id into one, as the parts of one answer.
+var messageIDs atomic.Int64
 
 // browserTools are the MCP tools of one browser server, as Claude Code names
 // them, and the inputs the scripted model gives them; or, with cli set, the
@@ -129,7 +136,7 @@ func (m *scriptedClaude) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	model := gjson.GetBytes(body, "model").String()
 	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": "msg_e2e", "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"id": fmt.Sprintf("msg_e2e_%d", messageIDs.Add(1)), "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 100, "output_tokens": 1}}})
 	stop := "end_turn"
 	if name == "" {

@@ -45,8 +45,9 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		asJSON      bool
 		model       string
 		concurrency int
+		logFile     string
 	)
-	cfg, fs, err := parseFlags("eval", "eval [--data FILE.jsonl[.gz]] [--strategy llm,truncate,bm25] [--budget TOKENS[,TOKENS...]] [--limit N] [--json] [flags]",
+	cfg, fs, err := parseFlags("eval", "eval [--data FILE.jsonl[.gz]] [--strategy llm,truncate,bm25] [--budget TOKENS[,TOKENS...]] [--limit N] [--json] [flags]\n   or: eval --conversations GATEWAY.log[.gz] [--json]",
 		args, getenv, stdout, func(fs *flag.FlagSet) {
 			fs.StringVar(&data, "data", "", "recorded agent steps, JSONL, gzip-compressed or plain (default "+defaultTraces+" when it exists)")
 			fs.Func("strategy", "strategies to compare, comma-separated or repeated: llm, truncate, bm25 (default llm,truncate,bm25 with an API key, else truncate,bm25)", func(s string) error {
@@ -73,6 +74,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 			fs.BoolVar(&asJSON, "json", false, "write the results to stdout as JSON instead of a table")
 			fs.StringVar(&model, "model", "gpt-4.1", "the action model, whose tokenizer counts tokens and whose input price values the saving")
 			fs.IntVar(&concurrency, "concurrency", 8, "steps evaluated at once, which bounds the retriever calls in flight")
+			fs.StringVar(&logFile, "conversations", "", "instead of traces, compare the pruned arm with the holdout (FOCUSGATE_HOLDOUT) from the conversation lines of a gateway log, text or JSON, gzip-compressed or plain")
 		})
 	if err != nil {
 		return err
@@ -84,16 +86,15 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("--limit must not be negative, got %d", limit)
 	case concurrency < 1:
 		return fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)
+	case logFile != "":
+		return compareConversations(logFile, asJSON, stdout, stderr)
 	}
 
-	// As for `focusgate prune`, a command-line user's own key serves when
-	// none is configured.
-	retriever := cfg.RetrieverFor(focusgate.Chat)
-	if retriever.Key == "" {
-		retriever.Key = getenv("OPENAI_API_KEY")
-	}
+	// As for `focusgate prune`, a command-line user's own key of the
+	// retriever's provider serves when none is configured.
+	retriever := cfg.WithUserKeys(getenv).RetrieverFor(focusgate.Chat)
 	key := retriever.Key
-	const keyVars = config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + "UPSTREAM_API_KEY or OPENAI_API_KEY"
+	keyVars := config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + retrieverProvider(retriever).Settings.Key + " or " + retrieverProvider(retriever).ClientKeyEnv
 	switch {
 	case len(names) == 0 && key != "":
 		names = strategyNames
@@ -130,8 +131,12 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		switch name {
 		case "llm":
+			r, err := newRetriever(cfg, retriever)
+			if err != nil {
+				return err
+			}
 			strategies = append(strategies, &eval.LLM{
-				Retriever:      newRetriever(cfg, retriever),
+				Retriever:      r,
 				RetrieverModel: cfg.RetrieverModel,
 				Variant:        focusgate.Variant(cfg.Prompt),
 				UseHistory:     cfg.RetrieverHistory,
@@ -208,4 +213,12 @@ func terminal(w io.Writer) io.Writer {
 		return nil
 	}
 	return f
+}
+
+// retrieverProvider is the provider whose API r speaks.
+func retrieverProvider(r config.Retriever) *focusgate.Provider {
+	if p := focusgate.ProviderNamed(r.API); p != nil {
+		return p
+	}
+	return focusgate.DefaultProvider
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/config"
 	clientkeys "github.com/focusgate/focusgate/internal/keys"
 	"github.com/focusgate/focusgate/internal/redact"
@@ -22,7 +23,17 @@ const keysPollInterval = 5 * time.Second
 // newRedactor scrubs the configuration's own keys, as well as anything
 // shaped like a key, from every log line.
 func newRedactor(cfg config.Config) *redact.Redactor {
-	return redact.New(cfg.UpstreamAPIKey, cfg.RetrieverAPIKey, cfg.AnthropicAPIKey)
+	return redact.New(configuredKeys(cfg)...)
+}
+
+// configuredKeys are the keys of the configuration: the retriever's and
+// every provider's upstream key.
+func configuredKeys(cfg config.Config) []string {
+	keys := []string{cfg.RetrieverAPIKey}
+	for _, p := range focusgate.Providers {
+		keys = append(keys, cfg.Upstream(p).APIKey)
+	}
+	return keys
 }
 
 // openKeys reads FOCUSGATE_CLIENT_KEYS_FILE; nil when it is not set. The
@@ -35,7 +46,7 @@ func openKeys(cfg config.Config, log *slog.Logger, secrets *redact.Redactor) (*c
 	if err != nil {
 		return nil, fmt.Errorf("%sCLIENT_KEYS_FILE: %w", config.Prefix, err)
 	}
-	secrets.SetSecrets(append(f.Current().Secrets(), cfg.UpstreamAPIKey, cfg.RetrieverAPIKey, cfg.AnthropicAPIKey)...)
+	secrets.SetSecrets(append(f.Current().Secrets(), configuredKeys(cfg)...)...)
 	return f, nil
 }
 
@@ -57,7 +68,7 @@ func watchKeys(ctx context.Context, cfg config.Config, f *clientkeys.File, gatew
 		if err != nil {
 			return
 		}
-		secrets.SetSecrets(append(set.Secrets(), cfg.UpstreamAPIKey, cfg.RetrieverAPIKey, cfg.AnthropicAPIKey)...)
+		secrets.SetSecrets(append(set.Secrets(), configuredKeys(cfg)...)...)
 		gateway.KeysChanged(set.Names())
 	})
 	hup := make(chan os.Signal, 1)

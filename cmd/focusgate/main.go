@@ -31,8 +31,18 @@ func main() {
 	ctx = withHurry(ctx, hurry)
 	if err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "focusgate: %v\n", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is the exit status for an error of run: the one the error
+// carries (see inputError), else 1.
+func exitCode(err error) int {
+	var coded interface{ ExitCode() int }
+	if errors.As(err, &coded) {
+		return coded.ExitCode()
+	}
+	return 1
 }
 
 type hurryKey struct{}
@@ -56,7 +66,7 @@ const usage = `focusgate prunes the web pages that agents send to their model.
 Usage:
   focusgate [serve] [flags]      run the gateway
   focusgate prune [flags] [FILE] prune one observation (FILE or stdin) with the configured retriever
-  focusgate prune --request [--api chat|responses|messages] [flags] [FILE]
+  focusgate prune --request [--api chat|responses|messages|gemini] [flags] [FILE]
                                  run a whole request body through the gateway's pipeline: the bytes it
                                  would forward on stdout, the outcome on stderr
   focusgate eval [flags]         compare pruning strategies on recorded agent steps

@@ -20,29 +20,53 @@ import (
 // observation: the page is not lost in a pipeline, but the failure shows.
 var errFailedOpen = errors.New("the observation could not be pruned")
 
+// inputError is an error of the prune command that left it nothing to
+// print: bad flags or arguments, a configuration error, input it cannot
+// read, input over the cap. The command exits 2 for it, keeping 1 for
+// "failed open", when the input was printed unchanged, so that a script
+// can tell the two apart.
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
+// ExitCode is the process's exit status for the error.
+func (inputError) ExitCode() int { return 2 }
+
 // prunePage prunes one observation from a file or stdin with the configured
 // retriever: the page with its tree pruned on stdout, statistics on stderr.
 // With --request, the input is a whole request body instead (see
-// pruneRequest).
+// pruneRequest). Every error but errFailedOpen is an inputError.
 func prunePage(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := prunePageOrFail(ctx, args, getenv, stdin, stdout, stderr)
+	if err != nil && !errors.Is(err, errFailedOpen) && !errors.Is(err, flag.ErrHelp) {
+		return inputError{err}
+	}
+	return err
+}
+
+func prunePageOrFail(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var goal, history, model, api string
 	var request bool
-	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
+	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages|gemini] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
 		fs.StringVar(&goal, "goal", "", "the agent's goal at this step")
 		fs.StringVar(&history, "history", "", "what the agent did so far (optional)")
 		fs.StringVar(&model, "model", "gpt-4.1", "the action model, whose tokenizer counts the tokens")
 		fs.BoolVar(&request, "request", false, "the input is a whole request body: print exactly the bytes the gateway would forward, and the outcome on stderr")
-		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses or messages (default: told from the body's shape)")
+		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses, messages or gemini (default: told from the body's shape)")
 	})
 	if err != nil {
 		return err
 	}
-	name, page, err := readInput(fs, stdin, cfg.MaxBodyBytes)
+	// The command is its user's own client: each retriever is called with
+	// the user's key of the provider it speaks, where none is configured.
+	cfg = cfg.WithUserKeys(getenv)
+	name, page, err := readInput(ctx, fs, stdin, cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}
 	if request {
-		return pruneRequest(ctx, cfg, getenv, name, page, api, stdout, stderr)
+		return pruneRequest(ctx, cfg, name, page, api, stdout, stderr)
 	}
 	b, ok := detect.Page(string(page))
 	if !ok {
@@ -62,8 +86,6 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 		Mode:    focusgate.Mode(cfg.Mode),
 		Variant: focusgate.Variant(cfg.Prompt),
 		Model:   model,
-		// Without a configured key, a command-line user's own key serves.
-		APIKey: getenv("OPENAI_API_KEY"),
 	})
 
 	if _, err := fmt.Fprintf(stdout, "%s%s%s", page[:b.Start], res.Text, page[b.End:]); err != nil {
@@ -88,30 +110,54 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 // readInput reads FILE, the flag set's only argument, or stdin without one,
-// up to limit bytes.
-func readInput(fs *flag.FlagSet, stdin io.Reader, limit int64) (string, []byte, error) {
-	in, name := stdin, "stdin"
+// up to limit bytes. It gives up when ctx ends (SIGTERM): a FIFO that nobody
+// opens for writing, or a stdin nobody writes to, blocks in the kernel, so
+// the reading is left to a goroutine that the process's exit ends.
+func readInput(ctx context.Context, fs *flag.FlagSet, stdin io.Reader, limit int64) (string, []byte, error) {
+	name := "stdin"
 	switch fs.NArg() {
 	case 0:
 	case 1:
 		name = fs.Arg(0)
-		f, err := os.Open(name)
-		if err != nil {
-			return name, nil, err
-		}
-		defer f.Close()
-		in = f
 	default:
 		return name, nil, fmt.Errorf("prune takes at most one FILE, got %d", fs.NArg())
 	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	read := make(chan result, 1)
+	go func() {
+		data, err := readAll(name, fs.NArg() == 1, stdin, limit)
+		read <- result{data, err}
+	}()
+	select {
+	case r := <-read:
+		return name, r.data, r.err
+	case <-ctx.Done():
+		return name, nil, fmt.Errorf("reading %s: %w", name, context.Cause(ctx))
+	}
+}
+
+// readAll reads the file name (or stdin) whole, up to limit bytes.
+func readAll(name string, isFile bool, stdin io.Reader, limit int64) ([]byte, error) {
+	in := stdin
+	if isFile {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
 	data, err := io.ReadAll(io.LimitReader(in, limit+1))
 	if err != nil {
-		return name, nil, fmt.Errorf("reading %s: %w", name, err)
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	if int64(len(data)) > limit {
-		return name, nil, fmt.Errorf("%s is larger than %d bytes (FOCUSGATE_MAX_BODY_BYTES)", name, limit)
+		return nil, fmt.Errorf("%s is larger than %d bytes (FOCUSGATE_MAX_BODY_BYTES)", name, limit)
 	}
-	return name, data, nil
+	return data, nil
 }
 
 // pruneRequest runs a whole request body through the pipeline the gateway
@@ -121,7 +167,7 @@ func readInput(fs *flag.FlagSet, stdin io.Reader, limit int64) (string, []byte, 
 // the bytes the gateway would forward, stderr the outcome. Like the gateway,
 // it fails open: a body it cannot prune is printed as it came, and the
 // command then exits 1 if pruning failed (not if it was skipped).
-func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) string, name string, body []byte, api string, stdout, stderr io.Writer) error {
+func pruneRequest(ctx context.Context, cfg config.Config, name string, body []byte, api string, stdout, stderr io.Writer) error {
 	kind := detect.APIOf(body)
 	if api != "" {
 		var err error
@@ -135,12 +181,7 @@ func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) st
 		return err
 	}
 	defer pr.Close()
-	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{
-		API:  kind,
-		Body: body,
-		// Without a configured key, a command-line user's own key serves.
-		Credential: getenv("OPENAI_API_KEY"),
-	})
+	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{API: kind, Body: body})
 	if _, err := stdout.Write(out); err != nil {
 		return err
 	}

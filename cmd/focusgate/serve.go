@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
 	clientkeys "github.com/focusgate/focusgate/internal/keys"
@@ -51,26 +52,38 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	upstream, err := url.Parse(cfg.UpstreamURL)
-	if err != nil {
-		return fmt.Errorf("upstream URL: %w", err)
-	}
-	anthropic, err := url.Parse(cfg.AnthropicURL)
-	if err != nil {
-		return fmt.Errorf("the Anthropic URL: %w", err)
+	upstreams := map[string]proxy.Upstream{}
+	for _, p := range focusgate.Providers {
+		up := cfg.Upstream(p)
+		u, err := url.Parse(up.URL)
+		if err != nil {
+			return fmt.Errorf("%s%s: %w", config.Prefix, p.Settings.URL, err)
+		}
+		upstreams[p.Name] = proxy.Upstream{URL: u, APIKey: up.APIKey}
 	}
 
-	tracing, stopTracing, err := telemetry.Setup(getenv)
+	tracing, stopTracing, err := telemetry.Setup(getenv, log)
 	if err != nil {
 		return err
 	}
-	// Spans still buffered are sent once the last request is done.
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := stopTracing(ctx); err != nil {
-			log.Warn("could not send the last traces", "err", err)
+	// Spans still buffered are sent once the last request is done, within
+	// the grace period: a collector that never answers must not hold the
+	// process past FOCUSGATE_SHUTDOWN_TIMEOUT. When serving ends otherwise
+	// (start-up failed), they get a grace period of their own.
+	tracingStopped := false
+	flushTraces := func(ctx context.Context) {
+		if tracingStopped {
+			return
 		}
+		tracingStopped = true
+		if err := stopTracing(ctx); err != nil {
+			log.Warn("could not send the last traces within the grace period", "err", err)
+		}
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		flushTraces(ctx)
 	}()
 	pr, err := newPruning(cfg, log)
 	if err != nil {
@@ -86,9 +99,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		redisStats = pr.redis.Stats
 	}
 
+	split := newHoldout(cfg, registry, pr.prices, log)
 	var dashboard proxy.Dashboard
 	if cfg.UI {
 		dashboard = ui.New(ui.Options{
+			Holdout:     split.report(),
 			Capture:     cfg.UICapture,
 			MaxRequests: cfg.UIMaxRequests,
 			MaxBytes:    cfg.UIMaxBytes,
@@ -97,21 +112,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		})
 	}
 	gateway := proxy.New(proxy.Options{
-		Upstream:          upstream,
-		UpstreamAPIKey:    cfg.UpstreamAPIKey,
-		AnthropicUpstream: anthropic,
-		AnthropicAPIKey:   cfg.AnthropicAPIKey,
-		Keys:              gatewayKeys(clientKeys),
-		UpstreamTimeout:   cfg.UpstreamTimeout,
-		MaxBodyBytes:      cfg.MaxBodyBytes,
-		Pipeline:          pr.pipeline,
-		Tracing:           tracing,
-		Memory:            pr.memory,
-		Registry:          registry,
-		RedisStats:        redisStats,
-		Checks:            checks,
-		Dashboard:         dashboard,
-		Logger:            log,
+		Upstreams:       upstreams,
+		Keys:            gatewayKeys(clientKeys),
+		UpstreamTimeout: cfg.UpstreamTimeout,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		Pipeline:        pr.pipeline,
+		Tracing:         tracing,
+		Memory:          pr.memory,
+		Registry:        registry,
+		RedisStats:      redisStats,
+		Checks:          checks,
+		Dashboard:       dashboard,
+		Holdout:         split.gateway(),
+		Logger:          log,
 	})
 	if clientKeys != nil {
 		watchKeys(ctx, cfg, clientKeys, gateway, secrets)
@@ -131,10 +144,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	ln = proxy.Harden(srv, ln)
 	logEconomics(log, cfg, pr.prices)
-	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL), "anthropic", config.RedactURL(cfg.AnthropicURL),
+	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL), "anthropic", config.RedactURL(cfg.AnthropicURL), "gemini", config.RedactURL(cfg.GeminiURL),
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg),
 		"dashboard", dashboardState(cfg), "tracing", tracing)
 
+	if split != nil {
+		go split.Run(ctx)
+		// Conversations still open count as ended when the gateway stops.
+		defer split.Flush()
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -172,6 +190,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
+	flushTraces(graceCtx)
 	log.Info("focusgate stopped")
 	return nil
 }

@@ -96,7 +96,9 @@ func TestTracesOverOTLP(t *testing.T) {
 	retriever := newElementRetriever(t)
 	var upstreamTraceparent string
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		upstreamTraceparent = r.Header.Get("Traceparent")
+		if r.URL.Path == "/v1/chat/completions" {
+			upstreamTraceparent = r.Header.Get("Traceparent")
+		}
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{}`)
@@ -105,6 +107,7 @@ func TestTracesOverOTLP(t *testing.T) {
 	gw := startGateway(t, map[string]string{
 		"FOCUSGATE_UPSTREAM_URL":      upstream.URL + "/v1",
 		"FOCUSGATE_RETRIEVER_URL":     retriever.URL + "/v1",
+		"FOCUSGATE_GEMINI_URL":        upstream.URL,
 		"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL,
 	})
 	body, err := os.ReadFile("../../testdata/agents/playwright-mcp/chat/03-chat.json")
@@ -123,6 +126,11 @@ func TestTracesOverOTLP(t *testing.T) {
 	if st := resp.Header.Get("X-Focusgate-Status"); st != "pruned" {
 		t.Fatalf("status %q, want pruned", st)
 	}
+	gemini, err := http.Post(gw.URL+"/v1beta/models/gemini-2.5-flash:generateContent", "application/json", strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gemini.Body.Close()
 	// Shutting down sends the spans still buffered.
 	gw.stop()
 	gw.wait(t, time.Minute)
@@ -137,6 +145,14 @@ func TestTracesOverOTLP(t *testing.T) {
 	}
 	if st, _ := attr(s, "focusgate.status"); st != "pruned" {
 		t.Errorf("server span focusgate.status %q", st)
+	}
+	if route, _ := attr(s, "focusgate.route"); route != "chat" {
+		t.Errorf("server span focusgate.route %q, want chat", route)
+	}
+	if g := rcv.named("POST /v1beta/models/{model}:generateContent"); len(g) != 1 {
+		t.Errorf("%d server spans of the Gemini request, want 1", len(g))
+	} else if route, _ := attr(g[0], "focusgate.route"); route != "gemini" {
+		t.Errorf("the Gemini request's span: focusgate.route %q, want gemini", route)
 	}
 	if _, n := attr(s, "focusgate.tokens_before"); n <= 0 {
 		t.Error("server span has no tokens before")
@@ -160,7 +176,7 @@ func TestTracesOverOTLP(t *testing.T) {
 	}
 	var client *tracepb.Span
 	for _, sp := range rcv.named("POST") {
-		if sp.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+		if sp.Kind == tracepb.Span_SPAN_KIND_CLIENT && hex.EncodeToString(sp.TraceId) == traceID {
 			client = sp
 		}
 	}

@@ -44,6 +44,10 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 	if err != nil {
 		return nil, err
 	}
+	windows, err := loadWindows(cfg)
+	if err != nil {
+		return nil, err
+	}
 	p := &pruning{prices: prices, memory: budget.New(cfg.InspectBudget)}
 	var store cache.Store
 	if cfg.RedisURL == "" {
@@ -64,7 +68,11 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 	// them, and the cache (keys name the retriever model).
 	counter := prune.NewCounter(int(cfg.PageMemoBytes / 4))
 	selections := cache.New(store, log)
-	newPruner := func(r config.Retriever) *prune.Pruner {
+	newPruner := func(r config.Retriever) (*prune.Pruner, error) {
+		retriever, err := newRetriever(cfg, r)
+		if err != nil {
+			return nil, err
+		}
 		return prune.New(prune.Config{
 			RetrieverModel:   r.Model,
 			MinTokens:        cfg.MinTokens,
@@ -72,18 +80,29 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 			Counter:          counter,
 			PageKeyMemoBytes: int(cfg.PageMemoBytes / 4),
 			Logger:           log,
-		}, newRetriever(cfg, r), selections)
+		}, retriever, selections), nil
 	}
-	// Chat and Responses requests share a retriever; Messages requests
-	// have their own unless FOCUSGATE_RETRIEVER_URL names one for all.
-	openai, messages := cfg.RetrieverFor(focusgate.Chat), cfg.RetrieverFor(focusgate.Messages)
-	p.pruner = newPruner(openai)
-	forMessages, same := p.pruner, messages
-	if same.ClientKey = openai.ClientKey; same != openai {
-		forMessages = newPruner(messages)
-	}
-	byAPI := map[focusgate.API]pipeline.Retrieval{
-		focusgate.Messages: {Pruner: forMessages, RetrieverModel: messages.Model, ClientKey: messages.ClientKey},
+	// Each API's requests are pruned by the retriever RetrieverFor names;
+	// APIs whose retrievers are the same share one pruner. Whether the
+	// client's credential may serve is each API's own (it never goes to
+	// another provider's retriever).
+	byAPI := map[focusgate.API]pipeline.Retrieval{}
+	pruners := map[config.Retriever]*prune.Pruner{}
+	for _, api := range focusgate.APIs {
+		r := cfg.RetrieverFor(api)
+		shared := r
+		shared.ClientKey = false
+		pr, ok := pruners[shared]
+		if !ok {
+			if pr, err = newPruner(r); err != nil {
+				return nil, err
+			}
+			pruners[shared] = pr
+		}
+		byAPI[api] = pipeline.Retrieval{Pruner: pr, RetrieverModel: r.Model, ClientKey: r.ClientKey}
+		if api == focusgate.Chat {
+			p.pruner = pr
+		}
 	}
 	p.pipeline = pipeline.New(pipeline.Options{
 		Pruner:            p.pruner,
@@ -96,6 +115,7 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 		Budget:            cfg.RetrieverTimeout,
 		Memory:            p.memory,
 		Prices:            prices,
+		Windows:           windows,
 		RetrieverModel:    cfg.RetrieverModel,
 		SkipUneconomic:    cfg.SkipUneconomic,
 		ExpectedReduction: cfg.ExpectedReduction,
@@ -122,23 +142,36 @@ func (p *pruning) Close() error {
 // loadPrices builds the price table: the built-in one, then
 // FOCUSGATE_PRICES_FILE, then FOCUSGATE_PRICES.
 func loadPrices(cfg config.Config) (*pricing.Table, error) {
-	prices := pricing.Default()
-	if cfg.PricesFile != "" {
-		data, err := os.ReadFile(cfg.PricesFile)
+	return overridden(pricing.Default(), (*pricing.Table).Override, "PRICES", cfg.PricesFile, cfg.Prices)
+}
+
+// loadWindows builds the context-window table: the built-in one, then
+// FOCUSGATE_CONTEXT_WINDOWS_FILE, then FOCUSGATE_CONTEXT_WINDOWS.
+func loadWindows(cfg config.Config) (*pricing.Windows, error) {
+	return overridden(pricing.DefaultWindows(), (*pricing.Windows).Override, "CONTEXT_WINDOWS", cfg.ContextWindowsFile, cfg.ContextWindows)
+}
+
+// overridden applies to a built-in table the JSON of the file named by the
+// variable NAME_FILE, then the JSON of the variable NAME itself, naming the
+// variable in any error.
+func overridden[T any](table T, override func(T, []byte) (T, error), name, file, inline string) (T, error) {
+	var zero T
+	if file != "" {
+		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, fmt.Errorf("%sPRICES_FILE: %w", config.Prefix, err)
+			return zero, fmt.Errorf("%s%s_FILE: %w", config.Prefix, name, err)
 		}
-		if prices, err = prices.Override(data); err != nil {
-			return nil, fmt.Errorf("%sPRICES_FILE %s: %w", config.Prefix, cfg.PricesFile, err)
+		if table, err = override(table, data); err != nil {
+			return zero, fmt.Errorf("%s%s_FILE %s: %w", config.Prefix, name, file, err)
 		}
 	}
-	if cfg.Prices != "" {
+	if inline != "" {
 		var err error
-		if prices, err = prices.Override([]byte(cfg.Prices)); err != nil {
-			return nil, fmt.Errorf("%sPRICES: %w", config.Prefix, err)
+		if table, err = override(table, []byte(inline)); err != nil {
+			return zero, fmt.Errorf("%s%s: %w", config.Prefix, name, err)
 		}
 	}
-	return prices, nil
+	return table, nil
 }
 
 // logEconomics says at start-up which action models pruning can pay for with
@@ -175,7 +208,7 @@ func logEconomics(log *slog.Logger, cfg config.Config, prices *pricing.Table) {
 
 // newRetriever is the retriever r describes, called with its key (empty:
 // each call uses the key its query carries).
-func newRetriever(cfg config.Config, r config.Retriever) prune.Retriever {
+func newRetriever(cfg config.Config, r config.Retriever) (prune.Retriever, error) {
 	rc := prune.RetrieverConfig{
 		BaseURL:    r.URL,
 		APIKey:     r.Key,
@@ -184,10 +217,11 @@ func newRetriever(cfg config.Config, r config.Retriever) prune.Retriever {
 		MaxTokens:  cfg.MaxAnswerTokens,
 		HTTPClient: &http.Client{Transport: retrieverTransport()},
 	}
-	if r.API == config.RetrieverAnthropic {
-		return prune.NewAnthropicRetriever(rc)
+	retriever, err := prune.NewRetriever(r.API, rc)
+	if err != nil {
+		return nil, fmt.Errorf("%sRETRIEVER_API: %w", config.Prefix, err)
 	}
-	return prune.NewOpenAIRetriever(rc)
+	return retriever, nil
 }
 
 // retrieverTransport bounds connection set-up; the whole call is bounded by

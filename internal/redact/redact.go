@@ -4,8 +4,9 @@
 // the log; so does anything a client put where a key does not belong.
 //
 // It is the one place that knows what a key looks like: OpenAI-style tokens
-// ("sk-…", "sk-proj-…", masked "sk-abc***xyz"), bearer credentials, and the
-// keys focusgate itself is configured with.
+// ("sk-…", "sk-proj-…", masked "sk-abc***xyz"), Google API keys ("AIza…")
+// and OAuth access tokens ("ya29.…"), bearer credentials, and the keys
+// focusgate itself is configured with.
 package redact
 
 import (
@@ -25,6 +26,9 @@ var (
 	// keyLike matches OpenAI-style secret keys, masked or not: sk-, then
 	// key characters and the "*" or "…" of a masked key.
 	keyLike = regexp.MustCompile(`\bsk-[A-Za-z0-9_\-*…]{3,}`)
+	// googleKey matches Google API keys (Gemini's) and Google OAuth access
+	// tokens (Vertex AI's).
+	googleKey = regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{8,}|\bya29\.[0-9A-Za-z_\-.]{8,}`)
 	// bearer matches a credential after the Bearer scheme.
 	bearer = regexp.MustCompile(`(?i)\b(bearer)\s+[^\s"',;]+`)
 )
@@ -74,6 +78,9 @@ func (r *Redactor) String(s string) string {
 	}
 	if strings.Contains(s, "sk-") {
 		s = keyLike.ReplaceAllLiteralString(s, Mask)
+	}
+	if strings.Contains(s, "AIza") || strings.Contains(s, "ya29.") {
+		s = googleKey.ReplaceAllLiteralString(s, Mask)
 	}
 	if strings.Contains(s, "earer") || strings.Contains(s, "EARER") {
 		s = bearer.ReplaceAllString(s, "${1} "+Mask)

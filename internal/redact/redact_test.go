@@ -19,6 +19,8 @@ func TestString(t *testing.T) {
 		{"Incorrect API key provided: sk-abc12***************wxyz. You can find", "Incorrect API key provided: [REDACTED]. You can find"},
 		{"masked sk-proj-ab…wxyz end", "masked [REDACTED] end"},
 		{`{"key":"sk-ant-api03-AAAA"}`, `{"key":"[REDACTED]"}`},
+		{"API key not valid: AIzaSyA1b2C3d4E5f6G7h8I9j0K_lmnopqrstu-v. Please pass a valid API key.", "API key not valid: [REDACTED]. Please pass a valid API key."},
+		{"token ya29.a0AfH6SMBx-abc_DEF.123 expired", "token [REDACTED] expired"},
 		{"Authorization: Bearer " + configured, "Authorization: Bearer [REDACTED]"},
 		{"authorization: bearer abc.def.ghi, next", "authorization: bearer [REDACTED], next"},
 		{"the key " + configured + " is unknown", "the key [REDACTED] is unknown"},

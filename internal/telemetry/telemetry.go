@@ -8,9 +8,13 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -25,21 +29,27 @@ import (
 // endpoint. It reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as given),
 // else OTEL_EXPORTER_OTLP_ENDPOINT (with /v1/traces appended),
 // OTEL_EXPORTER_OTLP_HEADERS (k=v,k2=v2) and OTEL_SERVICE_NAME (default
-// focusgate). on is false when tracing stays off. shutdown flushes the spans
-// still buffered and puts the previous provider back; call it once the last
-// request is done.
-func Setup(getenv func(string) string) (on bool, shutdown func(context.Context) error, err error) {
-	endpoint := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+// focusgate); an endpoint that is not an http or https URL is an error
+// naming its variable. OpenTelemetry's errors (a failed export) go to log,
+// at most one line per 30 seconds. on is false when tracing stays
+// off. shutdown flushes the spans still buffered, giving up when its
+// context ends, and puts the previous provider and error handler back; call
+// it once the last request is done.
+func Setup(getenv func(string) string, log *slog.Logger) (on bool, shutdown func(context.Context) error, err error) {
+	variable := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	endpoint := getenv(variable)
 	if endpoint == "" {
-		if base := getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); base != "" {
-			endpoint = strings.TrimSuffix(base, "/") + "/v1/traces"
-		}
+		variable = "OTEL_EXPORTER_OTLP_ENDPOINT"
+		endpoint = getenv(variable)
 	}
 	if endpoint == "" {
 		return false, func(context.Context) error { return nil }, nil
 	}
-	if _, err := url.Parse(endpoint); err != nil {
-		return false, nil, fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)
+	if err := checkEndpoint(endpoint); err != nil {
+		return false, nil, fmt.Errorf("%s: %w", variable, err)
+	}
+	if variable == "OTEL_EXPORTER_OTLP_ENDPOINT" {
+		endpoint = strings.TrimSuffix(endpoint, "/") + "/v1/traces"
 	}
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(endpoint)}
 	if h := parseHeaders(getenv("OTEL_EXPORTER_OTLP_HEADERS")); len(h) > 0 {
@@ -59,13 +69,15 @@ func Setup(getenv func(string) string) (on bool, shutdown func(context.Context) 
 		// A trace its caller sampled is recorded; one that starts here is.
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 	)
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	prevTP, prevProp, prevErrs := otel.GetTracerProvider(), otel.GetTextMapPropagator(), otel.GetErrorHandler()
+	otel.SetErrorHandler(newErrorLog(log, errorLogInterval, time.Now))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return true, func(ctx context.Context) error {
 		defer func() {
 			otel.SetTracerProvider(prevTP)
 			otel.SetTextMapPropagator(prevProp)
+			otel.SetErrorHandler(prevErrs)
 		}()
 		return tp.Shutdown(ctx)
 	}, nil
@@ -86,4 +98,65 @@ func parseHeaders(s string) map[string]string {
 		h[strings.TrimSpace(k)] = v
 	}
 	return h
+}
+
+// checkEndpoint accepts an http or https URL with a host: the exporter would
+// otherwise start and fail every export (a bare "host:port" parses as a URL
+// of scheme "host").
+func checkEndpoint(endpoint string) error {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		// Not url.Error's text, which quotes the value (and a password
+		// in it).
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("not a URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return fmt.Errorf("want an http:// or https:// URL with a host, e.g. http://otel-collector:4318, got scheme %q and host %q", u.Scheme, u.Host)
+	}
+	return nil
+}
+
+// errorLogInterval is the least time between two log lines about
+// OpenTelemetry errors: a collector that is down fails every export, and
+// one line says so as well as hundreds.
+const errorLogInterval = 30 * time.Second
+
+// errorLog is OpenTelemetry's error handler: it logs an error at warning
+// level, then at most one more per interval, saying how many were left out
+// in between.
+type errorLog struct {
+	log   *slog.Logger
+	every time.Duration
+	now   func() time.Time
+
+	mu         sync.Mutex
+	last       time.Time // of the last line; zero before the first
+	suppressed int
+}
+
+var _ otel.ErrorHandler = (*errorLog)(nil)
+
+func newErrorLog(log *slog.Logger, every time.Duration, now func() time.Time) *errorLog {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &errorLog{log: log, every: every, now: now}
+}
+
+// Handle implements otel.ErrorHandler.
+func (l *errorLog) Handle(err error) {
+	l.mu.Lock()
+	now := l.now()
+	if !l.last.IsZero() && now.Sub(l.last) < l.every {
+		l.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	suppressed := l.suppressed
+	l.last, l.suppressed = now, 0
+	l.mu.Unlock()
+	l.log.Warn("OpenTelemetry error (traces may be lost)", "err", err, "not_logged_since_last", suppressed, "log_interval", l.every)
 }

@@ -69,7 +69,7 @@ const labels = {
   requests: "requests inspected", pruned: "pruned", skipped: "skipped", failed_open: "failed open",
   tokens: "observation tokens before → after", reduction: "tokens removed", net_usd: "saved, net of retriever",
   cache: "cache hit rate", latency: "retriever p50 / p95", flagged: "injection lines flagged",
-  relook: "re-look rate",
+  relook: "re-look rate", rescues: "context-window rescues", arm_pruned: "conversations pruned", arm_holdout: "conversations held out (whole)",
 };
 
 function periodCard(title, id, p) {
@@ -87,6 +87,7 @@ function periodCard(title, id, p) {
       stat("latency", fmtMs(p.retriever_p50_ms) + " / " + fmtMs(p.retriever_p95_ms)),
       stat("flagged", fmtInt(p.flagged)),
       stat("relook", p.relook_rate == null ? "–" : fmtPct(p.relook_rate), fmtInt(p.relooks) + " re-looks · " + fmtInt(p.pruned_pages) + " pages pruned"),
+      stat("rescues", fmtInt(p.rescued), fmtInt(p.still_too_long) + " still too long · " + fmtInt(p.nothing_to_prune) + " nothing to prune"),
     ),
     p.reasons.length ? h("ul", { class: "reasons" }, p.reasons.map((r) => h("li", { class: "reason st-" + r.status, text: statusText(r.status, r.reason) + " × " + r.count }))) : null,
   );
@@ -140,6 +141,63 @@ function breakdown(title, id, rows) {
         h("td", { class: "num", title: `${r.relooks} re-looks after ${r.pruned_pages} pruned pages`, text: r.relook_rate == null ? "–" : fmtPct(r.relook_rate) })))))));
 }
 
+// ---- holdout ------------------------------------------------------------------
+
+// fmtFigure writes one compared figure in its own unit.
+function fmtFigure(name, v) {
+  if (v === null || v === undefined) return "–";
+  switch (name) {
+    case "usd": return fmtUSD(v);
+    case "repeat_share": return fmtPct(v);
+    case "steps": case "errors": return v.toFixed(2);
+    default: return fmtInt(Math.round(v));
+  }
+}
+function fmtDiff(name, v) { return (v > 0 ? "+" : v < 0 ? "−" : "") + fmtFigure(name, Math.abs(v)); }
+
+const verdicts = {
+  lower: "pruning lowers it", higher: "pruning raises it",
+  unclear: "not yet clear", "too few": "too few conversations",
+};
+
+function verdictText(m) {
+  let t = verdicts[m.verdict] || m.verdict;
+  if (m.verdict === "unclear") t += m.more >= 0 ? ` · about ${fmtInt(m.more)} more conversations` : " · no difference so far";
+  return t;
+}
+
+function comparisonTable(id, metrics) {
+  return h("div", { class: "tablewrap" }, h("table", { id, class: "compare" },
+    h("thead", {}, h("tr", {}, ["figure", "pruned", "holdout (whole)", "difference", "95% interval", "verdict"].map((c, i) => h("th", { class: i && i < 5 ? "num" : "", text: c })))),
+    h("tbody", {}, metrics.map((m) => h("tr", { "data-metric": m.name, class: "v-" + m.verdict.replace(" ", "-") },
+      h("td", { text: m.label }),
+      h("td", { class: "num", text: m.n[0] ? fmtFigure(m.name, m.pruned) : "–" }),
+      h("td", { class: "num", text: m.n[1] ? fmtFigure(m.name, m.holdout) : "–" }),
+      h("td", { class: "num", text: fmtDiff(m.name, m.diff) + (m.relative != null ? ` (${m.relative > 0 ? "+" : ""}${fmtPct(m.relative)})` : "") }),
+      h("td", { class: "num", text: m.verdict === "too few" ? "–" : fmtDiff(m.name, m.low) + " … " + fmtDiff(m.name, m.high) }),
+      h("td", { class: "verdict", text: verdictText(m) }))))));
+}
+
+function holdoutCard(r) {
+  const [pruned, held] = r.arms;
+  const groups = (title, id, list) => list.length ? h("div", { id },
+    h("h3", { text: title }),
+    list.map((g) => h("details", { class: "group", "data-name": g.name },
+      h("summary", { text: `${g.name}: ${fmtInt(g.conversations[0])} pruned · ${fmtInt(g.conversations[1])} whole` }),
+      comparisonTable(id + "-" + g.name, g.metrics)))) : null;
+  return h("section", { class: "card", id: "holdout" },
+    h("h2", { text: "Pruned and whole conversations side by side" }),
+    h("p", { class: "muted", id: "holdout-note", text: `${fmtPct(r.share)} of conversations are held out (FOCUSGATE_HOLDOUT): sent whole, at full price. ` +
+      "Their column is what the same traffic costs without pruning; savings elsewhere on this page are the pruned arm's only. " +
+      "A conversation counts once it has gone quiet; differences are pruned minus holdout, per conversation." }),
+    h("div", { class: "stats" },
+      stat("arm_pruned", fmtInt(pruned.conversations), fmtInt(pruned.steps) + " steps"),
+      stat("arm_holdout", fmtInt(held.conversations), fmtInt(held.steps) + " steps")),
+    comparisonTable("holdout-all", r.metrics),
+    groups("By action model", "holdout-models", r.by_model || []),
+    groups("By agent", "holdout-agents", r.by_agent || []));
+}
+
 async function showOverview() {
   const o = await getJSON("/ui/api/overview");
   setCapture(o.capture);
@@ -147,6 +205,7 @@ async function showOverview() {
     h("h1", { text: "Overview" }),
     h("p", { class: "muted", text: `Since ${new Date(o.started).toLocaleString("en-GB")} · ${fmtInt(o.ring.requests)} recent requests in memory (${(o.ring.bytes / 1048576).toFixed(1)} of ${(o.ring.max_bytes / 1048576).toFixed(0)} MiB, at most ${fmtInt(o.ring.max_requests)})` }),
     h("div", { class: "periods" }, periodCard("Since start", "total", o.total), periodCard("Last hour", "hour", o.hour)),
+    o.holdout ? holdoutCard(o.holdout) : null,
     chart(o.series),
     breakdown("By action model", "models", o.models),
     o.keys.length ? breakdown("By gateway key", "keys", o.keys) : null,

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/focusgate/focusgate/holdout"
+	"github.com/focusgate/focusgate/internal/redistest"
+)
+
+// usageOpenAI plays the action model and reports a token of input for every
+// four bytes it received, so that a pruned request reports fewer tokens
+// than a whole one.
+func usageOpenAI(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"click('a12')"},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":12,"total_tokens":%d}}`, len(body)/4, len(body)/4+12)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// holdoutGateway runs the gateway with half of its conversations held out,
+// and sends it conversations of two steps each on the shopping page, each
+// with a goal of its own. It returns the gateway and how many conversations
+// it sent.
+func holdoutGateway(t *testing.T) (*process, int) {
+	t.Helper()
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":      usageOpenAI(t).URL + "/v1",
+		"FOCUSGATE_RETRIEVER_URL":     defenderRetriever(t).URL + "/v1",
+		"FOCUSGATE_RETRIEVER_API_KEY": "sk-retriever-secret",
+		"FOCUSGATE_PROMPT":            "defender",
+		"FOCUSGATE_HOLDOUT":           "0.5",
+		// One conversation followed at a time: each new one ends the one
+		// before, so that conversations end when the test says, not
+		// after a quiet time.
+		"FOCUSGATE_HOLDOUT_MAX_OPEN": "1",
+	})
+	const conversations = 30
+	for i := range conversations {
+		body := pageRequest(t, fmt.Sprintf("List out reviewers, if exist, who mention about ear cups being small (customer %d)", i))
+		for range 2 {
+			send(t, gw.URL, body)
+		}
+	}
+	// A last conversation ends the thirtieth, and stays open itself.
+	send(t, gw.URL, []byte(`{"model":"gpt-4.1","messages":[{"role":"user","content":"Anything else?"}]}`))
+	return gw, conversations
+}
+
+// holdoutOverview reads the dashboard's data once the conversations of all
+// the given steps have ended: no sleep, the test polls until the gateway
+// says so.
+func holdoutOverview(t *testing.T, gw *process, steps int) holdout.Report {
+	t.Helper()
+	var r holdout.Report
+	gw.logs.WaitUntil(t, "every conversation counted", func(string) bool {
+		resp, err := http.Get(gw.URL + "/ui/api/overview")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var o struct{ Holdout *holdout.Report }
+		if json.NewDecoder(resp.Body).Decode(&o) != nil || o.Holdout == nil {
+			return false
+		}
+		r = *o.Holdout
+		return r.Arms[0].Steps+r.Arms[1].Steps == steps
+	})
+	return r
+}
+
+// With FOCUSGATE_HOLDOUT, the overview shows the two arms side by side: what
+// a conversation costs and how many steps it takes in each, the difference
+// with its interval, and the honesty note. A real headless Chromium reads
+// it.
+func TestHoldoutOnTheDashboard(t *testing.T) {
+	gw, n := holdoutGateway(t)
+	r := holdoutOverview(t, gw, 2*n)
+	if r.Arms[0].Conversations == 0 || r.Arms[1].Conversations == 0 {
+		t.Fatalf("arms %+v: want conversations in both", r.Arms)
+	}
+	ctx := browser(t)
+	dir := artifacts(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(gw.URL+"/ui")); err != nil {
+		t.Fatal(err)
+	}
+	textOf(t, ctx, `#holdout [data-k=arm_pruned] .v`, fmt.Sprint(r.Arms[0].Conversations))
+	textOf(t, ctx, `#holdout [data-k=arm_holdout] .v`, fmt.Sprint(r.Arms[1].Conversations))
+	textOf(t, ctx, `#holdout-note`, "50.0% of conversations are held out")
+	textOf(t, ctx, `#holdout-note`, "savings elsewhere on this page are the pruned arm's only")
+	// Every conversation took two steps in either arm: no difference, and
+	// none to measure.
+	textOf(t, ctx, `#holdout-all tr[data-metric=steps]`, "2.00")
+	textOf(t, ctx, `#holdout-all tr[data-metric=steps] .verdict`, "not yet clear · no difference so far")
+	// The pruned arm read fewer tokens and cost less, retriever included,
+	// beyond doubt.
+	textOf(t, ctx, `#holdout-all tr[data-metric=input_tokens] .verdict`, "pruning lowers it")
+	textOf(t, ctx, `#holdout-all tr[data-metric=usd] .verdict`, "pruning lowers it")
+	tokens := texts(t, ctx, `#holdout-all tr[data-metric=input_tokens] td`)
+	if len(tokens) != 6 || !strings.HasPrefix(tokens[3], "−") {
+		t.Errorf("the input tokens row reads %q: want a negative difference", tokens)
+	}
+	// Two steps of a whole page versus two steps of a pruned one: the
+	// holdout's figure is what the same traffic costs unpruned.
+	for _, m := range r.Metrics {
+		if m.Name == "input_tokens" && (m.Holdout <= m.Pruned || m.Low >= m.High) {
+			t.Errorf("input tokens: %+v", m)
+		}
+	}
+	// Per action model: one model, with conversations enough in both arms.
+	click(t, ctx, `#holdout-models details summary`)
+	textOf(t, ctx, `#holdout-models details[open] summary`, "gpt-4.1-2025-04-14")
+	textOf(t, ctx, `#holdout-models details[open] tr[data-metric=input_tokens] .verdict`, "pruning lowers it")
+	screenshot(t, ctx, dir, "holdout.png")
+
+	// The same figures offline, from the conversation lines of the log.
+	log := filepath.Join(t.TempDir(), "gateway.log")
+	if err := os.WriteFile(log, []byte(gw.logs.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"focusgate", "eval", "--conversations", log, "--json"}, func(string) string { return "" }, nil, &out, &errOut); err != nil {
+		t.Fatalf("eval --conversations: %v\n%s", err, errOut.String())
+	}
+	var offline holdout.Report
+	if err := json.Unmarshal(out.Bytes(), &offline); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(offline.Arms) != fmt.Sprint(r.Arms) {
+		t.Errorf("offline arms %+v, dashboard %+v", offline.Arms, r.Arms)
+	}
+	for i, m := range offline.Metrics {
+		d := r.Metrics[i]
+		if m.Name != d.Name || m.Verdict != d.Verdict || !near(m.Pruned, d.Pruned) || !near(m.Holdout, d.Holdout) || !near(m.Low, d.Low) {
+			t.Errorf("offline %s: %+v\ndashboard: %+v", m.Name, m, d)
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"focusgate", "eval", "--conversations", log}, func(string) string { return "" }, nil, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"held out and sent whole", "input tokens per conversation", "pruning: lower"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// near compares figures that went through a log line: dollars are logged
+// with all their digits, but summed in another order.
+func near(a, b float64) bool {
+	d := a - b
+	if d < 0 {
+		d = -d
+	}
+	return d <= 1e-9*max(1, a, -a)
+}
+
+// Two gateways with the same FOCUSGATE_HOLDOUT_KEY, sharing one Redis or
+// nothing, serve the recorded runs of real agents in turns (one request
+// here, the next there): every request of a run is in the same arm.
+func TestReplicasKeepEachRunInOneArm(t *testing.T) {
+	for _, shared := range []string{"none", "redis"} {
+		t.Run(shared, func(t *testing.T) {
+			up := usageOpenAI(t)
+			redisURL := ""
+			if shared == "redis" {
+				redisURL = redistest.Start(t).URL()
+			}
+			env := func() map[string]string {
+				e := map[string]string{
+					"FOCUSGATE_UPSTREAM_URL":  up.URL + "/v1",
+					"FOCUSGATE_ANTHROPIC_URL": up.URL,
+					"FOCUSGATE_MODE":          "off", // the arm is decided before pruning, which is not needed here
+					"FOCUSGATE_HOLDOUT":       "0.5",
+					"FOCUSGATE_HOLDOUT_KEY":   "our-team-split",
+				}
+				if shared == "redis" {
+					e["FOCUSGATE_REDIS_URL"] = redisURL
+					e["FOCUSGATE_REDIS_TIMEOUT"] = redistest.CallTimeout.String()
+				}
+				return e
+			}
+			replicas := []*process{startGateway(t, env()), startGateway(t, env())}
+			dirs, _ := filepath.Glob("../../testdata/agents/*/*")
+			arms := map[bool]int{}
+			for _, dir := range dirs {
+				files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+				// Stagehand's calls are conversations of their own; a body
+				// sized by count_tokens is no step; Gemini's paths name
+				// their model, which this test does not know.
+				files = slices.DeleteFunc(files, func(f string) bool { return strings.Contains(f, "count_tokens") })
+				if len(files) < 2 || strings.Contains(dir, "stagehand") || slices.ContainsFunc(files, func(f string) bool { return strings.Contains(f, "GenerateContent") }) {
+					continue
+				}
+				slices.Sort(files)
+				var statuses []string
+				for i, f := range files {
+					body, err := os.ReadFile(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					path := "/v1/chat/completions"
+					switch base := filepath.Base(f); {
+					case strings.Contains(base, "responses"):
+						path = "/v1/responses"
+					case strings.Contains(base, "messages"):
+						path = "/v1/messages"
+					}
+					resp, err := http.Post(replicas[i%2].URL+path, "application/json", bytes.NewReader(body))
+					if err != nil {
+						t.Fatal(err)
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					statuses = append(statuses, resp.Header.Get("X-Focusgate-Status"))
+				}
+				held := statuses[0] == "skipped; reason=holdout"
+				arms[held]++
+				for i, st := range statuses {
+					if (st == "skipped; reason=holdout") != held {
+						t.Errorf("%s: request %d is %q, the first was %q", dir, i+1, st, statuses[0])
+					}
+				}
+			}
+			if arms[true]+arms[false] < 10 {
+				t.Errorf("only %d runs replayed", arms[true]+arms[false])
+			}
+			t.Logf("%d runs held out, %d pruned", arms[true], arms[false])
+		})
+	}
+}

@@ -1,0 +1,303 @@
+package holdout
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sync"
+)
+
+// The figures compared per conversation, in the order they are reported.
+const (
+	mSteps = iota
+	mInput
+	mInputPerStep
+	mCacheRead
+	mUSD
+	mRepeatShare
+	mErrors
+	numMetrics
+)
+
+// metricInfo names each compared figure for the report.
+var metricInfo = [numMetrics]struct{ name, label string }{
+	mSteps:        {"steps", "steps per conversation"},
+	mInput:        {"input_tokens", "input tokens per conversation"},
+	mInputPerStep: {"input_tokens_per_step", "input tokens per step"},
+	mCacheRead:    {"cache_read_tokens", "cache reads per conversation (tokens)"},
+	mUSD:          {"usd", "dollars per conversation (action model and retriever)"},
+	mRepeatShare:  {"repeat_share", "share of steps that repeat a page"},
+	mErrors:       {"errors", "upstream errors per conversation"},
+}
+
+// values are the figures of c, one per metric; ok is false for a figure
+// the conversation does not have (dollars of a model without a price).
+func values(c Conversation) (v [numMetrics]float64, ok [numMetrics]bool) {
+	for i := range ok {
+		ok[i] = true
+	}
+	steps := float64(max(c.Steps, 1))
+	v[mSteps] = float64(c.Steps)
+	v[mInput] = float64(c.InputTokens)
+	v[mInputPerStep] = float64(c.InputTokens) / steps
+	v[mCacheRead] = float64(c.CacheReadTokens)
+	v[mUSD], ok[mUSD] = c.USD, c.Priced
+	v[mRepeatShare] = float64(c.RepeatSteps) / steps
+	v[mErrors] = float64(c.Errors)
+	return v, ok
+}
+
+// stat is a running mean and variance (Welford's method).
+type stat struct {
+	N    int
+	Mean float64
+	m2   float64
+}
+
+func (s *stat) add(x float64) {
+	s.N++
+	d := x - s.Mean
+	s.Mean += d / float64(s.N)
+	s.m2 += d * (x - s.Mean)
+}
+
+// variance is the sample variance; zero below two values. Rounding can
+// leave m2 a hair below zero, which would make the interval NaN and the
+// dashboard's JSON unwritable.
+func (s stat) variance() float64 {
+	if s.N < 2 {
+		return 0
+	}
+	return max(0, s.m2/float64(s.N-1))
+}
+
+// arm is what is known of one arm's conversations.
+type arm struct {
+	conversations, steps int
+	metrics              [numMetrics]stat
+}
+
+func (a *arm) add(c Conversation) {
+	a.conversations++
+	a.steps += c.Steps
+	v, ok := values(c)
+	for i := range v {
+		if ok[i] {
+			a.metrics[i].add(v[i])
+		}
+	}
+}
+
+// pair is the two arms of one comparison: all traffic, or one model's or
+// agent's.
+type pair [2]arm
+
+// Tally sums up the conversations that ended, per arm, overall and per model
+// and agent, for the dashboard and `focusgate eval`. It is a Sink, and safe
+// for concurrent use.
+type Tally struct {
+	share float64
+
+	mu     sync.Mutex
+	all    pair
+	groups [2]map[string]*pair // by model, then by agent
+}
+
+// maxGroups bounds the models and agents a Tally tells apart; later names
+// are summed as "other".
+const maxGroups = 50
+
+// MinGroupConversations is how many conversations each arm of a model or an
+// agent needs before its comparison is reported: with fewer, the interval is
+// too wide to say anything.
+const MinGroupConversations = 10
+
+// NewTally returns a Tally for a holdout of the given share (reported as is).
+func NewTally(share float64) *Tally {
+	return &Tally{share: share, groups: [2]map[string]*pair{{}, {}}}
+}
+
+// End adds a conversation that ended.
+func (t *Tally) End(c Conversation) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.all[c.Arm].add(c)
+	for kind, name := range [2]string{c.Model, c.Agent} {
+		if name == "" {
+			name = "unknown"
+		}
+		g := t.groups[kind]
+		p, ok := g[name]
+		if !ok && len(g) >= maxGroups {
+			name = "other"
+			p, ok = g[name]
+		}
+		if !ok {
+			p = &pair{}
+			g[name] = p
+		}
+		p[c.Arm].add(c)
+	}
+}
+
+// Report is the comparison of the two arms, as the dashboard shows it and
+// `focusgate eval --conversations` prints it.
+type Report struct {
+	// Share is the configured holdout share.
+	Share float64    `json:"share"`
+	Arms  []ArmTotal `json:"arms"`
+	// Metrics compare the arms over all conversations.
+	Metrics []Comparison `json:"metrics"`
+	// ByModel and ByAgent compare them per action model and per agent,
+	// for those with at least MinGroupConversations in each arm.
+	ByModel []Group `json:"by_model"`
+	ByAgent []Group `json:"by_agent"`
+}
+
+// ArmTotal counts one arm's conversations and their steps.
+type ArmTotal struct {
+	Arm           string `json:"arm"`
+	Conversations int    `json:"conversations"`
+	Steps         int    `json:"steps"`
+}
+
+// Comparison is one figure in both arms: the mean per conversation of each,
+// the difference pruned minus holdout with its 95% confidence interval, and
+// what that says.
+type Comparison struct {
+	Name    string  `json:"name"`
+	Label   string  `json:"label"`
+	Pruned  float64 `json:"pruned"`
+	Holdout float64 `json:"holdout"`
+	// N is how many conversations each arm has of this figure.
+	N [2]int `json:"n"`
+	// Diff is Pruned − Holdout; Low and High bound it at 95% (Welch's
+	// interval). Relative is Diff over Holdout, when Holdout is not zero.
+	Diff     float64  `json:"diff"`
+	Low      float64  `json:"low"`
+	High     float64  `json:"high"`
+	Relative *float64 `json:"relative,omitempty"`
+	// Verdict is "lower" or "higher" (the pruned arm's figure, when the
+	// interval excludes zero), "unclear", or "too few" (fewer than two
+	// conversations in an arm).
+	Verdict string `json:"verdict"`
+	// More is, when the verdict is unclear, about how many more
+	// conversations (both arms, at the current split) would make an
+	// interval as narrow as the observed difference; -1 when it cannot be
+	// told (no difference and no spread).
+	More int `json:"more"`
+}
+
+// Group is the comparison of one model's or agent's conversations.
+type Group struct {
+	Name          string       `json:"name"`
+	Conversations [2]int       `json:"conversations"`
+	Metrics       []Comparison `json:"metrics"`
+}
+
+// Report compares the arms as they stand.
+func (t *Tally) Report() Report {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := Report{Share: t.share, Metrics: compare(t.all)}
+	for _, a := range Arms {
+		r.Arms = append(r.Arms, ArmTotal{Arm: a.String(), Conversations: t.all[a].conversations, Steps: t.all[a].steps})
+	}
+	for kind, out := range [2]*[]Group{&r.ByModel, &r.ByAgent} {
+		for name, p := range t.groups[kind] {
+			if p[Pruned].conversations < MinGroupConversations || p[Held].conversations < MinGroupConversations {
+				continue
+			}
+			*out = append(*out, Group{Name: name, Conversations: [2]int{p[Pruned].conversations, p[Held].conversations}, Metrics: compare(*p)})
+		}
+		slices.SortFunc(*out, func(a, b Group) int {
+			return cmp.Or(cmp.Compare(b.Conversations[0]+b.Conversations[1], a.Conversations[0]+a.Conversations[1]), cmp.Compare(a.Name, b.Name))
+		})
+	}
+	return r
+}
+
+func compare(p pair) []Comparison {
+	out := make([]Comparison, numMetrics)
+	for i := range out {
+		out[i] = comparison(p[Pruned].metrics[i], p[Held].metrics[i])
+		out[i].Name, out[i].Label = metricInfo[i].name, metricInfo[i].label
+	}
+	return out
+}
+
+// z95 is the normal quantile of a two-sided 95% interval.
+const z95 = 1.959963984540054
+
+// comparison is Welch's interval for the difference of two means, and how
+// many conversations would settle it.
+func comparison(pruned, held stat) Comparison {
+	c := Comparison{Pruned: pruned.Mean, Holdout: held.Mean, N: [2]int{pruned.N, held.N}, Diff: pruned.Mean - held.Mean, More: -1}
+	if held.Mean != 0 {
+		rel := c.Diff / held.Mean
+		c.Relative = &rel
+	}
+	if pruned.N < 2 || held.N < 2 {
+		c.Verdict = "too few"
+		c.Low, c.High = c.Diff, c.Diff
+		return c
+	}
+	vp, vh := pruned.variance()/float64(pruned.N), held.variance()/float64(held.N)
+	se := math.Sqrt(vp + vh)
+	half := tQuantile975(welchDF(vp, vh, pruned.N, held.N)) * se
+	c.Low, c.High = c.Diff-half, c.Diff+half
+	switch {
+	case c.Low > 0:
+		c.Verdict = "higher"
+	case c.High < 0:
+		c.Verdict = "lower"
+	default:
+		c.Verdict = "unclear"
+		c.More = more(pruned, held, c.Diff)
+	}
+	return c
+}
+
+// more estimates how many more conversations, split between the arms as
+// now, make the interval's half-width no wider than |diff|, the difference
+// observed. With no difference observed, it aims at a tenth of the
+// holdout's mean.
+func more(pruned, held stat, diff float64) int {
+	n := float64(pruned.N + held.N)
+	h := float64(held.N) / n
+	d := math.Abs(diff)
+	if d == 0 {
+		d = math.Abs(held.Mean) / 10
+	}
+	spread := pruned.variance()/(1-h) + held.variance()/h
+	if d == 0 || spread == 0 {
+		return -1
+	}
+	need := z95 * z95 * spread / (d * d)
+	if need > 1e9 {
+		return -1
+	}
+	return max(0, int(math.Ceil(need-n)))
+}
+
+// welchDF is the Welch–Satterthwaite degrees of freedom.
+func welchDF(vp, vh float64, np, nh int) float64 {
+	den := vp*vp/float64(np-1) + vh*vh/float64(nh-1)
+	if den == 0 {
+		return float64(np + nh - 2)
+	}
+	return (vp + vh) * (vp + vh) / den
+}
+
+// tQuantile975 is Student's t quantile at 0.975 for df degrees of freedom,
+// by the Cornish–Fisher expansion around the normal quantile: 3% short at
+// df = 2, within 0.2% from df = 5, exact in the limit. Fewer than two
+// conversations in an arm are never compared.
+func tQuantile975(df float64) float64 {
+	if df < 1 {
+		df = 1
+	}
+	z := z95
+	z3, z5, z7 := z*z*z, z*z*z*z*z, z*z*z*z*z*z*z
+	return z + (z3+z)/(4*df) + (5*z5+16*z3+3*z)/(96*df*df) + (3*z7+19*z5+17*z3-15*z)/(384*df*df*df)
+}

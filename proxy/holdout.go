@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/holdout"
+	"github.com/focusgate/focusgate/pipeline"
+)
+
+// Holdout keeps a share of conversations whole and accounts for both arms;
+// *holdout.Holdout is the implementation. Assign decides a request's arm
+// before anything else is done to it; Record is told how each step went.
+type Holdout interface {
+	Assign(api focusgate.API, body []byte) holdout.Ticket
+	Record(t holdout.Ticket, s holdout.Step)
+}
+
+var _ Holdout = (*holdout.Holdout)(nil)
+
+// recordStep tells the holdout how one step of a conversation went, once its
+// response has been copied to the client (or has failed). Sizing requests
+// (count_tokens) are no step.
+func (s *Server) recordStep(r *http.Request, t holdout.Ticket, out pipeline.Outcome, sent int, status int) {
+	info := infoFrom(r.Context())
+	if info.clientGone.Load() {
+		status = holdout.StatusClientGone
+	}
+	step := holdout.Step{
+		Model:        t.Model,
+		Agent:        s.agentName(r),
+		Repeat:       out.Repeated,
+		RetrieverUSD: out.RetrieverUSD,
+		SentBytes:    sent,
+		Status:       status,
+	}
+	if out.Model != "" {
+		step.Model = out.Model
+	}
+	if info.meter != nil {
+		step.Usage = info.meter.Usage()
+	}
+	s.opts.Holdout.Record(t, step)
+}
+
+// maxAgentName bounds the agent name taken from a User-Agent header.
+const maxAgentName = 40
+
+// agentName says who sent a request, for the per-agent comparison: the
+// gateway key's name when keys are configured, else the product of the
+// client's User-Agent ("claude-cli/2.0.8 (external, cli)" is claude-cli).
+func (s *Server) agentName(r *http.Request) string {
+	if s.opts.Keys != nil {
+		return keyName(r.Context())
+	}
+	ua := strings.TrimSpace(r.Header.Get("User-Agent"))
+	if i := strings.IndexAny(ua, "/ ("); i >= 0 {
+		ua = ua[:i]
+	}
+	if len(ua) > maxAgentName {
+		ua = ua[:maxAgentName]
+	}
+	return ua
+}
+
+// meterResponse has the usage report of an accounted step's response read
+// as it streams to the client.
+func (s *Server) meterResponse(resp *http.Response) error {
+	m := infoFrom(resp.Request.Context()).meter
+	if m == nil || resp.Body == nil {
+		return nil
+	}
+	resp.Body = &meteredBody{ReadCloser: resp.Body, meter: m, encoding: resp.Header.Get("Content-Encoding"), limit: s.opts.MaxBodyBytes}
+	return nil
+}
+
+// maxMeteredCompressed bounds the compressed response bytes kept to read the
+// usage report of once the response is whole; a larger response is counted
+// with focusgate's estimate.
+const maxMeteredCompressed = 4 << 20
+
+// meteredBody hands a response's bytes to a meter as they are read. A
+// compressed response is kept (up to maxMeteredCompressed) and decoded once
+// whole, after the client has it.
+type meteredBody struct {
+	io.ReadCloser
+	meter      *holdout.Meter
+	encoding   string
+	limit      int64
+	compressed []byte
+	tooLarge   bool
+}
+
+func (b *meteredBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case b.encoding == "" || strings.EqualFold(b.encoding, "identity"):
+		_, _ = b.meter.Write(p[:n])
+	case !b.tooLarge && len(b.compressed)+n <= maxMeteredCompressed:
+		b.compressed = append(b.compressed, p[:n]...)
+	default:
+		b.tooLarge, b.compressed = true, nil
+	}
+	if err == io.EOF && b.compressed != nil {
+		if r, closeAll, derr := decoder(bytes.NewReader(b.compressed), b.encoding, b.limit); derr == nil {
+			_, _ = io.Copy(b.meter, io.LimitReader(r, b.limit))
+			closeAll()
+		}
+		b.compressed = nil
+	}
+	return n, err
+}

@@ -1,0 +1,365 @@
+package proxy_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/holdout"
+	"github.com/focusgate/focusgate/proxy"
+	"github.com/focusgate/focusgate/prune"
+)
+
+// withHoldout gives the gateway a holdout of the given share whose ended
+// conversations go to the returned tally (after Flush), and to ended if
+// given.
+func withHoldout(share float64, tally **holdout.Tally, h **holdout.Holdout, ended ...*conversations) func(*gatewayOptions) {
+	return func(o *gatewayOptions) {
+		*tally = holdout.NewTally(share)
+		sinks := []holdout.Sink{*tally}
+		for _, e := range ended {
+			sinks = append(sinks, e)
+		}
+		*h = holdout.New(holdout.Options{Share: share, Key: "test-key", Sinks: sinks})
+		o.Holdout = *h
+	}
+}
+
+// conversations keeps the conversations that ended.
+type conversations struct {
+	mu    sync.Mutex
+	ended []holdout.Conversation
+}
+
+func (c *conversations) End(conv holdout.Conversation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended = append(c.ended, conv)
+}
+
+// usageUpstream records each request and answers as a chat completion
+// whose reported input is a token for every four bytes it received, so
+// that a pruned request reports fewer tokens than a whole one.
+func usageUpstream(rec *recorder) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		got := rec.record(r)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c","choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":%d,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":64}}}`, len(got.Body)/4)
+	}
+}
+
+// A held-out conversation's requests reach the upstream byte for byte as
+// the client sent them, compressed ones too, say so in their status, and
+// cost no retriever call; with the same request in the pruned arm, the
+// page is pruned.
+func TestHeldOutRequestsGoWhole(t *testing.T) {
+	body := readFile(t, laptopRequest)
+	var tally *holdout.Tally
+	var h *holdout.Holdout
+
+	rt := newRetriever(t, keep("[a203] textbox", "[a278] button 'Order Now'"))
+	held := pruningGateway(t, rt, withHoldout(1, &tally, &h))
+	resp := post(t, held.URL+"/v1/chat/completions", body, nil)
+	if got := resp.Header.Get(proxy.HeaderStatus); got != "skipped; reason=holdout" {
+		t.Errorf("%s = %q, want skipped; reason=holdout", proxy.HeaderStatus, got)
+	}
+	if got := held.upstream.last(t); !bytes.Equal(got.Body, body) {
+		t.Errorf("the upstream received %d bytes, not the %d sent", len(got.Body), len(body))
+	}
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	zw.Write(body)
+	zw.Close()
+	post(t, held.URL+"/v1/chat/completions", zipped.Bytes(), map[string]string{"Content-Encoding": "gzip"})
+	if got := held.upstream.last(t); !bytes.Equal(got.Body, zipped.Bytes()) || got.Header.Get("Content-Encoding") != "gzip" {
+		t.Errorf("a compressed held-out body arrived as %d bytes, Content-Encoding %q; want it as sent", len(got.Body), got.Header.Get("Content-Encoding"))
+	}
+	if n := len(rt.calls()); n != 0 {
+		t.Errorf("the retriever was called %d times for held-out requests", n)
+	}
+	// The upstream reported no usage: both steps are estimated from the
+	// bytes of the body, decoded.
+	h.Flush()
+	for _, m := range tally.Report().Metrics {
+		if want := float64(2 * (len(body) / 4)); m.Name == "input_tokens" && m.Holdout != want {
+			t.Errorf("estimated input tokens %v, want %v", m.Holdout, want)
+		}
+	}
+
+	pruned := pruningGateway(t, rt, withHoldout(0, &tally, &h))
+	resp = post(t, pruned.URL+"/v1/chat/completions", body, nil)
+	if got := resp.Header.Get(proxy.HeaderStatus); got != "pruned" {
+		t.Errorf("in the pruned arm: %s = %q, want pruned", proxy.HeaderStatus, got)
+	}
+}
+
+// Two gateways that share nothing but the holdout key put each
+// conversation in the same arm: its first request through one and its
+// later ones through the other agree.
+func TestReplicasAgreeOnTheArm(t *testing.T) {
+	rt := newRetriever(t, keep("button"))
+	var ta, tb *holdout.Tally
+	var ha, hb *holdout.Holdout
+	a := pruningGateway(t, rt, withHoldout(0.5, &ta, &ha))
+	b := pruningGateway(t, rt, withHoldout(0.5, &tb, &hb))
+	heldCount := 0
+	for task := range 40 {
+		first := fmt.Appendf(nil, `{"model":"gpt-4.1","messages":[{"role":"system","content":"You browse."},{"role":"user","content":"Task %d"}]}`, task)
+		later := fmt.Appendf(nil, `{"model":"gpt-4.1","messages":[{"role":"system","content":"You browse."},{"role":"user","content":"Task %d"},{"role":"assistant","content":"done?"},{"role":"user","content":"go on"}]}`, task)
+		sa := post(t, a.URL+"/v1/chat/completions", first, nil).Header.Get(proxy.HeaderStatus)
+		sb := post(t, b.URL+"/v1/chat/completions", later, nil).Header.Get(proxy.HeaderStatus)
+		heldA, heldB := strings.HasSuffix(sa, "reason=holdout"), strings.HasSuffix(sb, "reason=holdout")
+		if heldA != heldB {
+			t.Errorf("task %d: %q on one replica, %q on the other", task, sa, sb)
+		}
+		if heldA {
+			heldCount++
+		}
+	}
+	if heldCount == 0 || heldCount == 40 {
+		t.Errorf("%d of 40 conversations held out at a share of one half", heldCount)
+	}
+}
+
+// agentRun is one recorded run of a real agent: its request bodies, in order.
+func agentRun(t *testing.T, dir string) [][]byte {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("../testdata/agents", dir, "*.json"))
+	slices.Sort(files)
+	if len(files) == 0 {
+		t.Fatalf("no recorded run in %s", dir)
+	}
+	var bodies [][]byte
+	for _, f := range files {
+		bodies = append(bodies, readFile(t, f))
+	}
+	return bodies
+}
+
+// The figures of each arm on recorded conversations: the same runs of real
+// agents through a gateway that holds every conversation out and through
+// one that holds none take the same steps, and the pruned arm's input, as
+// the upstream reports it, is smaller. Cache reads and output come from the
+// upstream's report; a step the upstream fails counts as an error.
+func TestPerArmFiguresOnRecordedConversations(t *testing.T) {
+	runs := map[string]string{
+		"playwright-mcp/chat":              "/v1/chat/completions",
+		"playwright-mcp/responses":         "/v1/responses",
+		"claude-code/playwright-mcp-admin": "/v1/messages",
+	}
+	rt := newRetriever(t, keep("button", "textbox", "heading"))
+	var reports [2]holdout.Report
+	var sent [2]int
+	for i, share := range []float64{0, 1} {
+		var tally *holdout.Tally
+		var h *holdout.Holdout
+		ended := &conversations{}
+		rec := &recorder{}
+		pruner := pruningGateway(t, rt).pipeline
+		gw := newGateway(t, usageUpstream(rec), withHoldout(share, &tally, &h, ended), func(o *gatewayOptions) {
+			o.Pipeline = pruner
+			u := *o.Upstream
+			u.Path = ""
+			o.AnthropicUpstream = &u
+		})
+		for run, path := range runs {
+			for _, body := range agentRun(t, run) {
+				resp := post(t, gw.URL+path, body, map[string]string{"User-Agent": "OpenAI/JS 5.1.0"})
+				io.Copy(io.Discard, resp.Body)
+			}
+		}
+		for _, r := range rec.reqs {
+			sent[i] += len(r.Body) / 4
+		}
+		h.Flush()
+		reports[i] = tally.Report()
+		for _, c := range ended.ended {
+			if c.Agent != "OpenAI" || !strings.HasPrefix(c.Model, "gpt-4.1") && !strings.HasPrefix(c.Model, "claude") {
+				t.Errorf("a conversation of agent %q, model %q; want OpenAI, the recorded model", c.Agent, c.Model)
+			}
+		}
+	}
+	pruned, held := reports[0], reports[1]
+	if pruned.Arms[0].Conversations != 3 || pruned.Arms[1].Conversations != 0 || held.Arms[1].Conversations != 3 || held.Arms[0].Conversations != 0 {
+		t.Fatalf("arms: all pruned %+v, all held out %+v", pruned.Arms, held.Arms)
+	}
+	if pruned.Arms[0].Steps != held.Arms[1].Steps || pruned.Arms[0].Steps != 11+11+7 {
+		t.Errorf("steps: %d pruned, %d held out; want 29 each", pruned.Arms[0].Steps, held.Arms[1].Steps)
+	}
+	input := func(r holdout.Report, arm int) float64 {
+		for _, m := range r.Metrics {
+			if m.Name == "input_tokens" {
+				return []float64{m.Pruned, m.Holdout}[arm] * 3
+			}
+		}
+		return 0
+	}
+	if got, want := input(pruned, 0), float64(sent[0]); math.Abs(got-want) > 1e-6*want {
+		t.Errorf("pruned arm: %v input tokens, the upstream reported %v", got, want)
+	}
+	if got, want := input(held, 1), float64(sent[1]); math.Abs(got-want) > 1e-6*want {
+		t.Errorf("holdout: %v input tokens, the upstream reported %v", got, want)
+	}
+	if input(pruned, 0) >= input(held, 1) {
+		t.Errorf("the pruned arm read %v tokens, the holdout %v: pruning removed nothing", input(pruned, 0), input(held, 1))
+	}
+	for _, m := range held.Metrics {
+		switch m.Name {
+		case "cache_read_tokens":
+			if m.Holdout*3 != 64*29 {
+				t.Errorf("cache reads per conversation %v, want 64 a step", m.Holdout)
+			}
+		case "errors":
+			if m.Holdout != 0 {
+				t.Errorf("errors per conversation %v, want 0", m.Holdout)
+			}
+		case "repeat_share":
+			// The same runs repeat the same pages in both arms.
+			if p := pruned.Metrics[slices.IndexFunc(pruned.Metrics, func(c holdout.Comparison) bool { return c.Name == m.Name })]; p.Pruned != m.Holdout {
+				t.Errorf("share of steps that repeat a page: %v pruned, %v held out", p.Pruned, m.Holdout)
+			}
+			t.Logf("share of steps that repeat a page: %v", m.Holdout)
+		}
+	}
+}
+
+// A step the upstream answers with an error counts as one, and a streamed
+// answer's usage is read as it passes; a count_tokens request is no step.
+func TestErrorsAndStreamsPerStep(t *testing.T) {
+	status := http.StatusOK
+	up := func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if status != http.StatusOK {
+			w.WriteHeader(status)
+			io.WriteString(w, `{"error":{"type":"overloaded_error"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":1000,\"output_tokens\":1}}}\n\n")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":42}}\n\n")
+	}
+	var tally *holdout.Tally
+	var h *holdout.Holdout
+	gw := newGateway(t, up, withHoldout(0.5, &tally, &h), func(o *gatewayOptions) {
+		u := *o.Upstream
+		u.Path = ""
+		o.AnthropicUpstream = &u
+	})
+	body := []byte(`{"model":"claude-sonnet-4-5","stream":true,"system":"You browse.","messages":[{"role":"user","content":"Book a room."}]}`)
+	for _, st := range []int{http.StatusOK, 529, http.StatusOK} {
+		status = st
+		io.Copy(io.Discard, post(t, gw.URL+"/v1/messages", body, nil).Body)
+	}
+	status = http.StatusOK
+	io.Copy(io.Discard, post(t, gw.URL+"/v1/messages/count_tokens", body, nil).Body)
+	h.Flush()
+	r := tally.Report()
+	total := r.Arms[0].Steps + r.Arms[1].Steps
+	if total != 3 {
+		t.Fatalf("%d steps, want 3 (count_tokens is no step)", total)
+	}
+	arm := 0
+	if r.Arms[1].Conversations == 1 {
+		arm = 1
+	}
+	for _, m := range r.Metrics {
+		v := []float64{m.Pruned, m.Holdout}[arm]
+		switch m.Name {
+		case "errors":
+			if v != 1 {
+				t.Errorf("errors %v, want 1", v)
+			}
+		case "cache_read_tokens":
+			if v != 2000 {
+				t.Errorf("cache reads %v, want 2000 (two streamed answers)", v)
+			}
+		case "input_tokens":
+			// Two reported steps of 1005 tokens, and the failed one
+			// estimated from its body.
+			if want := float64(2*1005 + len(body)/4); v != want {
+				t.Errorf("input tokens %v, want %v", v, want)
+			}
+		}
+	}
+}
+
+// A compressed answer's usage is read once the answer is whole; the client
+// gets it as the upstream sent it.
+func TestCompressedAnswerUsage(t *testing.T) {
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	io.WriteString(zw, `{"id":"c","choices":[],"usage":{"prompt_tokens":321,"completion_tokens":9}}`)
+	zw.Close()
+	up := func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(zipped.Bytes())
+	}
+	var tally *holdout.Tally
+	var h *holdout.Holdout
+	gw := newGateway(t, up, withHoldout(1, &tally, &h))
+	resp := post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[{"role":"user","content":"Hi"}]}`), map[string]string{"Accept-Encoding": "gzip"})
+	if got := readBody(t, resp); !bytes.Equal(got, zipped.Bytes()) {
+		t.Errorf("the client got %d bytes, not the %d compressed ones sent", len(got), zipped.Len())
+	}
+	h.Flush()
+	for _, m := range tally.Report().Metrics {
+		if m.Name == "input_tokens" && m.Holdout != 321 {
+			t.Errorf("input tokens %v, want 321 from the compressed usage", m.Holdout)
+		}
+	}
+}
+
+// A held-out conversation is not rescued from its model's context window:
+// the refusal reaches the client as the upstream sent it, once, and counts
+// as the conversation's upstream error; the same request in the pruned arm
+// is rescued.
+func TestHeldOutConversationsAreNotRescued(t *testing.T) {
+	pages := rescuePages(t)
+	api := rescueAPIs[0]
+	body := api.body(t, pages, false)
+	for _, share := range []float64{1, 0} {
+		up := &windowUpstream{api: api, limit: len(api.body(t, pages[:2], false))}
+		srv := httptest.NewServer(up)
+		t.Cleanup(srv.Close)
+		base, _ := url.Parse(srv.URL + "/v1")
+		var tally *holdout.Tally
+		var h *holdout.Holdout
+		gw := newGateway(t, nil, withHoldout(share, &tally, &h), func(o *gatewayOptions) {
+			o.Upstream = base
+			o.Pruner = prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 100},
+				firstLinesRetriever{}, cache.New(cache.NewMemory(64<<20, time.Hour), nil))
+			o.Finder = detect.NewFinder(16 << 20)
+		})
+		resp := post(t, gw.URL+api.path, body, api.header)
+		got := readBody(t, resp)
+		h.Flush()
+		errors := tally.Report().Metrics[slices.IndexFunc(tally.Report().Metrics, func(m holdout.Comparison) bool { return m.Name == "errors" })]
+		if share == 1 {
+			if resp.StatusCode != http.StatusBadRequest || string(got) != api.refusal || len(up.received()) != 1 {
+				t.Errorf("held out: status %d after %d upstream calls; want the refusal, once", resp.StatusCode, len(up.received()))
+			}
+			if errors.Holdout != 1 {
+				t.Errorf("held out: %v upstream errors, want 1", errors.Holdout)
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusOK || len(up.received()) != 2 || errors.Pruned != 0 {
+			t.Errorf("pruned arm: status %d after %d upstream calls, %v errors; want the rescue's answer, no error", resp.StatusCode, len(up.received()), errors.Pruned)
+		}
+	}
+}

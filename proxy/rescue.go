@@ -1,0 +1,144 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/pipeline"
+)
+
+// maxRefusalBytes caps what is read of a 400 answer to tell whether it
+// refuses the request for its length. Providers' refusals are a few hundred
+// bytes; a longer answer is passed on unread.
+const maxRefusalBytes = 64 << 10
+
+// rescue is what an inspected request needs if the upstream refuses it for
+// its length: the body as the client sent it (decoded), the settings it came
+// with, and where the client's answer headers are. It travels in the
+// request's context (requestInfo.rescue); the transport fills in the result.
+type rescue struct {
+	req    pipeline.Request
+	sent   int         // bytes of the body the first attempt sent
+	header http.Header // the client's response headers, set before the answer is written
+	out    pipeline.Outcome
+}
+
+// rescueTransport retries once a request the upstream refused as longer
+// than its model's context window, with every page of the conversation
+// pruned (see pipeline.Request.Rescue). The refusal is read before any byte
+// of it reaches the client, so the client gets either the retry's answer,
+// streamed as usual, or the refusal exactly as the upstream sent it: when the
+// pruned request is refused again, or there is nothing more to prune. No
+// other status, and no other 400, is retried.
+type rescueTransport struct {
+	next     http.RoundTripper
+	pipeline Rewriter
+}
+
+var _ http.RoundTripper = rescueTransport{}
+
+func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	rs := infoFrom(req.Context()).rescue
+	if err != nil || rs == nil || resp.StatusCode != http.StatusBadRequest {
+		return resp, err
+	}
+	refusal, complete := readRefusal(resp)
+	if !complete || !overflow(rs.req.API, resp.StatusCode, refusal) {
+		return resp, nil
+	}
+	defer func() { setHeaders(rs.header, rs.out) }()
+	if rs.out.Rescue != "" {
+		// Already sent with every page pruned (the window table foresaw
+		// it): there is nothing more to try.
+		rs.refused(focusgate.StillTooLong, pipeline.Outcome{})
+		return resp, nil
+	}
+
+	ctx, span := tracer.Start(req.Context(), "focusgate.rescue", trace.WithAttributes(
+		attribute.String("focusgate.api", rs.req.API.String())))
+	defer func() {
+		span.SetAttributes(attribute.String("focusgate.rescue", string(rs.out.Rescue)))
+		span.End()
+	}()
+	r := rs.req
+	r.Rescue = true
+	body, out := t.pipeline.Rewrite(ctx, r)
+	if out.Rescue != focusgate.Rescued || len(body) >= rs.sent {
+		rs.refused(focusgate.NothingToPrune, out)
+		return resp, nil
+	}
+	retry := req.Clone(ctx)
+	setBody(retry, body)
+	second, err := t.next.RoundTrip(retry)
+	if err != nil {
+		// The refusal is the upstream's own answer to this request; a
+		// retry that could not be made changes nothing of it.
+		rs.refused(focusgate.StillTooLong, out)
+		return resp, nil
+	}
+	if second.StatusCode == http.StatusBadRequest {
+		again, complete := readRefusal(second)
+		if complete && overflow(rs.req.API, second.StatusCode, again) {
+			second.Body.Close()
+			rs.refused(focusgate.StillTooLong, out)
+			return resp, nil
+		}
+	}
+	resp.Body.Close()
+	rs.keep(out)
+	return second, nil
+}
+
+// keep makes out, a rescue's outcome, the request's outcome, with what the
+// first attempt spent on the retriever added: both were paid for.
+func (rs *rescue) keep(out pipeline.Outcome) {
+	out.Usage.PromptTokens += rs.out.Usage.PromptTokens
+	out.Usage.CompletionTokens += rs.out.Usage.CompletionTokens
+	out.RetrieverUSD += rs.out.RetrieverUSD
+	rs.out = out
+}
+
+// refused records a rescue that ended with the upstream's refusal going to
+// the client: nothing was saved, since the action model read nothing, and
+// what the rescue spent on the retriever was spent all the same.
+func (rs *rescue) refused(result focusgate.Rescue, spent pipeline.Outcome) {
+	rs.out.Rescue = result
+	rs.out.SavedUSD = 0
+	rs.out.Usage.PromptTokens += spent.Usage.PromptTokens
+	rs.out.Usage.CompletionTokens += spent.Usage.CompletionTokens
+	rs.out.RetrieverUSD += spent.RetrieverUSD
+}
+
+// readRefusal reads a 400 answer's body, up to maxRefusalBytes, and puts
+// back a body that reads the same bytes, so that the answer can still go to
+// the client unchanged. complete is false when the body was longer, or could
+// not be read to its end.
+func readRefusal(resp *http.Response) (body []byte, complete bool) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBytes+1))
+	complete = err == nil && len(body) <= maxRefusalBytes
+	if complete {
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	} else {
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+	}
+	return body, complete
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// overflow says whether an answer of api's upstream refuses the request as
+// longer than the model's context window, in that provider's words.
+func overflow(api focusgate.API, status int, body []byte) bool {
+	p := focusgate.ProviderOf(api)
+	return p != nil && p.ContextOverflow != nil && p.ContextOverflow(status, body)
+}

@@ -1,0 +1,311 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/proxy"
+	"github.com/focusgate/focusgate/prune"
+)
+
+// rescueAPI is one API's side of the context-window tests: a tool loop of
+// pages in its shape, where it is sent, and how its upstream refuses a
+// request that does not fit.
+type rescueAPI struct {
+	name string
+	path string
+	// streamPath, when set, is where the API's streamed requests go
+	// (Gemini streams on a route of its own, not by a member of the body).
+	streamPath string
+	header     map[string]string
+	refusal    string
+	body       func(t *testing.T, pages []string, stream bool) []byte
+}
+
+var rescueAPIs = []rescueAPI{
+	{
+		name: "chat", path: "/v1/chat/completions",
+		refusal: `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+		body: func(t *testing.T, pages []string, stream bool) []byte {
+			msgs := []any{map[string]any{"role": "user", "content": "Order a standard laptop with the default configuration"}}
+			for i, pg := range pages {
+				id := string(rune('a' + i))
+				msgs = append(msgs,
+					map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": id, "type": "function", "function": map[string]any{"name": "snapshot", "arguments": "{}"}}}},
+					map[string]any{"role": "tool", "tool_call_id": id, "content": pg})
+			}
+			return marshal(t, map[string]any{"model": "gpt-4.1", "stream": stream, "messages": msgs})
+		},
+	},
+	{
+		name: "responses", path: "/v1/responses",
+		refusal: `{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`,
+		body: func(t *testing.T, pages []string, stream bool) []byte {
+			input := []any{map[string]any{"role": "user", "content": "Order a standard laptop with the default configuration"}}
+			for i, pg := range pages {
+				id := "call_" + string(rune('a'+i))
+				input = append(input,
+					map[string]any{"type": "function_call", "call_id": id, "name": "snapshot", "arguments": "{}"},
+					map[string]any{"type": "function_call_output", "call_id": id, "output": pg})
+			}
+			return marshal(t, map[string]any{"model": "gpt-4.1", "stream": stream, "input": input})
+		},
+	},
+	{
+		name: "messages", path: "/v1/messages", header: map[string]string{"anthropic-version": "2023-06-01"},
+		refusal: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 214511 tokens > 200000 maximum"},"request_id":"req_011CRescue"}`,
+		body: func(t *testing.T, pages []string, stream bool) []byte {
+			msgs := []any{map[string]any{"role": "user", "content": "Order a standard laptop with the default configuration"}}
+			for i, pg := range pages {
+				id := "toolu_" + string(rune('a'+i))
+				msgs = append(msgs,
+					map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "snapshot", "input": map[string]any{}}}},
+					map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": pg}}})
+			}
+			return marshal(t, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": stream, "messages": msgs})
+		},
+	},
+	{
+		name: "gemini", path: "/v1beta/models/gemini-2.5-flash:generateContent",
+		streamPath: "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+		refusal:    `{"error":{"code":400,"message":"The input token count (1139805) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`,
+		body: func(t *testing.T, pages []string, stream bool) []byte {
+			contents := []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": "Order a standard laptop with the default configuration"}}}}
+			for _, pg := range pages {
+				contents = append(contents,
+					map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "snapshot", "args": map[string]any{}}}}},
+					map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": "snapshot", "response": map[string]any{"output": pg}}}}})
+			}
+			return marshal(t, map[string]any{"contents": contents, "generationConfig": map[string]any{"temperature": 0}})
+		},
+	},
+}
+
+func marshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// windowUpstream refuses, in its API's shape, every body over limit bytes,
+// and answers the others, streamed when they ask for it.
+type windowUpstream struct {
+	api   rescueAPI
+	limit int
+
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func (u *windowUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	u.mu.Lock()
+	u.bodies = append(u.bodies, body)
+	u.mu.Unlock()
+	if len(body) > u.limit {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "req-refused")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, u.api.refusal)
+		return
+	}
+	if bytes.Contains(body, []byte(`"stream":true`)) || r.URL.Query().Get("alt") == "sse" {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range []string{"data: {\"n\":1}\n\n", "data: {\"n\":2}\n\n"} {
+			io.WriteString(w, ev)
+			w.(http.Flusher).Flush()
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"ok":true}`)
+}
+
+func (a rescueAPI) url(gateway string, stream bool) string {
+	if stream && a.streamPath != "" {
+		return gateway + a.streamPath
+	}
+	return gateway + a.path
+}
+
+func (u *windowUpstream) received() [][]byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([][]byte(nil), u.bodies...)
+}
+
+// firstLinesRetriever keeps the first three lines of every page.
+type firstLinesRetriever struct{}
+
+func (firstLinesRetriever) Select(context.Context, prune.Query) (prune.Selection, error) {
+	return prune.Selection{Ranges: []prune.Range{{From: 1, To: 3}}}, nil
+}
+
+func rescuePages(t *testing.T) []string {
+	t.Helper()
+	var pages []string
+	for _, name := range []string{"bgym-pr301_workarena_standard_laptop_form.txt", "bgym-pr301_workarena_ipad_pro_form.txt", "bgym-pr301_workarena_catalog.txt"} {
+		b, err := os.ReadFile("../testdata/axtrees/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, string(b))
+	}
+	return pages
+}
+
+func newWindowGateway(t *testing.T, up *windowUpstream) *gateway {
+	t.Helper()
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	openai, _ := url.Parse(srv.URL + "/v1")
+	base, _ := url.Parse(srv.URL)
+	return newGateway(t, nil, func(o *gatewayOptions) {
+		o.Upstreams = map[string]proxy.Upstream{"openai": {URL: openai}, "anthropic": {URL: base}, "gemini": {URL: base}}
+		o.Pruner = prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 100},
+			firstLinesRetriever{}, cache.New(cache.NewMemory(64<<20, time.Hour), nil))
+		o.Finder = detect.NewFinder(16 << 20)
+	})
+}
+
+// A conversation whose older pages have no stored selection overflows the
+// model's window; the upstream refuses it in its own words, and focusgate
+// sends it once more with every page pruned. The client gets that answer,
+// streamed as usual, and the rescue is counted and said.
+func TestARequestRefusedForItsLengthIsRescued(t *testing.T) {
+	pages := rescuePages(t)
+	for _, api := range rescueAPIs {
+		for _, stream := range []bool{false, true} {
+			name := api.name
+			if stream {
+				name += "/stream"
+			}
+			t.Run(name, func(t *testing.T) {
+				body := api.body(t, pages, stream)
+				// The first send holds the two older pages whole: more than
+				// a conversation of those two pages alone.
+				up := &windowUpstream{api: api, limit: len(api.body(t, pages[:2], stream))}
+				gw := newWindowGateway(t, up)
+				resp := post(t, api.url(gw.URL, stream), body, api.header)
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("status %d (%s): want the rescued request's answer", resp.StatusCode, got)
+				}
+				if st := resp.Header.Get("X-Focusgate-Status"); st != "pruned; rescue=rescued" {
+					t.Errorf("X-Focusgate-Status %q, want pruned; rescue=rescued", st)
+				}
+				if stream && string(got) != "data: {\"n\":1}\n\ndata: {\"n\":2}\n\n" {
+					t.Errorf("streamed answer %q", got)
+				}
+				sent := up.received()
+				if len(sent) != 2 {
+					t.Fatalf("upstream calls: %d, want the refused one and one retry", len(sent))
+				}
+				if len(sent[1]) > up.limit || len(sent[1]) >= len(sent[0]) {
+					t.Errorf("retry of %d bytes after %d refused (limit %d)", len(sent[1]), len(sent[0]), up.limit)
+				}
+				for _, pg := range pages {
+					if bytes.Contains(sent[1], marshal(t, pg)[1:len(pg)/2]) {
+						t.Error("a page reached the retry whole")
+					}
+				}
+				if n := value(scrape(t, gw), "focusgate_context_rescues_total", map[string]string{"api": api.name, "outcome": "rescued"}); n != 1 {
+					t.Errorf("focusgate_context_rescues_total{outcome=rescued} = %v, want 1", n)
+				}
+				if !strings.Contains(gw.logs.String(), "rescue=rescued") {
+					t.Errorf("the log does not say the request was rescued:\n%s", gw.logs.String())
+				}
+			})
+		}
+	}
+}
+
+// When the pruned request does not fit either, or there was nothing to prune,
+// the client gets the upstream's first refusal as it was sent; any other
+// answer is never retried.
+func TestRefusalsThatCannotBeRescuedReachTheClientUnchanged(t *testing.T) {
+	pages := rescuePages(t)
+	for _, api := range rescueAPIs {
+		tests := []struct {
+			name      string
+			stream    bool
+			body      []byte
+			limit     int
+			refusal   string
+			wantCalls int
+			outcome   focusgate.Rescue
+		}{
+			{"still too long", true, api.body(t, pages, true), 100, api.refusal, 2, focusgate.StillTooLong},
+			{"nothing to prune", false, api.body(t, []string{"a short tool output, no page"}, false), 100, api.refusal, 1, focusgate.NothingToPrune},
+			{"another 400", false, api.body(t, pages, false), 100, `{"error":{"message":"Invalid model","type":"invalid_request_error","code":"model_not_found"}}`, 1, ""},
+		}
+		for _, tt := range tests {
+			t.Run(api.name+"/"+tt.name, func(t *testing.T) {
+				a := api
+				a.refusal = tt.refusal
+				up := &windowUpstream{api: a, limit: tt.limit}
+				gw := newWindowGateway(t, up)
+				resp := post(t, api.url(gw.URL, tt.stream), tt.body, api.header)
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusBadRequest || string(got) != tt.refusal || resp.Header.Get("X-Request-Id") != "req-refused" {
+					t.Errorf("client got %d %q (X-Request-Id %q), want the upstream's refusal unchanged", resp.StatusCode, got, resp.Header.Get("X-Request-Id"))
+				}
+				if n := len(up.received()); n != tt.wantCalls {
+					t.Errorf("upstream calls: %d, want %d", n, tt.wantCalls)
+				}
+				if tt.outcome != "" {
+					if n := value(scrape(t, gw), "focusgate_context_rescues_total", map[string]string{"api": api.name, "outcome": string(tt.outcome)}); n != 1 {
+						t.Errorf("focusgate_context_rescues_total{outcome=%s} = %v, want 1", tt.outcome, n)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Only a 400 is read for a rescue: a 429 or a 500 with the same words passes
+// as it came, after one call.
+func TestOtherStatusesAreNeverRetried(t *testing.T) {
+	pages := rescuePages(t)
+	api := rescueAPIs[0]
+	for _, status := range []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusRequestEntityTooLarge} {
+		var n atomic.Int32
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			n.Add(1)
+			w.WriteHeader(status)
+			io.WriteString(w, api.refusal)
+		}))
+		base, _ := url.Parse(up.URL + "/v1")
+		gw := newGateway(t, nil, func(o *gatewayOptions) {
+			o.Upstream = base
+			o.Pruner = prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 100},
+				firstLinesRetriever{}, cache.New(cache.NewMemory(64<<20, time.Hour), nil))
+		})
+		resp := post(t, gw.URL+api.path, api.body(t, pages, false), nil)
+		resp.Body.Close()
+		if resp.StatusCode != status || n.Load() != 1 {
+			t.Errorf("status %d: client got %d after %d upstream calls, want it as it came after one", status, resp.StatusCode, n.Load())
+		}
+		up.Close()
+	}
+}
