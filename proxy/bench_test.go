@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
-	"github.com/focusgate/focusgate/internal/loadbench/workload"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
 )

@@ -14,8 +14,8 @@ import (
 )
 
 const (
-	requestFile = "../../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json"
-	treeFile    = "../../../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt"
+	requestFile = "../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json"
+	treeFile    = "../../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt"
 )
 
 func TestChatHasNothingToPrune(t *testing.T) {
@@ -36,7 +36,7 @@ func TestChatHasNothingToPrune(t *testing.T) {
 }
 
 func TestNoPageRequestsAreNewEachTimeAndHoldNoPage(t *testing.T) {
-	notes, err := os.ReadFile("../../../" + NotesFile)
+	notes, err := os.ReadFile("../../" + NotesFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/focusgate/focusgate/internal/loadbench/workload"
+	"github.com/focusgate/focusgate/bench/workload"
 )
 
 func main() {

@@ -12,7 +12,7 @@
 // memory are read from /proc apart from the load's. Run it from the module
 // root:
 //
-//	go run ./internal/loadbench [-duration 3s | -requests N] [-concurrency 1,64] [-rounds 1]
+//	go run ./bench/loadbench [-duration 3s | -requests N] [-concurrency 1,64] [-rounds 1]
 package main
 
 import (
@@ -33,7 +33,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/focusgate/focusgate/internal/loadbench/workload"
+	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/proxy"
 )
 

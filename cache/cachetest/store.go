@@ -1,4 +1,7 @@
-package redistest
+// Package cachetest builds cache stores for tests: a Redis store on a test's
+// redis-server (see internal/redistest) with bounds a loaded test machine can
+// keep, closed when the test ends.
+package cachetest
 
 import (
 	"log/slog"

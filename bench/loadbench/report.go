@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/focusgate/focusgate/internal/loadbench/workload"
+	"github.com/focusgate/focusgate/bench/workload"
 )
 
 // report is the Markdown that loadbench prints.
@@ -59,7 +59,7 @@ func (r report) write(w io.Writer) error {
 	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
 
 	p("## Load benchmark\n\n")
-	p("Command: `%s`  \n", strings.Join(append([]string{"go run ./internal/loadbench"}, r.args...), " "))
+	p("Command: `%s`  \n", strings.Join(append([]string{"go run ./bench/loadbench"}, r.args...), " "))
 	p("Machine: %s  \n", r.machine)
 	p("Load average (1, 5, 15 min): %s before, %s after\n\n", r.loadBefore, r.loadAfter)
 	run := r.opts.duration.String()

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/focusgate/focusgate/internal/loadbench/workload"
+	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/proxy"
 )
 

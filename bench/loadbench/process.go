@@ -20,8 +20,8 @@ import (
 func build(ctx context.Context, dir string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator),
 		"github.com/focusgate/focusgate/cmd/focusgate",
-		"github.com/focusgate/focusgate/internal/loadbench/bareproxy",
-		"github.com/focusgate/focusgate/internal/loadbench/defaultproxy")
+		"github.com/focusgate/focusgate/bench/loadbench/bareproxy",
+		"github.com/focusgate/focusgate/bench/loadbench/defaultproxy")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}

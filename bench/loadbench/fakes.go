@@ -14,7 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/focusgate/focusgate/internal/loadbench/workload"
+	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/prune"
 )
 
