@@ -352,6 +352,8 @@ func TestChartUsesAnExistingSecret(t *testing.T) {
 	e := env(gatewayContainer(t, d))
 	for name, want := range map[string]string{
 		"FOCUSGATE_UPSTREAM_API_KEY":  "secret:team-keys/upstream-api-key",
+		"FOCUSGATE_ANTHROPIC_API_KEY": "secret:team-keys/anthropic-api-key",
+		"FOCUSGATE_GEMINI_API_KEY":    "secret:team-keys/gemini-api-key",
 		"FOCUSGATE_RETRIEVER_API_KEY": "secret:team-keys/retriever-api-key",
 		"FOCUSGATE_REDIS_URL":         "secret:team-keys/redis-url",
 		"FOCUSGATE_CLIENT_KEYS_FILE":  "/etc/focusgate/keys/client-keys",
@@ -439,6 +441,8 @@ func TestChartRefusesWhatTheGatewayWouldRefuse(t *testing.T) {
 		want string
 	}{
 		{[]string{"auth.upstreamApiKey=" + upstreamKey}, "auth.clientKeys"},
+		{[]string{"auth.anthropicApiKey=" + upstreamKey}, "auth.clientKeys"},
+		{[]string{"auth.geminiApiKey=" + upstreamKey}, "auth.clientKeys"},
 		{[]string{"shutdownTimeoutSeconds=60", "terminationGracePeriodSeconds=30"}, "terminationGracePeriodSeconds"},
 		{[]string{"redis.deploy=true", "redis.url=redis://r:6379/0"}, "not both"},
 	}
@@ -452,5 +456,36 @@ func TestChartRefusesWhatTheGatewayWouldRefuse(t *testing.T) {
 	r := mustRender(t, "auth.upstreamApiKey="+upstreamKey, "auth.allowUnauthenticated=true")
 	if e := env(gatewayContainer(t, r.get(t, "Deployment", "fg-focusgate"))); e["FOCUSGATE_ALLOW_UNAUTHENTICATED"] != strconv.FormatBool(true) {
 		t.Errorf("FOCUSGATE_ALLOW_UNAUTHENTICATED = %q, want true", e["FOCUSGATE_ALLOW_UNAUTHENTICATED"])
+	}
+}
+
+// Each provider's upstream key comes from the Secret the chart writes, and
+// is in no manifest in plain text.
+func TestChartCarriesEveryProvidersKey(t *testing.T) {
+	anthropicKey, geminiKey := "sk-ant-chart-test-0123456789", "AIza-chart-test-0123456789"
+	r := mustRender(t, "auth.anthropicApiKey="+anthropicKey, "auth.geminiApiKey="+geminiKey, "auth.clientKeys=alice:"+gatewayKey)
+	e := env(gatewayContainer(t, r.get(t, "Deployment", "fg-focusgate")))
+	for name, want := range map[string]string{
+		"FOCUSGATE_ANTHROPIC_API_KEY": "secret:fg-focusgate/anthropic-api-key",
+		"FOCUSGATE_GEMINI_API_KEY":    "secret:fg-focusgate/gemini-api-key",
+	} {
+		if e[name] != want {
+			t.Errorf("env %s = %q, want %q", name, e[name], want)
+		}
+	}
+	if _, set := e["FOCUSGATE_UPSTREAM_API_KEY"]; set {
+		t.Error("FOCUSGATE_UPSTREAM_API_KEY is set although no OpenAI key was given")
+	}
+	s := r.get(t, "Secret", "fg-focusgate")
+	for key, want := range map[string]string{"anthropic-api-key": anthropicKey, "gemini-api-key": geminiKey} {
+		got, err := base64.StdEncoding.DecodeString(s.Data[key])
+		if err != nil || string(got) != want {
+			t.Errorf("Secret %s = %q (%v), want %q", key, got, err, want)
+		}
+	}
+	for _, secret := range []string{anthropicKey, geminiKey} {
+		if strings.Contains(r.raw, secret) {
+			t.Error("a provider key appears in plain text in the rendered manifests")
+		}
 	}
 }

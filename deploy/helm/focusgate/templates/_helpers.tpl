@@ -59,8 +59,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* Refuse values that the gateway would refuse at start-up. */}}
 {{- define "focusgate.validate" -}}
-{{- if and (not .Values.auth.existingSecret) .Values.auth.upstreamApiKey (not .Values.auth.clientKeys) (not .Values.auth.allowUnauthenticated) }}
-{{- fail "auth.upstreamApiKey is set without auth.clientKeys: anyone reaching the gateway would spend the upstream key. Set auth.clientKeys (lines name:key), or auth.allowUnauthenticated=true if an authenticating proxy stands in front." }}
+{{- if and (not .Values.auth.existingSecret) (or .Values.auth.upstreamApiKey .Values.auth.anthropicApiKey .Values.auth.geminiApiKey) (not .Values.auth.clientKeys) (not .Values.auth.allowUnauthenticated) }}
+{{- fail "an upstream key (auth.upstreamApiKey, auth.anthropicApiKey or auth.geminiApiKey) is set without auth.clientKeys: anyone reaching the gateway would spend it. Set auth.clientKeys (lines name:key), or auth.allowUnauthenticated=true if an authenticating proxy stands in front." }}
 {{- end }}
 {{- if le (int (include "focusgate.gracePeriod" .)) (int (add .Values.shutdownTimeoutSeconds .Values.preStopSleepSeconds)) }}
 {{- fail "terminationGracePeriodSeconds must be longer than shutdownTimeoutSeconds + preStopSleepSeconds, or open streams are killed mid-answer." }}
