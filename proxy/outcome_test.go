@@ -193,3 +193,20 @@ func TestPipelineGetsTheRequestsSettings(t *testing.T) {
 		}
 	}
 }
+
+// What became of a request's older observations is counted, by what
+// happened to each.
+func TestOlderObservationsAreCounted(t *testing.T) {
+	rw := &scripted{out: pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(7), Older: pipeline.Older{Reapplied: 3, Left: 2, Pruned: 1}}}
+	gw := scriptedGateway(t, rw)
+	for range 2 {
+		post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[]}`), nil)
+	}
+	gw.logs.WaitUntil(t, "two access-log lines", func(logs string) bool { return strings.Count(logs, "msg=request") >= 2 })
+	m := scrape(t, gw)
+	for result, want := range map[string]float64{"reapplied": 6, "left": 4, "pruned": 2} {
+		if got := value(m, "focusgate_older_observations_total", map[string]string{"result": result}); got != want {
+			t.Errorf("focusgate_older_observations_total{result=%q} = %v, want %v", result, got, want)
+		}
+	}
+}
