@@ -108,10 +108,6 @@ func keep(needles ...string) answerFunc {
 	}
 }
 
-func reply(status int, content string) answerFunc {
-	return func([]string) (int, string) { return status, content }
-}
-
 // pruningGateway is focusgate with real detection, pruning and an in-process
 // cache, between a recording upstream and a scripted retriever.
 func pruningGateway(t *testing.T, rt *retriever, configure ...func(*gatewayOptions)) *gateway {
@@ -134,24 +130,3 @@ func readFile(t *testing.T, name string) []byte {
 }
 
 const laptopRequest = "../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json"
-
-// genericAgentBody wraps a tree in a GenericAgent-style chat request, the user
-// message as a list of text parts as AgentLab sends it.
-func genericAgentBody(t *testing.T, goal, tree string) []byte {
-	t.Helper()
-	parts := []map[string]string{
-		{"type": "text", "text": "# Instructions\nReview the current state of the page.\n\n## Goal:\n"},
-		{"type": "text", "text": goal},
-		{"type": "text", "text": "\n# Observation of current step:\n\n## AXTree:\nNote: [bid] is the unique alpha-numeric identifier at the beginning of lines for each element in the AXTree. Always use bid to refer to elements in your actions.\n\n" +
-			tree + "\n\n## Focused element:\nbid='1845'\n"},
-		{"type": "text", "text": "\n# Action space:\nclick(bid: str)\n"},
-	}
-	b, err := json.Marshal(map[string]any{
-		"model":    "gpt-4.1-2025-04-14",
-		"messages": []map[string]any{{"role": "system", "content": "You are a web agent."}, {"role": "user", "content": parts}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
