@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/focusgate/focusgate"
@@ -111,4 +112,33 @@ func (l *LLM) Name() string { return "llm" }
 
 func (l *LLM) Select(ctx context.Context, s *Step) (prune.Selection, error) {
 	return l.Retriever.Select(ctx, s.Query)
+}
+
+// StrategyNames are the strategies a command line may name, in the order
+// Strategies returns them whatever the order they were named in.
+var StrategyNames = []string{"llm", "truncate", "bm25"}
+
+// Strategies builds the named strategies, in StrategyNames order: llm (which
+// is nil when it is not named), and one truncate and one bm25 baseline per
+// token budget, so that each budget gets rows of its own.
+func Strategies(names []string, budgets []int, llm *LLM) []Strategy {
+	var out []Strategy
+	for _, name := range StrategyNames {
+		if !slices.Contains(names, name) {
+			continue
+		}
+		switch name {
+		case "llm":
+			out = append(out, llm)
+		case "truncate":
+			for _, b := range budgets {
+				out = append(out, Truncate{Budget: b})
+			}
+		case "bm25":
+			for _, b := range budgets {
+				out = append(out, BM25{Budget: b})
+			}
+		}
+	}
+	return out
 }

@@ -178,3 +178,20 @@ func FuzzBaselines(f *testing.F) {
 		}
 	})
 }
+
+// Strategies come in one order whatever the order they were named in, with a
+// baseline per budget and the model's only when named.
+func TestStrategiesFollowTheNames(t *testing.T) {
+	llm := &LLM{}
+	var got []string
+	for _, s := range Strategies([]string{"bm25", "llm", "truncate"}, []int{500, 2000}, llm) {
+		got = append(got, s.Name())
+	}
+	want := []string{"llm", "truncate@500", "truncate@2000", "bm25@500", "bm25@2000"}
+	if !slices.Equal(got, want) {
+		t.Errorf("strategies %v, want %v", got, want)
+	}
+	if n := len(Strategies([]string{"truncate"}, []int{100}, nil)); n != 1 {
+		t.Errorf("%d strategies for one baseline and one budget", n)
+	}
+}

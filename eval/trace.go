@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/focusgate/focusgate/detect"
@@ -117,4 +118,22 @@ func historyText(h []Action) string {
 		}
 	}
 	return s
+}
+
+// ReadTraceFile reads the steps of a JSONL file of traces, gzip-compressed or
+// plain, up to limit steps (0: all). A file without a step is an error.
+func ReadTraceFile(name string, limit int) ([]Trace, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	traces, err := ReadTraces(f, limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if len(traces) == 0 {
+		return nil, fmt.Errorf("no steps in %s", name)
+	}
+	return traces, nil
 }

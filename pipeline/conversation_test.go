@@ -16,6 +16,7 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/internal/redistest"
 	"github.com/focusgate/focusgate/pipeline"
@@ -381,7 +382,7 @@ func TestToolLoopForwardsEveryEarlierTurnUnchanged(t *testing.T) {
 				model := "gpt-4.1-mini"
 				var st cache.Store = cache.NewMemory(16<<20, time.Hour)
 				if store == "redis" {
-					st = redistest.NewStore(t, redistest.Shared(t))
+					st = cachetest.NewStore(t, redistest.Shared(t))
 					model += "-" + t.Name() + time.Now().Format(time.RFC3339Nano) // keys of its own on a shared server
 				}
 				sent, older := run(t, loopPipeline(loopPruner(rt, model, st)), rt, c)
@@ -503,14 +504,14 @@ func TestToolLoopOlderPagesFromRedis(t *testing.T) {
 	rt := newRetriever(t, keep(loopNeedles...))
 	last := len(c.requests) - 1
 
-	a := loopPipeline(loopPruner(rt, "m", redistest.NewStore(t, srv.URL())))
+	a := loopPipeline(loopPruner(rt, "m", cachetest.NewStore(t, srv.URL())))
 	var sent [][]byte
 	for k := range last {
 		fwd, _ := c.send(a, k, "")
 		sent = append(sent, fwd)
 	}
 
-	store := redistest.NewStore(t, srv.URL())
+	store := cachetest.NewStore(t, srv.URL())
 	b := loopPipeline(loopPruner(rt, "m", store))
 	fwd, out := c.send(b, last, "")
 	prev, end := sentItems(t, c.api, sent[last-1])

@@ -12,6 +12,7 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 	"github.com/focusgate/focusgate/internal/testlog"
 	"github.com/focusgate/focusgate/pipeline"
@@ -72,7 +73,7 @@ func TestDeadlineBoundsAllOfFocusgatesWork(t *testing.T) {
 		model := fmt.Sprintf("model-%s-%d", t.Name(), time.Now().UnixNano()) // keys of its own on a shared server
 		var ps []*pipeline.Pipeline
 		for range 3 {
-			ps = append(ps, retrieverPipeline(unboundedPruner(rt, model, redistest.NewStore(t, url)), func(o *pipeline.Options) { o.Budget = deadline }))
+			ps = append(ps, retrieverPipeline(unboundedPruner(rt, model, cachetest.NewStore(t, url)), func(o *pipeline.Options) { o.Budget = deadline }))
 		}
 		body := readFile(t, laptopRequest)
 		var wg sync.WaitGroup

@@ -27,10 +27,6 @@ const defaultTraces = "testdata/traces/browsergym-dev.jsonl.gz"
 // tree (about 2,700 tokens), so that the baselines have to choose.
 const defaultBudget = 2000
 
-// strategyNames are the strategies eval knows, in the order they run
-// whatever the order on the command line.
-var strategyNames = []string{"llm", "truncate", "bm25"}
-
 // evalMemoBytes bounds the memo of token counts of `focusgate eval`.
 const evalMemoBytes = 32 << 20
 
@@ -53,8 +49,8 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 			fs.Func("strategy", "strategies to compare, comma-separated or repeated: llm, truncate, bm25 (default llm,truncate,bm25 with an API key, else truncate,bm25)", func(s string) error {
 				for name := range strings.SplitSeq(s, ",") {
 					name = strings.TrimSpace(name)
-					if !slices.Contains(strategyNames, name) {
-						return fmt.Errorf("unknown strategy %q (want %s)", name, strings.Join(strategyNames, ", "))
+					if !slices.Contains(eval.StrategyNames, name) {
+						return fmt.Errorf("unknown strategy %q (want %s)", name, strings.Join(eval.StrategyNames, ", "))
 					}
 					names = append(names, name)
 				}
@@ -97,7 +93,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 	keyVars := config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + retrieverProvider(retriever).Settings.Key + " or " + retrieverProvider(retriever).ClientKeyEnv
 	switch {
 	case len(names) == 0 && key != "":
-		names = strategyNames
+		names = eval.StrategyNames
 	case len(names) == 0:
 		names = []string{"truncate", "bm25"}
 		fmt.Fprintf(stderr, "focusgate eval: no API key (%s): llm skipped, running the baselines only\n", keyVars)
@@ -115,7 +111,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		data = defaultTraces
 	}
-	traces, err := readTraces(data, limit)
+	traces, err := eval.ReadTraceFile(data, limit)
 	if err != nil {
 		return err
 	}
@@ -124,33 +120,15 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 
-	var strategies []eval.Strategy
-	for _, name := range strategyNames {
-		if !slices.Contains(names, name) {
-			continue
+	var llm *eval.LLM
+	if slices.Contains(names, "llm") {
+		r, err := newRetriever(cfg, retriever)
+		if err != nil {
+			return err
 		}
-		switch name {
-		case "llm":
-			r, err := newRetriever(cfg, retriever)
-			if err != nil {
-				return err
-			}
-			strategies = append(strategies, &eval.LLM{
-				Retriever:      r,
-				RetrieverModel: cfg.RetrieverModel,
-				Variant:        focusgate.Variant(cfg.Prompt),
-				UseHistory:     cfg.RetrieverHistory,
-			})
-		case "truncate":
-			for _, b := range budgets {
-				strategies = append(strategies, eval.Truncate{Budget: b})
-			}
-		case "bm25":
-			for _, b := range budgets {
-				strategies = append(strategies, eval.BM25{Budget: b})
-			}
-		}
+		llm = &eval.LLM{Retriever: r, RetrieverModel: cfg.RetrieverModel, Variant: focusgate.Variant(cfg.Prompt), UseHistory: cfg.RetrieverHistory}
 	}
+	strategies := eval.Strategies(names, budgets, llm)
 
 	start := time.Now()
 	results, skipped, err := eval.Run(ctx, traces, eval.Options{
@@ -182,22 +160,6 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 	fmt.Fprintf(stderr, "focusgate eval: %d steps of %s (%d skipped), mode %s%s, tokens counted for %s, %s\n",
 		len(traces), data, len(skipped), cfg.Mode, used, model, time.Since(start).Round(100*time.Millisecond))
 	return nil
-}
-
-func readTraces(name string, limit int) ([]eval.Trace, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	traces, err := eval.ReadTraces(f, limit)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
-	if len(traces) == 0 {
-		return nil, fmt.Errorf("no steps in %s", name)
-	}
-	return traces, nil
 }
 
 // terminal returns w when it is a terminal, where a progress bar redrawn in

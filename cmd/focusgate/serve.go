@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -130,7 +129,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		watchKeys(ctx, cfg, clientKeys, gateway, secrets)
 	}
 	srv := &http.Server{
-		Handler: gateway,
 		// Only the header read is bounded here: read and write timeouts
 		// would cut long streams. Bodies are bounded by the gateway itself.
 		ReadHeaderTimeout: 10 * time.Second,
@@ -142,7 +140,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	ln = proxy.Harden(srv, ln)
 	logEconomics(log, cfg, pr.prices)
 	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL), "anthropic", config.RedactURL(cfg.AnthropicURL), "gemini", config.RedactURL(cfg.GeminiURL),
 		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg),
@@ -153,46 +150,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		// Conversations still open count as ended when the gateway stops.
 		defer split.Flush()
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-
-	// Readiness fails first, while new connections are still served, so
-	// that load balancers stop sending traffic before it would be refused.
-	// Once the listener closes, requests still waiting for a selection go
-	// out unpruned: the rest of the grace period belongs to the upstream's
-	// answers.
-	gateway.Drain()
-	log.Info("shutting down: draining in-flight requests", "delay", cfg.ShutdownDelay, "grace", cfg.ShutdownTimeout)
-	graceCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	hurry := hurryFrom(ctx)
-	defer context.AfterFunc(hurry, cancel)()
-	delay := time.NewTimer(cfg.ShutdownDelay)
-	select {
-	case <-delay.C:
-	case <-graceCtx.Done():
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	}
-	pr.pipeline.Stop()
-	if err := srv.Shutdown(graceCtx); err != nil {
-		if hurry.Err() != nil {
-			err = errors.New("a second signal ended the grace period")
-		}
-		log.Warn("grace period over: closing the remaining connections", "err", err)
-		_ = srv.Close()
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	flushTraces(graceCtx)
-	log.Info("focusgate stopped")
-	return nil
+	return gateway.Run(ctx, srv, ln, proxy.RunOptions{
+		Delay:    cfg.ShutdownDelay,
+		Grace:    cfg.ShutdownTimeout,
+		Hurry:    hurryFrom(ctx),
+		Draining: pr.pipeline.Stop,
+		Stopped:  flushTraces,
+	})
 }
 
 // dashboardState says who can open /ui, for the start-up log line.
