@@ -26,6 +26,7 @@ import (
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/keys"
 	"github.com/focusgate/focusgate/internal/testlog"
+	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
 )
@@ -634,31 +635,29 @@ func TestAmbiguousAndMalformedRequests(t *testing.T) {
 	}
 }
 
-// The retriever is never called with a client's gateway key: with no key of
-// its own and no upstream key, it gets none.
-func TestRetrieverNeverGetsTheGatewayKey(t *testing.T) {
-	auth := make(chan string, 4)
-	rt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		auth <- r.Header.Get("Authorization")
-		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, `{"error":{"message":"no key","type":"invalid_request_error"}}`)
-	}))
-	t.Cleanup(rt.Close)
-	pruner := prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000},
-		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL + "/v1", Model: "gpt-4.1-mini", Timeout: 10 * time.Second}),
-		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
+// A client's gateway key never reaches the pipeline as the client's own
+// credential (which a retriever of the client's provider may be handed):
+// the gateway takes it out before the body is inspected.
+func TestPipelineNeverGetsTheGatewayKey(t *testing.T) {
+	rw := &scripted{out: pipeline.Outcome{Status: focusgate.Skipped, Reason: focusgate.NoObservation}}
 	f, _ := openKeys(t, teamKeys)
 	gw := newKeyedGateway(t, f, func(o *gatewayOptions) {
 		o.UpstreamAPIKey = ""
-		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.Remove, focusgate.LineVariant, "gpt-4.1-mini"
+		o.Pipeline = rw
 	})
-	resp := post(t, gw.URL+"/v1/chat/completions", readFile(t, laptopRequest), map[string]string{"Authorization": "Bearer " + aliceKey})
-	if got := resp.Header.Get(proxy.HeaderStatus); got != "failed-open; reason=retriever-http-4xx" {
-		t.Fatalf("status %q, want a failed-open retriever call", got)
+	for _, h := range []map[string]string{{"Authorization": "Bearer " + aliceKey}, {"X-Api-Key": bobKey}} {
+		if resp := post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[]}`), h); resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d, want the request let through", resp.StatusCode)
+		}
 	}
-	if got := <-auth; strings.Contains(got, aliceKey) {
-		t.Errorf("the retriever received the gateway key: %q", got)
+	reqs := rw.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the pipeline was handed %d requests, want 2", len(reqs))
+	}
+	for _, r := range reqs {
+		if strings.Contains(r.Credential, aliceKey) || strings.Contains(r.Credential, bobKey) {
+			t.Errorf("the pipeline was handed the gateway key as the client's credential: %q", r.Credential)
+		}
 	}
 }
 

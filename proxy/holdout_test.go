@@ -14,13 +14,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/focusgate/focusgate/cache"
-	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/proxy"
-	"github.com/focusgate/focusgate/prune"
 )
 
 // withHoldout gives the gateway a holdout of the given share whose ended
@@ -341,9 +337,7 @@ func TestHeldOutConversationsAreNotRescued(t *testing.T) {
 		var h *holdout.Holdout
 		gw := newGateway(t, nil, withHoldout(share, &tally, &h), func(o *gatewayOptions) {
 			o.Upstream = base
-			o.Pruner = prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 100},
-				firstLinesRetriever{}, cache.New(cache.NewMemory(64<<20, time.Hour), nil))
-			o.Finder = detect.NewFinder(16 << 20)
+			o.Pipeline = &rescuer{rescued: api.body(t, firstLines(pages), false)}
 		})
 		resp := post(t, gw.URL+api.path, body, api.header)
 		got := readBody(t, resp)

@@ -9,15 +9,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/proxy"
-	"github.com/focusgate/focusgate/prune"
 )
 
 // scrape reads the gateway's /metrics as Prometheus would.
@@ -152,44 +149,6 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	}
 	if math.Abs(net-(saved-spent)) > 1e-9 || math.Abs(net-savedHeader) > 1e-5 {
 		t.Errorf("net savings %v, want %v (and the headers' sum %v)", net, saved-spent, savedHeader)
-	}
-}
-
-// Pruning pays only when it removes more than the retriever/action price
-// ratio; a pair that cannot pay is skipped without asking the retriever.
-func TestUneconomicPairsAreSkipped(t *testing.T) {
-	body := readFile(t, laptopRequest) // the action model is gpt-4.1, $2 per million input tokens
-	tests := []struct {
-		name, retriever string
-		skip            bool
-		header          map[string]string
-		status          string
-	}{
-		{"as dear as the action model", "gpt-4.1", true, nil, "skipped; reason=uneconomic"},
-		{"dearer than the action model", "gpt-4o", true, nil, "skipped; reason=uneconomic"},
-		{"a fifth of the price", "gpt-4.1-mini", true, nil, "pruned"},
-		{"unknown price", "my-local-model", true, nil, "pruned"},
-		{"defender prompt prunes anyway", "gpt-4.1", true, map[string]string{proxy.HeaderPrompt: "defender"}, "pruned"},
-		{"gate turned off", "gpt-4.1", false, nil, "pruned"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rt := newRetriever(t, keep("[a237] combobox"))
-			pruner := prune.New(prune.Config{RetrieverModel: tt.retriever, MinTokens: 1000},
-				prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: tt.retriever, Timeout: time.Minute}),
-				cache.New(cache.NewMemory(1<<20, time.Hour), nil))
-			gw := newGateway(t, nil, func(o *gatewayOptions) {
-				o.Pruner, o.RetrieverModel = pruner, tt.retriever
-				o.SkipUneconomic, o.ExpectedReduction = tt.skip, 0.5
-			})
-			resp := post(t, gw.URL+"/v1/chat/completions", body, tt.header)
-			if got := resp.Header.Get(proxy.HeaderStatus); got != tt.status {
-				t.Errorf("%s = %q, want %q", proxy.HeaderStatus, got, tt.status)
-			}
-			if calls := len(rt.calls()); (calls == 0) != (tt.status != "pruned") {
-				t.Errorf("retriever called %d times", calls)
-			}
-		})
 	}
 }
 

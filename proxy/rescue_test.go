@@ -13,13 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
-	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/proxy"
-	"github.com/focusgate/focusgate/prune"
 )
 
 // rescueAPI is one API's side of the context-window tests: a tool loop of
@@ -151,11 +148,51 @@ func (u *windowUpstream) received() [][]byte {
 	return append([][]byte(nil), u.bodies...)
 }
 
-// firstLinesRetriever keeps the first three lines of every page.
-type firstLinesRetriever struct{}
+// rescuer stands in for the pipeline in the rescue tests: it hands a body
+// back as it came, and, asked for a rescue, the body it was given for that
+// (every page cut to a few lines) as Rescued, or, with none, the body again
+// with nothing to prune. What the pipeline prunes in a rescue is specified
+// in package pipeline; here, what the gateway does with it.
+type rescuer struct {
+	rescued []byte
 
-func (firstLinesRetriever) Select(context.Context, prune.Query) (prune.Selection, error) {
-	return prune.Selection{Ranges: []prune.Range{{From: 1, To: 3}}}, nil
+	mu   sync.Mutex
+	reqs []pipeline.Request
+}
+
+var _ proxy.Rewriter = (*rescuer)(nil)
+
+func (r *rescuer) Rewrite(_ context.Context, req pipeline.Request) ([]byte, pipeline.Outcome) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req)
+	r.mu.Unlock()
+	out := pipeline.Outcome{API: req.API, Status: focusgate.Pruned, Pages: pages(1)}
+	switch {
+	case !req.Rescue:
+		return req.Body, out
+	case r.rescued == nil:
+		out.Status, out.Reason, out.Rescue = focusgate.Skipped, focusgate.NoObservation, focusgate.NothingToPrune
+		return req.Body, out
+	default:
+		out.Rescue = focusgate.Rescued
+		return r.rescued, out
+	}
+}
+
+func (r *rescuer) requests() []pipeline.Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]pipeline.Request(nil), r.reqs...)
+}
+
+// firstLines cuts every page to its first three lines, as a rescue might.
+func firstLines(pages []string) []string {
+	var cut []string
+	for _, pg := range pages {
+		lines := strings.SplitN(pg, "\n", 4)
+		cut = append(cut, strings.Join(lines[:min(3, len(lines))], "\n"))
+	}
+	return cut
 }
 
 func rescuePages(t *testing.T) []string {
@@ -171,7 +208,8 @@ func rescuePages(t *testing.T) []string {
 	return pages
 }
 
-func newWindowGateway(t *testing.T, up *windowUpstream) *gateway {
+// newWindowGateway is the gateway in front of up, with rw for the pipeline.
+func newWindowGateway(t *testing.T, up *windowUpstream, rw *rescuer) *gateway {
 	t.Helper()
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
@@ -179,9 +217,7 @@ func newWindowGateway(t *testing.T, up *windowUpstream) *gateway {
 	base, _ := url.Parse(srv.URL)
 	return newGateway(t, nil, func(o *gatewayOptions) {
 		o.Upstreams = map[string]proxy.Upstream{"openai": {URL: openai}, "anthropic": {URL: base}, "gemini": {URL: base}}
-		o.Pruner = prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 100},
-			firstLinesRetriever{}, cache.New(cache.NewMemory(64<<20, time.Hour), nil))
-		o.Finder = detect.NewFinder(16 << 20)
+		o.Pipeline = rw
 	})
 }
 
@@ -202,7 +238,8 @@ func TestARequestRefusedForItsLengthIsRescued(t *testing.T) {
 				// The first send holds the two older pages whole: more than
 				// a conversation of those two pages alone.
 				up := &windowUpstream{api: api, limit: len(api.body(t, pages[:2], stream))}
-				gw := newWindowGateway(t, up)
+				rw := &rescuer{rescued: api.body(t, firstLines(pages), stream)}
+				gw := newWindowGateway(t, up, rw)
 				resp := post(t, api.url(gw.URL, stream), body, api.header)
 				got, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
@@ -219,13 +256,12 @@ func TestARequestRefusedForItsLengthIsRescued(t *testing.T) {
 				if len(sent) != 2 {
 					t.Fatalf("upstream calls: %d, want the refused one and one retry", len(sent))
 				}
-				if len(sent[1]) > up.limit || len(sent[1]) >= len(sent[0]) {
-					t.Errorf("retry of %d bytes after %d refused (limit %d)", len(sent[1]), len(sent[0]), up.limit)
+				if !bytes.Equal(sent[0], body) || !bytes.Equal(sent[1], rw.rescued) {
+					t.Errorf("upstream got %d then %d bytes; want the body as sent, then the pipeline's rescue", len(sent[0]), len(sent[1]))
 				}
-				for _, pg := range pages {
-					if bytes.Contains(sent[1], marshal(t, pg)[1:len(pg)/2]) {
-						t.Error("a page reached the retry whole")
-					}
+				reqs := rw.requests()
+				if len(reqs) != 2 || reqs[0].Rescue || !reqs[1].Rescue || !bytes.Equal(reqs[1].Body, body) || reqs[1].API != reqs[0].API {
+					t.Errorf("the pipeline was asked %d times; want the request, then the same request with Rescue set", len(reqs))
 				}
 				if n := value(scrape(t, gw), "focusgate_context_rescues_total", map[string]string{"api": api.name, "outcome": "rescued"}); n != 1 {
 					t.Errorf("focusgate_context_rescues_total{outcome=rescued} = %v, want 1", n)
@@ -248,21 +284,22 @@ func TestRefusalsThatCannotBeRescuedReachTheClientUnchanged(t *testing.T) {
 			name      string
 			stream    bool
 			body      []byte
+			rescued   []byte // what the pipeline makes of the body in a rescue; nil: nothing
 			limit     int
 			refusal   string
 			wantCalls int
 			outcome   focusgate.Rescue
 		}{
-			{"still too long", true, api.body(t, pages, true), 100, api.refusal, 2, focusgate.StillTooLong},
-			{"nothing to prune", false, api.body(t, []string{"a short tool output, no page"}, false), 100, api.refusal, 1, focusgate.NothingToPrune},
-			{"another 400", false, api.body(t, pages, false), 100, `{"error":{"message":"Invalid model","type":"invalid_request_error","code":"model_not_found"}}`, 1, ""},
+			{"still too long", true, api.body(t, pages, true), api.body(t, firstLines(pages), true), 100, api.refusal, 2, focusgate.StillTooLong},
+			{"nothing to prune", false, api.body(t, []string{"a short tool output, no page"}, false), nil, 100, api.refusal, 1, focusgate.NothingToPrune},
+			{"another 400", false, api.body(t, pages, false), api.body(t, firstLines(pages), false), 100, `{"error":{"message":"Invalid model","type":"invalid_request_error","code":"model_not_found"}}`, 1, ""},
 		}
 		for _, tt := range tests {
 			t.Run(api.name+"/"+tt.name, func(t *testing.T) {
 				a := api
 				a.refusal = tt.refusal
 				up := &windowUpstream{api: a, limit: tt.limit}
-				gw := newWindowGateway(t, up)
+				gw := newWindowGateway(t, up, &rescuer{rescued: tt.rescued})
 				resp := post(t, api.url(gw.URL, tt.stream), tt.body, api.header)
 				got, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
@@ -298,8 +335,7 @@ func TestOtherStatusesAreNeverRetried(t *testing.T) {
 		base, _ := url.Parse(up.URL + "/v1")
 		gw := newGateway(t, nil, func(o *gatewayOptions) {
 			o.Upstream = base
-			o.Pruner = prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 100},
-				firstLinesRetriever{}, cache.New(cache.NewMemory(64<<20, time.Hour), nil))
+			o.Pipeline = &rescuer{rescued: api.body(t, firstLines(pages), false)}
 		})
 		resp := post(t, gw.URL+api.path, api.body(t, pages, false), nil)
 		resp.Body.Close()

@@ -3,17 +3,12 @@ package proxy_test
 import (
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
-	"github.com/focusgate/focusgate/proxy"
-	"github.com/focusgate/focusgate/prune"
+	"github.com/focusgate/focusgate/pipeline"
 )
 
 // keyForm is one way a client may repeat its gateway key in a header: want
@@ -133,33 +128,24 @@ func TestNoHeaderHoldingAGatewayKeyReachesTheUpstream(t *testing.T) {
 	}
 }
 
-// A gateway key repeated in another header does not reach the retriever as
+// A gateway key repeated in another header does not reach the pipeline as
 // the client's credential either.
-func TestRetrieverNeverGetsAGatewayKeyFromAnotherHeader(t *testing.T) {
-	auth := make(chan string, 8)
-	rt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		auth <- r.Header.Get("Authorization") + " " + r.Header.Get("X-Api-Key")
-		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, `{"error":{"message":"no key","type":"invalid_request_error"}}`)
-	}))
-	t.Cleanup(rt.Close)
-	pruner := prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000},
-		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL + "/v1", Model: "gpt-4.1-mini", Timeout: 10 * time.Second}),
-		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
+func TestPipelineNeverGetsAGatewayKeyFromAnotherHeader(t *testing.T) {
+	rw := &scripted{out: pipeline.Outcome{Status: focusgate.Skipped, Reason: focusgate.NoObservation}}
 	f, _ := openKeys(t, teamKeys)
 	gw := newKeyedGateway(t, f, func(o *gatewayOptions) {
 		o.UpstreamAPIKey = ""
-		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.Remove, focusgate.LineVariant, "gpt-4.1-mini"
+		o.Pipeline = rw
 	})
 	for _, key := range []string{aliceKey, bobKey} {
 		for _, form := range []string{"user:" + key, "(" + key + ")", b64(key)} {
-			resp := post(t, gw.URL+"/v1/chat/completions", readFile(t, laptopRequest), map[string]string{"Authorization": "Bearer " + key, "X-Api-Key": form})
-			if got := resp.Header.Get(proxy.HeaderStatus); got != "failed-open; reason=retriever-http-4xx" {
-				t.Fatalf("status %q, want a failed-open retriever call", got)
+			post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[]}`), map[string]string{"Authorization": "Bearer " + key, "X-Api-Key": form})
+			reqs := rw.requests()
+			if len(reqs) == 0 {
+				t.Fatal("the request did not reach the pipeline")
 			}
-			if got := <-auth; strings.Contains(got, key) || strings.Contains(got, form) {
-				t.Errorf("the retriever received the gateway key: %q", got)
+			if got := reqs[len(reqs)-1].Credential; strings.Contains(got, key) || strings.Contains(got, form) {
+				t.Errorf("the pipeline was handed the gateway key as the client's credential: %q", got)
 			}
 		}
 	}

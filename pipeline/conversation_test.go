@@ -1,13 +1,10 @@
-package proxy_test
+package pipeline_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/pipeline"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,11 +14,12 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/internal/redistest"
-	"github.com/focusgate/focusgate/proxy"
+	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/prune"
 )
 
@@ -159,7 +157,6 @@ var refPattern = regexp.MustCompile(`\[ref=(e\d+)\]`)
 // the loop repeats the same bytes for the turns it shares with the others.
 type conversation struct {
 	api      focusgate.API
-	path     string
 	head     string            // the body up to the first item
 	items    []json.RawMessage // messages (Chat) or input items (Responses)
 	tail     string            // the body after the last item
@@ -203,14 +200,12 @@ func newConversation(t *testing.T, api focusgate.API, steps []loopStep) *convers
 	tools := `"tools":[{"type":"function","function":{"name":"browser_click","description":"Perform click on a web page","parameters":{"type":"object","properties":{"element":{"type":"string"},"ref":{"type":"string"}},"required":["element","ref"]}}},` +
 		`{"type":"function","function":{"name":"browser_navigate","description":"Navigate to a URL","parameters":{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}}}]`
 	if api == focusgate.Chat {
-		c.path = "/v1/chat/completions"
 		c.head = `{"model":"gpt-4.1","messages":[`
 		c.tail = `],` + tools + `,"tool_choice":"auto","parallel_tool_calls":false}`
 		c.items = append(c.items,
 			mustMarshal(t, map[string]any{"role": "system", "content": loopSystemPrompt}),
 			mustMarshal(t, map[string]any{"role": "user", "content": loopTask}))
 	} else {
-		c.path = "/v1/responses"
 		c.head = `{"model":"gpt-4.1","instructions":` + string(mustMarshal(t, loopSystemPrompt)) + `,"input":[`
 		c.tail = `],` + strings.ReplaceAll(strings.ReplaceAll(tools, `"function":{`, ``), `}}}`, `}}`) + `,"store":false}`
 		c.items = append(c.items, mustMarshal(t, map[string]any{"role": "user", "content": []map[string]string{{"type": "input_text", "text": loopTask}}}))
@@ -281,18 +276,14 @@ func sentItems(t *testing.T, api focusgate.API, body []byte) ([]string, int) {
 	return items, end
 }
 
-// loopGateway is a pruning gateway whose retriever keeps loopNeedles.
-func loopGateway(t *testing.T, rt *retriever, p pipeline.Pruner, configure ...func(*gatewayOptions)) *gateway {
-	t.Helper()
-	return newGateway(t, nil, append([]func(*gatewayOptions){func(o *gatewayOptions) {
-		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = p, focusgate.Remove, focusgate.LineVariant, "gpt-4.1-mini"
-	}}, configure...)...)
+// loopPipeline is a pruning pipeline over pr, whose retriever keeps
+// loopNeedles.
+func loopPipeline(pr pipeline.Pruner, configure ...func(*pipeline.Options)) *pipeline.Pipeline {
+	return retrieverPipeline(pr, configure...)
 }
 
 func loopPruner(rt *retriever, model string, store cache.Store) *prune.Pruner {
-	return prune.New(prune.Config{RetrieverModel: model, MinTokens: 1000, UseHistory: true},
-		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: model, Timeout: 30 * time.Second}),
-		cache.New(store, nil))
+	return retrieverPruner(rt, model, store)
 }
 
 // newestOnly prunes the newest observation and forwards every older one as
@@ -304,29 +295,37 @@ func (newestOnly) Reapply(_ context.Context, in prune.Input) prune.Result {
 	return prune.Result{Text: in.Tree.Text, Status: focusgate.Skipped, Reason: focusgate.NotCached}
 }
 
-// run sends every request of c through gw and returns what the upstream
-// received for each, checking the prefix property on the way: the items
-// forwarded for request k reach the upstream byte-identical at the head of
-// request k+1, and the retriever is asked about each new page once.
-func run(t *testing.T, gw *gateway, rt *retriever, c *conversation) [][]byte {
+// send runs request k of c through p.
+func (c *conversation) send(p *pipeline.Pipeline, k int, mode string) ([]byte, pipeline.Outcome) {
+	return rewrite(p, pipeline.Request{API: c.api, Body: c.body(k), Mode: mode})
+}
+
+// run sends every request of c through p and returns what would be
+// forwarded for each, checking the prefix property on the way: the items
+// forwarded for request k come back byte-identical at the head of request
+// k+1, and the retriever is asked about each new page once. It also returns
+// the sum of the outcomes' counts of older observations.
+func run(t *testing.T, p *pipeline.Pipeline, rt *retriever, c *conversation) ([][]byte, pipeline.Older) {
 	t.Helper()
 	var sent [][]byte
+	var older pipeline.Older
 	calls0 := len(rt.calls())
 	for k := range c.requests {
-		body := c.body(k)
-		resp := post(t, gw.URL+c.path, body, map[string]string{"Authorization": "Bearer sk-client"})
-		if got := resp.Header.Get(proxy.HeaderStatus); got != "pruned" {
-			t.Fatalf("request %d: %s = %q, want pruned", k, proxy.HeaderStatus, got)
+		fwd, out := c.send(p, k, "")
+		if out.Status != focusgate.Pruned {
+			t.Fatalf("request %d: %s %s, want pruned", k, out.Status, out.Reason)
 		}
-		fwd := gw.upstream.last(t).Body
 		if !json.Valid(fwd) {
-			t.Fatalf("request %d: the upstream received invalid JSON", k)
+			t.Fatalf("request %d: the pipeline returned invalid JSON", k)
 		}
 		sent = append(sent, fwd)
+		older.Reapplied += out.Older.Reapplied
+		older.Left += out.Older.Left
+		older.Pruned += out.Older.Pruned
 		if n := len(rt.calls()) - calls0; n != k+1 {
 			t.Errorf("after request %d the retriever was called %d times, want %d (once per new page)", k, n, k+1)
 		}
-		checkTokens(t, k, resp.Header, body, c.api)
+		checkTokens(t, k, out, c.body(k), c.api)
 		if k == 0 {
 			continue
 		}
@@ -341,12 +340,13 @@ func run(t *testing.T, gw *gateway, rt *retriever, c *conversation) [][]byte {
 			t.Errorf("request %d: the forwarded body does not start with the bytes forwarded for request %d", k, k-1)
 		}
 	}
-	return sent
+	return sent, older
 }
 
-// checkTokens holds the token headers to their meaning: every observation
-// of the request is counted, the re-applied older ones included.
-func checkTokens(t *testing.T, k int, h map[string][]string, body []byte, api focusgate.API) {
+// checkTokens holds the outcome's token counts to their meaning: every
+// observation of the request is counted, the re-applied older ones
+// included.
+func checkTokens(t *testing.T, k int, out pipeline.Outcome, body []byte, api focusgate.API) {
 	t.Helper()
 	obs, err := detect.Find(body, api, detect.Options{All: true})
 	if err != nil || len(obs) != k+1 {
@@ -357,21 +357,12 @@ func checkTokens(t *testing.T, k int, h map[string][]string, body []byte, api fo
 	for _, o := range obs {
 		want += counter.Count("gpt-4.1", o.Text)
 	}
-	before, _ := strconv.Atoi(first(h[proxy.HeaderTokensBefore]))
-	after, _ := strconv.Atoi(first(h[proxy.HeaderTokensAfter]))
-	if before != want || after <= 0 || after >= before {
-		t.Errorf("request %d: tokens %d -> %d; want %d before (all %d pages) and fewer after", k, before, after, want, k+1)
+	if out.TokensBefore != want || out.TokensAfter <= 0 || out.TokensAfter >= out.TokensBefore || len(out.Pages) != k+1 {
+		t.Errorf("request %d: %d pages, tokens %d -> %d; want %d before (all %d pages) and fewer after", k, len(out.Pages), out.TokensBefore, out.TokensAfter, want, k+1)
 	}
 }
 
-func first(v []string) string {
-	if len(v) == 0 {
-		return ""
-	}
-	return v[0]
-}
-
-// reduction is the share of request bytes the gateway removed, over all
+// reduction is the share of request bytes the pipeline removed, over all
 // requests of a conversation.
 func reduction(c *conversation, sent [][]byte) float64 {
 	in, out := 0, 0
@@ -386,31 +377,26 @@ func TestToolLoopForwardsEveryEarlierTurnUnchanged(t *testing.T) {
 	for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
 		c := newConversation(t, api, orderLaptop)
 		for _, store := range []string{"memory", "redis"} {
-			t.Run(fmt.Sprintf("%s/%s", strings.TrimPrefix(c.path, "/v1/"), store), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s", api, store), func(t *testing.T) {
 				rt := newRetriever(t, keep(loopNeedles...))
 				model := "gpt-4.1-mini"
 				var st cache.Store = cache.NewMemory(16<<20, time.Hour)
 				if store == "redis" {
-					st = slowRedis(t, redistest.Shared(t))
+					st = cachetest.NewStore(t, redistest.Shared(t))
 					model += "-" + t.Name() + time.Now().Format(time.RFC3339Nano) // keys of its own on a shared server
 				}
-				gw := loopGateway(t, rt, loopPruner(rt, model, st))
-				sent := run(t, gw, rt, c)
+				sent, older := run(t, loopPipeline(loopPruner(rt, model, st)), rt, c)
 
-				m := scrape(t, gw)
 				n := len(c.requests)
-				if got, want := value(m, "focusgate_older_observations_total", map[string]string{"result": "reapplied"}), float64(n*(n-1)/2); got != want {
-					t.Errorf("older observations re-applied: %v, want %v", got, want)
-				}
-				if got := value(m, "focusgate_older_observations_total", map[string]string{"result": "left"}); got != 0 {
-					t.Errorf("older observations left: %v, want 0", got)
+				if want := (pipeline.Older{Reapplied: n * (n - 1) / 2}); older != want {
+					t.Errorf("older observations %+v, want %+v: every older page re-applied", older, want)
 				}
 				checkRetrieverPrompts(t, rt, c)
 				if store == "memory" {
-					// The same conversation through a gateway that prunes only
-					// the newest page, for the numbers.
+					// The same conversation through a pipeline that prunes
+					// only the newest page, for the numbers.
 					rt2 := newRetriever(t, keep(loopNeedles...))
-					old := run2(t, loopGateway(t, rt2, newestOnly{loopPruner(rt2, model, cache.NewMemory(16<<20, time.Hour))}), c)
+					old := run2(loopPipeline(newestOnly{loopPruner(rt2, model, cache.NewMemory(16<<20, time.Hour))}), c)
 					now, before := reduction(c, sent), reduction(c, old)
 					t.Logf("%d requests, %d retriever calls: whole-request bytes removed %.1f%% re-applying older pages, %.1f%% pruning the newest only",
 						n, len(rt.calls()), 100*now, 100*before)
@@ -427,13 +413,12 @@ func TestToolLoopForwardsEveryEarlierTurnUnchanged(t *testing.T) {
 	}
 }
 
-// run2 sends every request of c through gw, without the prefix checks.
-func run2(t *testing.T, gw *gateway, c *conversation) [][]byte {
-	t.Helper()
+// run2 sends every request of c through p, without the prefix checks.
+func run2(p *pipeline.Pipeline, c *conversation) [][]byte {
 	var sent [][]byte
 	for k := range c.requests {
-		post(t, gw.URL+c.path, c.body(k), nil)
-		sent = append(sent, gw.upstream.last(t).Body)
+		fwd, _ := c.send(p, k, "")
+		sent = append(sent, fwd)
 	}
 	return sent
 }
@@ -472,35 +457,30 @@ func checkRetrieverPrompts(t *testing.T, rt *retriever, c *conversation) {
 func TestToolLoopAfterACacheFlushLeavesOlderPages(t *testing.T) {
 	for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
 		c := newConversation(t, api, orderLaptop)
-		t.Run(strings.TrimPrefix(c.path, "/v1/"), func(t *testing.T) {
+		t.Run(api.String(), func(t *testing.T) {
 			rt := newRetriever(t, keep(loopNeedles...))
-			run(t, loopGateway(t, rt, loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour))), rt, c)
+			run(t, loopPipeline(loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour))), rt, c)
 
-			restarted := loopGateway(t, rt, loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)))
+			restarted := loopPipeline(loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)))
 			calls := len(rt.calls())
 			last := len(c.requests) - 1
-			body := c.body(last)
-			resp := post(t, restarted.URL+c.path, body, nil)
-			if got := resp.Header.Get(proxy.HeaderStatus); got != "pruned" {
-				t.Fatalf("%s = %q, want pruned (the newest page)", proxy.HeaderStatus, got)
+			fwd, out := c.send(restarted, last, "")
+			if out.Status != focusgate.Pruned {
+				t.Fatalf("%s %s, want pruned (the newest page)", out.Status, out.Reason)
 			}
 			if n := len(rt.calls()) - calls; n != 1 {
 				t.Errorf("retriever called %d times after the restart, want 1 (the newest page only)", n)
 			}
-			checkOlderAsSent(t, c, body, restarted.upstream.last(t).Body)
-			m := scrape(t, restarted)
-			if got, want := value(m, "focusgate_older_observations_total", map[string]string{"result": "left"}), float64(last); got != want {
-				t.Errorf("older observations left: %v, want %v", got, want)
-			}
-			if got := value(m, "focusgate_older_observations_total", map[string]string{"result": "reapplied"}); got != 0 {
-				t.Errorf("older observations re-applied: %v, want 0", got)
+			checkOlderAsSent(t, c, c.body(last), fwd)
+			if want := (pipeline.Older{Left: last}); out.Older != want {
+				t.Errorf("older observations %+v, want %+v", out.Older, want)
 			}
 		})
 	}
 }
 
-// checkOlderAsSent checks that every item before the newest page reached the
-// upstream as the agent sent it.
+// checkOlderAsSent checks that every item before the newest page is
+// forwarded as the agent sent it.
 func checkOlderAsSent(t *testing.T, c *conversation, body, fwd []byte) {
 	t.Helper()
 	orig, _ := sentItems(t, c.api, body)
@@ -524,35 +504,33 @@ func TestToolLoopOlderPagesFromRedis(t *testing.T) {
 	rt := newRetriever(t, keep(loopNeedles...))
 	last := len(c.requests) - 1
 
-	a := loopGateway(t, rt, loopPruner(rt, "m", slowRedis(t, srv.URL())))
+	a := loopPipeline(loopPruner(rt, "m", cachetest.NewStore(t, srv.URL())))
 	var sent [][]byte
 	for k := range last {
-		post(t, a.URL+c.path, c.body(k), nil)
-		sent = append(sent, a.upstream.last(t).Body)
+		fwd, _ := c.send(a, k, "")
+		sent = append(sent, fwd)
 	}
 
-	store := slowRedis(t, srv.URL())
-	b := loopGateway(t, rt, loopPruner(rt, "m", store))
-	post(t, b.URL+c.path, c.body(last), nil)
+	store := cachetest.NewStore(t, srv.URL())
+	b := loopPipeline(loopPruner(rt, "m", store))
+	fwd, out := c.send(b, last, "")
 	prev, end := sentItems(t, c.api, sent[last-1])
-	fwd := b.upstream.last(t).Body
 	if cur, _ := sentItems(t, c.api, fwd); !bytes.Equal(fwd[:end], sent[last-1][:end]) || len(cur) <= len(prev) {
 		t.Error("the other replica did not forward the earlier turns as the first one did")
 	}
 	if n := len(rt.calls()); n != len(c.requests) {
 		t.Errorf("retriever called %d times, want %d (once per page, across replicas)", n, len(c.requests))
 	}
-	if got := value(scrape(t, b), "focusgate_older_observations_total", map[string]string{"result": "reapplied"}); got != float64(last) {
-		t.Errorf("the other replica re-applied %v older pages, want %d", got, last)
+	if want := (pipeline.Older{Reapplied: last}); out.Older != want {
+		t.Errorf("the other replica: older observations %+v, want %+v", out.Older, want)
 	}
 
 	srv.Restart()
 	waitUntil(t, func() bool { return store.Status() == nil }, "Redis to be seen up again")
-	body := c.body(last)
-	post(t, b.URL+c.path, body, nil)
-	checkOlderAsSent(t, c, body, b.upstream.last(t).Body)
-	if got := value(scrape(t, b), "focusgate_older_observations_total", map[string]string{"result": "left"}); got != float64(last) {
-		t.Errorf("after Redis lost its data, %v older pages were left, want %d", got, last)
+	fwd, out = c.send(b, last, "")
+	checkOlderAsSent(t, c, c.body(last), fwd)
+	if want := (pipeline.Older{Left: last}); out.Older != want {
+		t.Errorf("after Redis lost its data: older observations %+v, want %+v", out.Older, want)
 	}
 }
 
@@ -562,17 +540,21 @@ func TestToolLoopOlderPagesFromRedis(t *testing.T) {
 func TestToolLoopModeChangeReappliesInTheNewMode(t *testing.T) {
 	c := newConversation(t, focusgate.Chat, orderLaptop)
 	rt := newRetriever(t, keep(loopNeedles...))
-	gw := loopGateway(t, rt, loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)))
+	p := loopPipeline(loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)))
 	last := len(c.requests) - 1
+	var fwd []byte
 	for k := range last {
-		post(t, gw.URL+c.path, c.body(k), nil)
+		fwd, _ = c.send(p, k, "")
 	}
-	removed, _ := sentItems(t, c.api, gw.upstream.last(t).Body)
+	removed, _ := sentItems(t, c.api, fwd)
 
 	var ancestors [][]string
 	for _, k := range []int{last - 1, last} {
-		post(t, gw.URL+c.path, c.body(k), map[string]string{proxy.HeaderMode: "ancestors"})
-		items, _ := sentItems(t, c.api, gw.upstream.last(t).Body)
+		fwd, out := c.send(p, k, "ancestors")
+		if out.Mode != focusgate.Ancestors {
+			t.Errorf("request %d: outcome in mode %q, want ancestors", k, out.Mode)
+		}
+		items, _ := sentItems(t, c.api, fwd)
 		ancestors = append(ancestors, items)
 	}
 	if n := len(rt.calls()); n != len(c.requests) {
@@ -594,31 +576,22 @@ func TestToolLoopModeChangeReappliesInTheNewMode(t *testing.T) {
 func TestToolLoopPruneAllPrunesUnknownOlderPages(t *testing.T) {
 	c := newConversation(t, focusgate.Responses, orderLaptop)
 	rt := newRetriever(t, keep(loopNeedles...))
-	gw := loopGateway(t, rt, loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)), func(o *gatewayOptions) { o.PruneAll = true })
+	p := loopPipeline(loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)), func(o *pipeline.Options) { o.PruneAll = true })
 	last := len(c.requests) - 1
-	body := c.body(last)
-	post(t, gw.URL+c.path, body, nil)
+	fwd, out := c.send(p, last, "")
 	if n := len(rt.calls()); n != len(c.requests) {
 		t.Errorf("retriever called %d times, want one per page (%d)", n, len(c.requests))
 	}
-	orig, _ := sentItems(t, c.api, body)
-	got, _ := sentItems(t, c.api, gw.upstream.last(t).Body)
+	orig, _ := sentItems(t, c.api, c.body(last))
+	got, _ := sentItems(t, c.api, fwd)
 	for k := range c.requests {
 		if i := c.requests[k] - 1; orig[i] == got[i] {
 			t.Errorf("page %d was not pruned", k)
 		}
 	}
-	m := scrape(t, gw)
-	if got := value(m, "focusgate_older_observations_total", map[string]string{"result": "pruned"}); got != float64(last) {
-		t.Errorf("older observations pruned: %v, want %d", got, last)
+	if want := (pipeline.Older{Pruned: last}); out.Older != want {
+		t.Errorf("older observations %+v, want %+v", out.Older, want)
 	}
-}
-
-// slowRedis is the tests' Redis store: a timeout a busy test machine cannot
-// mistake for an outage, and no in-process front hiding what Redis holds.
-func slowRedis(t *testing.T, url string) *cache.Redis {
-	t.Helper()
-	return cachetest.NewStore(t, url)
 }
 
 // When the retriever fails on the newest page, that page goes out as it came
@@ -630,27 +603,28 @@ func TestToolLoopNewestFailsOlderStillReapplied(t *testing.T) {
 	var calls atomic.Int32
 	rt := newRetriever(t, func(lines []string) (int, string) {
 		if calls.Add(1) > int32(last) {
-			return http.StatusInternalServerError, ""
+			return 500, ""
 		}
 		return keep(loopNeedles...)(lines)
 	})
-	gw := loopGateway(t, rt, loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)))
+	p := loopPipeline(loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)))
+	var prev []byte
 	for k := range last {
-		post(t, gw.URL+c.path, c.body(k), nil)
+		prev, _ = c.send(p, k, "")
 	}
-	prev := gw.upstream.last(t).Body
 	_, prevEnd := sentItems(t, c.api, prev)
 
-	body := c.body(last)
-	resp := post(t, gw.URL+c.path, body, nil)
-	if got, want := resp.Header.Get(proxy.HeaderStatus), "failed-open; reason=retriever-http-5xx"; got != want {
-		t.Errorf("%s = %q, want %q", proxy.HeaderStatus, got, want)
+	fwd, out := c.send(p, last, "")
+	if out.Status != focusgate.FailedOpen || out.Reason != focusgate.RetrieverHTTP5xx {
+		t.Errorf("%s %s, want failed-open retriever-http-5xx", out.Status, out.Reason)
 	}
-	fwd := gw.upstream.last(t).Body
+	if out.Older.Reapplied != last {
+		t.Errorf("%d older pages re-applied, want %d", out.Older.Reapplied, last)
+	}
 	if !bytes.Equal(fwd[:prevEnd], prev[:prevEnd]) {
 		t.Error("the earlier turns were not forwarded as in the previous request")
 	}
-	orig, _ := sentItems(t, c.api, body)
+	orig, _ := sentItems(t, c.api, c.body(last))
 	got, _ := sentItems(t, c.api, fwd)
 	if orig[len(orig)-1] != got[len(got)-1] {
 		t.Error("the newest page, whose pruning failed, did not go out as it came")

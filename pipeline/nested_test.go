@@ -1,4 +1,4 @@
-package proxy_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
-	"github.com/focusgate/focusgate/proxy"
+	"github.com/focusgate/focusgate/pipeline"
 )
 
 // playwrightPage is a Playwright MCP snapshot of a product list large enough
@@ -34,7 +34,6 @@ func playwrightPage(items int) string {
 // only the tree's text changed, and nothing else in the body moves.
 func TestStringifiedToolResultIsPruned(t *testing.T) {
 	rt := newRetriever(t, keep("Laptop model 7 ", "[ref=e42]"))
-	gw := pruningGateway(t, rt)
 	page := playwrightPage(60)
 	head := "### Ran Playwright code\n```js\nawait page.goto('https://shop.example/');\n```\n\n### Page\n- Page URL: https://shop.example/\n- Page Title: Laptops <sale> \"today\"\n### Snapshot\n```yaml\n"
 	tail := "\n```\n"
@@ -52,13 +51,12 @@ func TestStringifiedToolResultIsPruned(t *testing.T) {
 		t.Fatalf("observation Nested=%d, %d bytes; want the page one JSON text deep", obs.Nested, len(obs.Text))
 	}
 
-	resp := post(t, gw.URL+"/v1/chat/completions", body, nil)
-	if got := resp.Header.Get(proxy.HeaderStatus); got != "pruned" {
-		t.Fatalf("%s = %q, want pruned", proxy.HeaderStatus, got)
+	sent, out := rewrite(pruningPipeline(rt), chat(body))
+	if out.Status != focusgate.Pruned {
+		t.Fatalf("%s %s, want pruned", out.Status, out.Reason)
 	}
-	sent := gw.upstream.last(t).Body
 	if !json.Valid(sent) {
-		t.Fatal("the action model received invalid JSON")
+		t.Fatal("the pipeline returned invalid JSON")
 	}
 	suffix := len(body) - obs.RawEnd
 	if !bytes.Equal(sent[:obs.RawStart], body[:obs.RawStart]) || !bytes.Equal(sent[len(sent)-suffix:], body[obs.RawEnd:]) {
@@ -86,9 +84,9 @@ func TestStringifiedToolResultIsPruned(t *testing.T) {
 
 // TestRealToolRequestsArePruned replays requests captured from the real tools
 // (Stagehand 3.7.3, chrome-devtools-mcp 1.11.0, @playwright/mcp 0.0.83 in a
-// loop that stringifies tool results) through the gateway, with a retriever
-// that keeps the "Add to cart" button: each is pruned, the button survives,
-// and nothing outside the newest tree changes.
+// loop that stringifies tool results), with a retriever that keeps the "Add
+// to cart" button: each is pruned, the button survives, and nothing outside
+// the newest tree changes.
 func TestRealToolRequestsArePruned(t *testing.T) {
 	tests := []struct {
 		file string
@@ -104,22 +102,16 @@ func TestRealToolRequestsArePruned(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			rt := newRetriever(t, keep(tt.keep))
-			gw := pruningGateway(t, rt)
 			body := readFile(t, "../detect/testdata/requests/"+tt.file)
 			obs, err := detect.Find(body, tt.api, detect.Options{})
 			if err != nil || len(obs) != 1 {
 				t.Fatalf("want one observation, got %d (%v)", len(obs), err)
 			}
 			o := obs[0]
-			path := "/v1/chat/completions"
-			if tt.api == focusgate.Responses {
-				path = "/v1/responses"
+			sent, out := rewrite(pruningPipeline(rt), pipeline.Request{API: tt.api, Body: body})
+			if out.Status != focusgate.Pruned {
+				t.Fatalf("%s %s, want pruned", out.Status, out.Reason)
 			}
-			resp := post(t, gw.URL+path, body, nil)
-			if got := resp.Header.Get(proxy.HeaderStatus); got != "pruned" {
-				t.Fatalf("%s = %q, want pruned", proxy.HeaderStatus, got)
-			}
-			sent := gw.upstream.last(t).Body
 			suffix := len(body) - o.RawEnd
 			if !json.Valid(sent) || !bytes.Equal(sent[:o.RawStart], body[:o.RawStart]) || !bytes.Equal(sent[len(sent)-suffix:], body[o.RawEnd:]) {
 				t.Fatal("the body is not valid JSON, or bytes outside the tree changed")
@@ -135,8 +127,7 @@ func TestRealToolRequestsArePruned(t *testing.T) {
 			if !strings.Contains(holder, tt.keep) || !strings.Contains(holder, "lines pruned") {
 				t.Errorf("the pruned page lacks %q or a marker", tt.keep)
 			}
-			before, after := resp.Header.Get(proxy.HeaderTokensBefore), resp.Header.Get(proxy.HeaderTokensAfter)
-			t.Logf("%s: %d lines, observation tokens %s -> %s, body %d -> %d bytes", o.Format, len(o.Lines), before, after, len(body), len(sent))
+			t.Logf("%s: %d lines, observation tokens %d -> %d, body %d -> %d bytes", o.Format, len(o.Lines), out.TokensBefore, out.TokensAfter, len(body), len(sent))
 		})
 	}
 }

@@ -1,0 +1,212 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/pipeline"
+	"github.com/focusgate/focusgate/proxy"
+)
+
+// scripted stands in for the pipeline: it answers every request with the
+// body and outcome a test sets, and records what the gateway handed it.
+// What the pipeline does to a body is specified in package pipeline; here
+// only what the gateway does around it.
+type scripted struct {
+	body []byte // nil: the body as it came
+	out  pipeline.Outcome
+
+	mu   sync.Mutex
+	reqs []pipeline.Request
+}
+
+var _ proxy.Rewriter = (*scripted)(nil)
+
+func (s *scripted) Rewrite(_ context.Context, req pipeline.Request) ([]byte, pipeline.Outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req.Body = bytes.Clone(req.Body)
+	s.reqs = append(s.reqs, req)
+	if s.body == nil {
+		return req.Body, s.out
+	}
+	return s.body, s.out
+}
+
+func (s *scripted) requests() []pipeline.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]pipeline.Request(nil), s.reqs...)
+}
+
+// scriptedGateway is the gateway in front of rw.
+func scriptedGateway(t *testing.T, rw proxy.Rewriter) *gateway {
+	t.Helper()
+	return newGateway(t, nil, func(o *gatewayOptions) { o.Pipeline = rw })
+}
+
+// pages stands for n observations the pipeline considered.
+func pages(n int) []pipeline.Page { return make([]pipeline.Page, n) }
+
+// The outcome of a request reaches the client as X-Focusgate-* headers:
+// the status with its reason, and the numbers where there are any.
+func TestOutcomeReachesTheClientAsHeaders(t *testing.T) {
+	tests := []struct {
+		name string
+		out  pipeline.Outcome
+		want map[string]string // "" means absent
+	}{
+		{
+			name: "pruned",
+			out: pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(2), TokensBefore: 5000, TokensAfter: 1200,
+				Cache: "miss", Retriever: 1234 * time.Millisecond, Flagged: 12,
+				Priced: true, SavedUSD: 0.0076, RetrieverUSD: 0.0012},
+			want: map[string]string{
+				proxy.HeaderStatus: "pruned", proxy.HeaderTokensBefore: "5000", proxy.HeaderTokensAfter: "1200",
+				proxy.HeaderCache: "miss", proxy.HeaderRetrieverMs: "1234", proxy.HeaderFlaggedLines: "12",
+				proxy.HeaderSavedUSD: "0.006400",
+			},
+		},
+		{
+			name: "served by another request's call",
+			out:  pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(1), TokensBefore: 3000, TokensAfter: 900, Cache: "shared", Retriever: 40 * time.Millisecond},
+			want: map[string]string{
+				proxy.HeaderStatus: "pruned", proxy.HeaderCache: "shared", proxy.HeaderRetrieverMs: "40",
+				proxy.HeaderFlaggedLines: "", proxy.HeaderSavedUSD: "",
+			},
+		},
+		{
+			name: "cache hit",
+			out:  pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(1), TokensBefore: 3000, TokensAfter: 900, Cache: "hit"},
+			want: map[string]string{proxy.HeaderStatus: "pruned", proxy.HeaderCache: "hit", proxy.HeaderRetrieverMs: "0"},
+		},
+		{
+			name: "failed open",
+			out:  pipeline.Outcome{Status: focusgate.FailedOpen, Reason: focusgate.RetrieverHTTP5xx, Pages: pages(1), TokensBefore: 3000, TokensAfter: 3000, Cache: "miss"},
+			want: map[string]string{
+				proxy.HeaderStatus: "failed-open; reason=retriever-http-5xx", proxy.HeaderTokensBefore: "3000", proxy.HeaderTokensAfter: "3000",
+			},
+		},
+		{
+			name: "nothing to prune",
+			out:  pipeline.Outcome{Status: focusgate.Skipped, Reason: focusgate.NoObservation},
+			want: map[string]string{
+				proxy.HeaderStatus: "skipped; reason=no-observation", proxy.HeaderTokensBefore: "", proxy.HeaderTokensAfter: "",
+				proxy.HeaderCache: "", proxy.HeaderRetrieverMs: "", proxy.HeaderSavedUSD: "",
+			},
+		},
+		{
+			name: "rescued",
+			out:  pipeline.Outcome{Status: focusgate.Pruned, Rescue: focusgate.Rescued, Pages: pages(3), TokensBefore: 9000, TokensAfter: 2000},
+			want: map[string]string{proxy.HeaderStatus: "pruned; rescue=rescued"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gw := scriptedGateway(t, &scripted{out: tt.out})
+			resp := post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[]}`), nil)
+			if body := readBody(t, resp); resp.StatusCode != http.StatusOK || string(body) != `{"ok":true}` {
+				t.Errorf("the client got %d %q, want the upstream's answer", resp.StatusCode, body)
+			}
+			for h, want := range tt.want {
+				if got := resp.Header.Get(h); got != want {
+					t.Errorf("%s = %q, want %q", h, got, want)
+				}
+			}
+		})
+	}
+}
+
+// The outcome of a request focusgate tried to prune is logged once, after
+// the upstream answered.
+func TestOutcomeIsLogged(t *testing.T) {
+	gw := scriptedGateway(t, &scripted{out: pipeline.Outcome{API: focusgate.Chat, Status: focusgate.Pruned, Model: "gpt-4.1", Pages: pages(1), TokensBefore: 4000, TokensAfter: 1000, Cache: "miss"}})
+	post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[]}`), map[string]string{"Authorization": "Bearer sk-client"})
+	gw.logs.WaitFor(t, "msg=request")
+	logs := gw.logs.String()
+	if n := strings.Count(logs, "msg=observations status=pruned api=chat model=gpt-4.1"); n != 1 {
+		t.Errorf("%d log lines for the pruned request, want 1:\n%s", n, logs)
+	}
+	if !strings.Contains(logs, "tokens_before=4000 tokens_after=1000") || strings.Contains(logs, "sk-client") {
+		t.Errorf("the log line lacks the numbers or carries the key:\n%s", logs)
+	}
+}
+
+// What the pipeline returns is what goes upstream, with a Content-Length
+// that matches it, compressed requests included (the pipeline reads them
+// decoded, and they go on decoded).
+func TestRewrittenBodyGoesUpstreamWithItsLength(t *testing.T) {
+	sent := []byte(`{"model":"gpt-4.1","messages":[{"role":"user","content":"pruned"}]}`)
+	body := []byte(`{"model":"gpt-4.1","messages":[{"role":"user","content":"` + strings.Repeat("a page line\\n", 200) + `"}]}`)
+	for _, enc := range []string{"", "gzip", "zstd"} {
+		t.Run("encoding "+enc, func(t *testing.T) {
+			rw := &scripted{body: sent, out: pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(1)}}
+			gw := scriptedGateway(t, rw)
+			wire, h := body, map[string]string{}
+			if enc != "" {
+				wire, h["Content-Encoding"] = compressors[enc](body), enc
+			}
+			post(t, gw.URL+"/v1/chat/completions", wire, h)
+			if reqs := rw.requests(); len(reqs) != 1 || !bytes.Equal(reqs[0].Body, body) {
+				t.Fatalf("the pipeline was handed %d requests; want one, with the decoded body", len(reqs))
+			}
+			got := gw.upstream.last(t)
+			if !bytes.Equal(got.Body, sent) || got.ContentLength != int64(len(sent)) {
+				t.Errorf("upstream got %d bytes, Content-Length %d; want the rewritten %d bytes", len(got.Body), got.ContentLength, len(sent))
+			}
+			if got.Header.Get("Content-Encoding") != "" {
+				t.Errorf("a decoded body went on with Content-Encoding %q", got.Header.Get("Content-Encoding"))
+			}
+		})
+	}
+}
+
+// The gateway hands the pipeline the API of the route, the request's own
+// mode and prompt headers and the client's key; the headers go no further.
+// Passthrough routes never reach the pipeline.
+func TestPipelineGetsTheRequestsSettings(t *testing.T) {
+	rw := &scripted{out: pipeline.Outcome{Status: focusgate.Skipped, Reason: focusgate.NoObservation}}
+	gw := scriptedGateway(t, rw)
+	h := map[string]string{proxy.HeaderMode: "ancestors", proxy.HeaderPrompt: "defender", "Authorization": "Bearer sk-client"}
+	for _, path := range []string{"/v1/chat/completions", "/responses", "/v1/embeddings"} {
+		post(t, gw.URL+path, []byte(`{"model":"gpt-4.1"}`), h)
+		got := gw.upstream.last(t)
+		if got.Header.Get(proxy.HeaderMode) != "" || got.Header.Get(proxy.HeaderPrompt) != "" {
+			t.Errorf("%s: focusgate's request headers reached the upstream", path)
+		}
+	}
+	reqs := rw.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the pipeline was handed %d requests, want the chat and the Responses one", len(reqs))
+	}
+	for i, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
+		r := reqs[i]
+		if r.API != api || r.Mode != "ancestors" || r.Prompt != "defender" || r.Credential != "sk-client" || r.Sizing || r.Holdout || r.Rescue {
+			t.Errorf("request %d: API %s, mode %q, prompt %q, credential set %v, sizing %v, holdout %v, rescue %v; want %s, ancestors, defender, the client's key",
+				i, r.API, r.Mode, r.Prompt, r.Credential != "", r.Sizing, r.Holdout, r.Rescue, api)
+		}
+	}
+}
+
+// What became of a request's older observations is counted, by what
+// happened to each.
+func TestOlderObservationsAreCounted(t *testing.T) {
+	rw := &scripted{out: pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(7), Older: pipeline.Older{Reapplied: 3, Left: 2, Pruned: 1}}}
+	gw := scriptedGateway(t, rw)
+	for range 2 {
+		post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[]}`), nil)
+	}
+	gw.logs.WaitUntil(t, "two access-log lines", func(logs string) bool { return strings.Count(logs, "msg=request") >= 2 })
+	m := scrape(t, gw)
+	for result, want := range map[string]float64{"reapplied": 6, "left": 4, "pruned": 2} {
+		if got := value(m, "focusgate_older_observations_total", map[string]string{"result": result}); got != want {
+			t.Errorf("focusgate_older_observations_total{result=%q} = %v, want %v", result, got, want)
+		}
+	}
+}
