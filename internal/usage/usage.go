@@ -1,19 +1,18 @@
-package holdout
+// Package usage reads what an upstream reported a call cost out of its
+// response as it streams to the client, for the holdout's accounting of
+// each step.
+package usage
 
 import (
 	"bytes"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/focusgate/focusgate"
 )
 
 // Usage is what the upstream reported a call cost, in tokens.
-type Usage struct {
-	// Input is every input token, cached or not; CacheRead is the part
-	// read from the provider's prompt cache.
-	Input, CacheRead, Output int
-	// Reported says the response carried a usage report.
-	Reported bool
-}
+type Usage = focusgate.UpstreamUsage
 
 // Meter reads the usage report out of a response as it streams by, whatever
 // the API: the usage object of a chat completion or of its last stream
