@@ -46,7 +46,7 @@ fmt-check:
 bench:
 	scripts/install-redis.sh
 	scripts/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./detect ./prune ./cache ./proxy ./ui
-	$(GO) run ./internal/loadbench $(LOADBENCH_FLAGS)
+	$(GO) run ./bench/loadbench $(LOADBENCH_FLAGS)
 
 .PHONY: capture-agents
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -63,7 +64,7 @@ func BenchmarkClusterColdStart(b *testing.B) {
 	for b.Loop() {
 		var replicas []*cache.Cache
 		for range 2 {
-			r := redistest.NewStore(b, cl.URL(), productionTimeouts, func(o *cache.RedisOptions) { o.Cluster = true })
+			r := cachetest.NewStore(b, cl.URL(), productionTimeouts, func(o *cache.RedisOptions) { o.Cluster = true })
 			replicas = append(replicas, cache.New(r, nil))
 		}
 		keys := make([]string, pages)
@@ -120,7 +121,7 @@ func BenchmarkRedisHitsBesideCPUHog(b *testing.B) {
 	for _, hogs := range []int{0, 2 * runtime.GOMAXPROCS(0)} {
 		b.Run(fmt.Sprintf("hogs=%d", hogs), func(b *testing.B) {
 			downs := &downCounter{reasons: map[string]int{}}
-			r := redistest.NewStore(b, redistest.Start(b).URL(), productionTimeouts, func(o *cache.RedisOptions) {
+			r := cachetest.NewStore(b, redistest.Start(b).URL(), productionTimeouts, func(o *cache.RedisOptions) {
 				o.Logger = slog.New(downs)
 				o.LogInterval = time.Nanosecond
 			})

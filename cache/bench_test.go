@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
-// productionTimeouts undoes redistest.NewStore's test-friendly settings, so that
+// productionTimeouts undoes cachetest.NewStore's test-friendly settings, so that
 // benchmarks measure what a gateway pays.
 func productionTimeouts(o *cache.RedisOptions) {
 	o.Timeout = 0
@@ -42,7 +43,7 @@ func BenchmarkFetch(b *testing.B) {
 	})
 
 	b.Run("redis-hit", func(b *testing.B) {
-		r := redistest.NewStore(b, redistest.Start(b).URL(), productionTimeouts)
+		r := cachetest.NewStore(b, redistest.Start(b).URL(), productionTimeouts)
 		key := testKey(b)
 		if err := r.Set(b.Context(), key, sel); err != nil {
 			b.Fatal(err)
@@ -53,7 +54,7 @@ func BenchmarkFetch(b *testing.B) {
 	// Redis is known to be down: every call is skipped and the value computed.
 	b.Run("redis-down-skipped", func(b *testing.B) {
 		srv := redistest.Start(b)
-		r := redistest.NewStore(b, srv.URL(), productionTimeouts)
+		r := cachetest.NewStore(b, srv.URL(), productionTimeouts)
 		srv.Stop()
 		waitFor(b, "the probe to find Redis down", func() bool { return r.Status() != nil })
 		run(b, cache.New(r, nil), testKey(b), cache.Miss)
@@ -63,7 +64,7 @@ func BenchmarkFetch(b *testing.B) {
 	// iteration: the connection is refused at once.
 	b.Run("redis-killed-unnoticed", func(b *testing.B) {
 		srv := redistest.Start(b)
-		r := redistest.NewStore(b, srv.URL(), productionTimeouts)
+		r := cachetest.NewStore(b, srv.URL(), productionTimeouts)
 		c := cache.New(r, nil)
 		key := testKey(b)
 		srv.Stop()
@@ -85,7 +86,7 @@ func BenchmarkFetch(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { l.Close() })
-		r := redistest.NewStore(b, "redis://"+l.Addr().String()+"/0", productionTimeouts)
+		r := cachetest.NewStore(b, "redis://"+l.Addr().String()+"/0", productionTimeouts)
 		c := cache.New(r, nil)
 		key := testKey(b)
 		ctx := b.Context()

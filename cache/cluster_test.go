@@ -11,12 +11,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
 func clusterStore(t *testing.T, c *redistest.Cluster, configure ...func(*cache.RedisOptions)) *cache.Redis {
 	t.Helper()
-	return redistest.NewStore(t, c.URL(), append([]func(*cache.RedisOptions){func(o *cache.RedisOptions) { o.Cluster = true }}, configure...)...)
+	return cachetest.NewStore(t, c.URL(), append([]func(*cache.RedisOptions){func(o *cache.RedisOptions) { o.Cluster = true }}, configure...)...)
 }
 
 // On a real three-master Redis Cluster, two replicas share what either

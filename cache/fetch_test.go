@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -22,7 +23,7 @@ var stores = []struct {
 	new  func(t *testing.T) cache.Store
 }{
 	{"memory", func(*testing.T) cache.Store { return cache.NewMemory(1<<20, time.Hour) }},
-	{"redis", func(t *testing.T) cache.Store { return redistest.NewStore(t, redistest.Shared(t)) }},
+	{"redis", func(t *testing.T) cache.Store { return cachetest.NewStore(t, redistest.Shared(t)) }},
 }
 
 // testKey returns a key no other test or earlier run uses, since a shared

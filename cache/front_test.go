@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -26,7 +27,7 @@ func TestRedisFrontServesHotSelectionsWithoutRedis(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			r := redistest.NewStore(t, srv.URL(), func(o *cache.RedisOptions) { o.FrontBytes = tc.frontBytes })
+			r := cachetest.NewStore(t, srv.URL(), func(o *cache.RedisOptions) { o.FrontBytes = tc.frontBytes })
 			ctx := context.Background()
 			if err := r.Set(ctx, "hot", []byte("selection")); err != nil {
 				t.Fatal(err)
@@ -52,7 +53,7 @@ func BenchmarkRedisGetSlowReplies(b *testing.B) {
 	u.Host = slowProxy(b, u.Host, 40*time.Millisecond)
 	for _, front := range []int64{-1, 0} {
 		b.Run(fmt.Sprintf("front=%v", front == 0), func(b *testing.B) {
-			r := redistest.NewStore(b, u.String(), func(o *cache.RedisOptions) { o.FrontBytes = front })
+			r := cachetest.NewStore(b, u.String(), func(o *cache.RedisOptions) { o.FrontBytes = front })
 			ctx := context.Background()
 			if err := r.Set(ctx, "hot", bytes.Repeat([]byte("7,"), 200)); err != nil {
 				b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -49,8 +50,8 @@ func longLock(o *cache.RedisOptions) { o.LockTTL = time.Hour }
 func TestHolderThatDistrustsRedisStillReleasesItsLock(t *testing.T) {
 	srv := redistest.Start(t) // of its own: the test counts the pings it receives
 	raw := rawClient(t, srv.URL())
-	ra := redistest.NewStore(t, srv.URL(), neverProbed, longLock)
-	rb := redistest.NewStore(t, srv.URL(), neverProbed, longLock, wakeOnlyByNotification)
+	ra := cachetest.NewStore(t, srv.URL(), neverProbed, longLock)
+	rb := cachetest.NewStore(t, srv.URL(), neverProbed, longLock, wakeOnlyByNotification)
 	// Each store pings once at start; landing after MarkDown, that ping
 	// would make the holder trust Redis again.
 	waitFor(t, "both stores' first probe", func() bool { return calls(t, raw, "ping") == startPings+2 })
@@ -94,7 +95,7 @@ func TestWaiterTakesOverALockNoLongerExtended(t *testing.T) {
 	raw := rawClient(t, url)
 	// A live holder extends its lock every hour/3, so a lock with ten
 	// minutes left has missed two extensions.
-	c := cache.New(redistest.NewStore(t, url, longLock, func(o *cache.RedisOptions) { o.PollInterval = 10 * time.Millisecond }), nil)
+	c := cache.New(cachetest.NewStore(t, url, longLock, func(o *cache.RedisOptions) { o.PollInterval = 10 * time.Millisecond }), nil)
 	key := testKey(t)
 	if err := raw.Set(t.Context(), cache.LockKey(key), "stalled replica", 10*time.Minute).Err(); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/focusgate/focusgate/cache"
 
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -56,7 +57,7 @@ func TestLookupOnlyReadsTheStore(t *testing.T) {
 // no wait.
 func TestLookupReportsAStoreThatIsDown(t *testing.T) {
 	srv := redistest.Start(t)
-	r := redistest.NewStore(t, srv.URL())
+	r := cachetest.NewStore(t, srv.URL())
 	c := cache.New(r, nil)
 	srv.Stop()
 	for range 2 { // the first call finds Redis down, the second skips it

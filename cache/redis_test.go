@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -70,7 +71,7 @@ func TestNewRedisRejectsInvalidURL(t *testing.T) {
 
 func TestRedisStoresNamespacedValuesWithTTL(t *testing.T) {
 	url := redistest.Shared(t)
-	r := redistest.NewStore(t, url, func(o *cache.RedisOptions) { o.TTL = time.Hour })
+	r := cachetest.NewStore(t, url, func(o *cache.RedisOptions) { o.TTL = time.Hour })
 	raw := rawClient(t, url)
 	ctx := t.Context()
 	key := testKey(t)
@@ -94,7 +95,7 @@ func TestRedisStoresNamespacedValuesWithTTL(t *testing.T) {
 
 func TestFetchOnOneReplicaIsAHitOnAnother(t *testing.T) {
 	url := redistest.Shared(t)
-	a, b := cache.New(redistest.NewStore(t, url), nil), cache.New(redistest.NewStore(t, url), nil)
+	a, b := cache.New(cachetest.NewStore(t, url), nil), cache.New(cachetest.NewStore(t, url), nil)
 	key := testKey(t)
 	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
 
@@ -112,8 +113,8 @@ func TestFetchOnOneReplicaIsAHitOnAnother(t *testing.T) {
 func TestFetchComputesOnceAcrossReplicas(t *testing.T) {
 	const callers = 20
 	url := redistest.Shared(t)
-	a := cache.New(redistest.NewStore(t, url, wakeOnlyByNotification), nil)
-	b := cache.New(redistest.NewStore(t, url, wakeOnlyByNotification), nil)
+	a := cache.New(cachetest.NewStore(t, url, wakeOnlyByNotification), nil)
+	b := cache.New(cachetest.NewStore(t, url, wakeOnlyByNotification), nil)
 	raw := rawClient(t, url)
 	key := testKey(t)
 	var calls atomic.Int32
@@ -159,11 +160,11 @@ func TestFetchComputesOnceAcrossReplicas(t *testing.T) {
 // the lock must see the value the holder stored before releasing it.
 func TestReplicaDoesNotRecomputeWhatTheHolderStoredAfterItsLook(t *testing.T) {
 	url := redistest.Shared(t)
-	a := cache.New(redistest.NewStore(t, url), nil)
+	a := cache.New(cachetest.NewStore(t, url), nil)
 	key := testKey(t)
 	// The holder's whole computation runs after b's Get has found nothing
 	// and before b tries to take the lock.
-	b := cache.New(cache.AfterFirstGet(redistest.NewStore(t, url), func() {
+	b := cache.New(cache.AfterFirstGet(cachetest.NewStore(t, url), func() {
 		val, out, err := a.Fetch(t.Context(), key, func(context.Context) ([]byte, error) { return []byte("from a"), nil })
 		if err != nil || out != cache.Miss || string(val) != "from a" {
 			t.Errorf("holder got %q, %q, %v; want to compute and store the value", val, out, err)
@@ -180,8 +181,8 @@ func TestReplicaDoesNotRecomputeWhatTheHolderStoredAfterItsLook(t *testing.T) {
 
 func TestWaitingReplicaComputesWhenHolderFails(t *testing.T) {
 	url := redistest.Shared(t)
-	a := cache.New(redistest.NewStore(t, url), nil)
-	b := cache.New(redistest.NewStore(t, url, wakeOnlyByNotification), nil)
+	a := cache.New(cachetest.NewStore(t, url), nil)
+	b := cache.New(cachetest.NewStore(t, url, wakeOnlyByNotification), nil)
 	raw := rawClient(t, url)
 	key := testKey(t)
 	errRetriever := errors.New("retriever down")
@@ -210,7 +211,7 @@ func TestWaitingReplicaComputesWhenHolderFails(t *testing.T) {
 func TestWaitingReplicaTakesOverFromDeadHolder(t *testing.T) {
 	url := redistest.Shared(t)
 	raw := rawClient(t, url)
-	c := cache.New(redistest.NewStore(t, url, func(o *cache.RedisOptions) { o.PollInterval = 20 * time.Millisecond }), nil)
+	c := cache.New(cachetest.NewStore(t, url, func(o *cache.RedisOptions) { o.PollInterval = 20 * time.Millisecond }), nil)
 	key := testKey(t)
 	// A replica took the lock and died: nobody will release it or notify.
 	if err := raw.Set(t.Context(), cache.LockKey(key), "dead replica", 300*time.Millisecond).Err(); err != nil {
@@ -234,8 +235,8 @@ func TestHolderKeepsItsLockWhileComputing(t *testing.T) {
 	const lockTTL = 5 * time.Second
 	url := redistest.Shared(t)
 	raw := rawClient(t, url)
-	a := cache.New(redistest.NewStore(t, url, func(o *cache.RedisOptions) { o.LockTTL = lockTTL }), nil)
-	b := cache.New(redistest.NewStore(t, url, func(o *cache.RedisOptions) { o.PollInterval = 10 * time.Millisecond }), nil)
+	a := cache.New(cachetest.NewStore(t, url, func(o *cache.RedisOptions) { o.LockTTL = lockTTL }), nil)
+	b := cache.New(cachetest.NewStore(t, url, func(o *cache.RedisOptions) { o.PollInterval = 10 * time.Millisecond }), nil)
 	key := testKey(t)
 
 	holder := goFetch(t.Context(), a, key, func(ctx context.Context) ([]byte, error) {
@@ -275,7 +276,7 @@ func TestHolderKeepsItsLockWhileComputing(t *testing.T) {
 
 func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 	srv := redistest.Start(t)
-	r := redistest.NewStore(t, srv.URL())
+	r := cachetest.NewStore(t, srv.URL())
 	c := cache.New(r, nil)
 	ctx := t.Context()
 	// The store pings Redis once at start on a goroutine of its own; landing
@@ -336,7 +337,7 @@ func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 func TestRedisDownAtStartIsProbedUntilUp(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Stop()
-	r := redistest.NewStore(t, srv.URL())
+	r := cachetest.NewStore(t, srv.URL())
 	waitFor(t, "the first probe to find Redis down", func() bool { return r.Status() != nil })
 	c := cache.New(r, nil)
 	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }

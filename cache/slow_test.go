@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -121,7 +122,7 @@ func TestRedisIsSlowWhenEveryRoundTripIsSlowForAWhile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			var delay atomic.Int64
-			r := redistest.NewStore(t, "redis://"+delayProxy(t, hostPort(t, srv.URL()), &delay)+"/0", neverProbed, func(o *cache.RedisOptions) {
+			r := cachetest.NewStore(t, "redis://"+delayProxy(t, hostPort(t, srv.URL()), &delay)+"/0", neverProbed, func(o *cache.RedisOptions) {
 				o.SlowAfter = slowAfter
 				o.SlowFor = tt.slowFor
 			})
@@ -168,7 +169,7 @@ func TestRedisIsSlowWhenEveryRoundTripIsSlowForAWhile(t *testing.T) {
 func TestWaitingForAConnectionIsNotRedisSlowness(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := rawClient(t, srv.URL())
-	r := redistest.NewStore(t, srv.URL()+"?pool_size=1", neverProbed, func(o *cache.RedisOptions) {
+	r := cachetest.NewStore(t, srv.URL()+"?pool_size=1", neverProbed, func(o *cache.RedisOptions) {
 		o.SlowAfter = slowAfter
 		o.SlowFor = time.Nanosecond // three slow calls in a row would be enough
 	})
@@ -214,7 +215,7 @@ func TestWaitingForAConnectionIsNotRedisSlowness(t *testing.T) {
 // caller computes it again and stores it in its place; Redis is not blamed.
 func TestHugeStoredValuesAreNotRead(t *testing.T) {
 	url := redistest.Shared(t)
-	r := redistest.NewStore(t, url)
+	r := cachetest.NewStore(t, url)
 	raw := rawClient(t, url)
 	key := testKey(t)
 	if err := raw.Set(t.Context(), "focusgate:sel:{"+key+"}", bytes.Repeat([]byte("x"), 3<<20), time.Hour).Err(); err != nil {
@@ -329,7 +330,7 @@ func TestTimeoutsWhileRedisAnswersOthersKeepItUp(t *testing.T) {
 	const timeout = time.Second
 	store := func(t *testing.T, url string) (*cache.Redis, *downLog) {
 		logs := &downLog{}
-		r := redistest.NewStore(t, url, neverProbed, func(o *cache.RedisOptions) {
+		r := cachetest.NewStore(t, url, neverProbed, func(o *cache.RedisOptions) {
 			o.Timeout = timeout
 			o.Logger = slog.New(logs)
 			o.LogInterval = time.Nanosecond

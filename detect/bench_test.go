@@ -48,6 +48,36 @@ func benchProse(b *testing.B) []byte {
 	return chatBody(b, msgs...)
 }
 
+// BenchmarkNoPage measures detection on a request that holds no page but
+// reads like one at first sight: 15 KB of markdown notes, 267 "- " list
+// items (the line grammar of Playwright's snapshots) and dozens of "[#1234]"
+// links and "[x]" boxes (which look like element ids), the kind of chat
+// request that passes the gateway untouched. It runs without and with the
+// Finder's memory the gateway keeps, the request sent once or again.
+func BenchmarkNoPage(b *testing.B) {
+	body := chatBody(b,
+		message{Role: "system", Content: "You are a helpful project assistant."},
+		message{Role: "user", Content: "Summarise what is still open, by owner.\n\n" + readFile(b, "testdata/negative/sprint_notes.md")})
+	for _, bc := range []struct {
+		name   string
+		finder func() *Finder
+	}{
+		{"find", func() *Finder { return nil }},
+		{"finder-repeated", func() *Finder { return NewFinder(16 << 20) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			f := bc.finder()
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if obs, err := f.Find(body, focusgate.Chat, Options{All: true}); err != nil || len(obs) != 0 {
+					b.Fatalf("Find = %d observations, %v; want none", len(obs), err)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkFind(b *testing.B) {
 	conversation, prose := benchConversation(b), benchProse(b)
 	single := genericAgentBody(b, "Buy the MacBook", strings.TrimSpace(readFile(b, filepath.Join(sharedAXTrees, "bgym-pr301_web_amazon_macbook.txt"))), "None", "")

@@ -110,9 +110,98 @@ func (f *spec) collect(s string, p int, buf []element) ([]element, int) {
 	return lineRun(s, p, f.parse, buf)
 }
 
+// screen is a text as the formats' ids tests see it, before any grammar
+// reads it: the text, and a walk over its opening brackets, whose counts
+// several formats' ids need. The walk goes only as far as the counts asked
+// for need, so that a page whose first lines answer costs a few lines, and
+// it goes over the text at most once, whichever formats ask.
+type screen struct {
+	s    string
+	next int // where the walk looks for the next '['; len(s) once done
+	// The opening brackets walked over: at the start of a line after its
+	// tabs, before a digit, and after a space and before a digit.
+	lineStart, digit, spaceDigit int
+}
+
+// brackets returns *count, one of the walk's counts, once it has reached
+// MinIDLines or the walk has reached the end of the text.
+func (c *screen) brackets(count *int) int {
+	s := c.s
+	for *count < MinIDLines && c.next < len(s) {
+		i := strings.IndexByte(s[c.next:], '[')
+		if i < 0 {
+			c.next = len(s)
+			break
+		}
+		i += c.next
+		c.next = i + 1
+		k := i
+		for k > 0 && s[k-1] == '\t' {
+			k--
+		}
+		if k == 0 || s[k-1] == '\n' {
+			c.lineStart++
+		}
+		if i+1 < len(s) && isDigit(s[i+1]) {
+			c.digit++
+			if i > 0 && s[i-1] == ' ' {
+				c.spaceDigit++
+			}
+		}
+	}
+	return *count
+}
+
+// has reports whether the text holds sub at least MinIDLines times: the
+// test of a format whose ids carry a fixed string ("ref=", "uid="). It
+// looks for the last byte of sub first: in every cue it is punctuation,
+// rare in prose, where a search led by a letter would stop at every word.
+func (c *screen) has(sub string) bool {
+	s, n := c.s, MinIDLines
+	if len(s) < len(sub) {
+		return false
+	}
+	last := sub[len(sub)-1]
+	for j := len(sub) - 1; ; j++ {
+		k := strings.IndexByte(s[j:], last)
+		if k < 0 {
+			return false
+		}
+		j += k
+		if s[j+1-len(sub):j+1] == sub {
+			if n--; n == 0 {
+				return true
+			}
+		}
+	}
+}
+
 // Blocks finds every tree in one plain string (used for files given to `focusgate
 // prune` and internally).
 func Blocks(s string) []Block {
+	return searchBlocks(s, true)
+}
+
+// searchBlocks is Blocks; with screened unset it parses s with every
+// grammar even where the format's ids test says no tree of it can be there,
+// which only tests do, to show that the test never hides a tree.
+func searchBlocks(s string, screened bool) []Block {
+	// failed[g] is where the last rejected run of grammar g ended: a run
+	// starting before it is a suffix of the rejected one, and is rejected too.
+	// A grammar whose ids the text cannot hold is rejected everywhere at once.
+	failed := make([]int, len(grammars))
+	live := false
+	text := &screen{s: s}
+	for g, f := range grammars {
+		if !screened || f.ids == nil || f.ids(text) {
+			live = true
+		} else {
+			failed[g] = len(s)
+		}
+	}
+	if !live {
+		return nil
+	}
 	pooled := elementBufs.Get().(*[][]element)
 	bufs := *pooled // the same backing array: runs grown below stay pooled
 	defer func() {
@@ -123,12 +212,7 @@ func Blocks(s string) []Block {
 		}
 		elementBufs.Put(pooled)
 	}()
-	var (
-		blocks []Block
-		// failed[g] is where the last rejected run of grammar g ended: a run
-		// starting before it is a suffix of the rejected one, and is rejected too.
-		failed = make([]int, len(grammars))
-	)
+	var blocks []Block
 	for p := 0; p < len(s); {
 		best, bestEnd := -1, 0
 		for g := range grammars {

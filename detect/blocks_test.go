@@ -1,7 +1,9 @@
 package detect
 
 import (
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -463,4 +465,90 @@ func TestNewGrammars(t *testing.T) {
 	if el, ok := parseChromeDevTools(s, 0); !ok || el.End != strings.Index(s, "\"\n  uid")+1 || el.Role != "LineBreak" {
 		t.Errorf("LineBreak with a raw newline: %+v, %v", el.Line, ok)
 	}
+}
+
+// idCueTexts are the texts the formats' ids tests are checked on: every
+// fixture, every shared page, the fuzz seeds and the negative corpus.
+func idCueTexts(t testing.TB) map[string]string {
+	t.Helper()
+	texts := map[string]string{}
+	for _, pattern := range []string{"testdata/formats/*.txt", filepath.Join(sharedAXTrees, "*.txt"), "testdata/negative/*"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: %d files, %v", pattern, len(files), err)
+		}
+		for _, f := range files {
+			texts[f] = readFile(t, f)
+		}
+	}
+	for i, s := range treeSeeds {
+		texts[fmt.Sprintf("seed %d", i)] = s
+	}
+	return texts
+}
+
+// A format's ids test screens text before its grammar reads it line by
+// line; it may let text through that holds no tree, but must never stop one.
+func TestIDCuesNeverHideATree(t *testing.T) {
+	for name, s := range idCueTexts(t) {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			want := searchBlocks(s, false)
+			if got := Blocks(s); !reflect.DeepEqual(got, want) {
+				t.Errorf("screened: %d trees, unscreened: %d", len(got), len(want))
+			}
+		})
+	}
+}
+
+// The ids tests are what makes text without a page cheap: on notes full of
+// list items, links and check boxes ("- [x] Fix ... [#1234](...)"), which
+// carry the element-id cue the JSON reader counts, no grammar has to read a
+// line.
+func TestIDCuesRejectNotes(t *testing.T) {
+	notes := readFile(t, "testdata/negative/sprint_notes.md")
+	for _, g := range grammars {
+		if g.ids == nil {
+			t.Errorf("%s has no ids test: its grammar reads every line of every text", g.name)
+			continue
+		}
+		if g.ids(&screen{s: notes}) {
+			t.Errorf("%s: the notes pass the ids test", g.name)
+		}
+	}
+	// Which every format's cue can be told from, one line at a time.
+	for _, tt := range []struct {
+		format Format
+		text   string
+		want   bool
+	}{
+		{BrowserGym, "[1] a\n\t[a2] b\n\t\t[3]", true},
+		{BrowserGym, "[1] a\n\t[a2] b\n- [x] c", false},
+		{AgentOccam, "link [1] a\nlink [2]\nb [3]", true},
+		{AgentOccam, "link [1] a\nlink [2]\nb [#3]", false},
+		{Playwright, "- a [ref=e1]\n- ref=e2\n- b [checked=false, ref=e3]", true},
+		{Playwright, "- a [ref=e1]\n- ref=e2\n- b [checked=false, rev=e3]", false},
+		{BrowserUse, "[1]<a\n*[2]<b\n|SHADOW(open)+3]<c", true},
+		{BrowserUse, "[1]<a\n*[2]<b\n[3] <c", false},
+		{Stagehand, "[0-1] a\n  [2] b\nDOM: [3] c", true},
+		{Stagehand, "[0-1] a\n  [2] b\n[x] c", false},
+		{ChromeDevTools, "uid=1_0 a\n  uid=1_1\n  uid=1_2", true},
+		{ChromeDevTools, "uid=1_0 a\n  uid=1_1\n  id=1_2", false},
+	} {
+		if got := tt.format.spec().ids(&screen{s: tt.text}); got != tt.want {
+			t.Errorf("%s ids(%q) = %v, want %v", tt.format, tt.text, got, tt.want)
+		}
+	}
+}
+
+func FuzzIDCues(f *testing.F) {
+	for _, s := range treeSeeds {
+		f.Add(s)
+	}
+	f.Add(readFile(f, "testdata/negative/sprint_notes.md"))
+	f.Add("[1] a\n\t[2] b\n\t\t[3] c")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Blocks(s), searchBlocks(s, false); !reflect.DeepEqual(got, want) {
+			t.Fatalf("screened: %d trees, unscreened: %d", len(got), len(want))
+		}
+	})
 }

@@ -214,6 +214,23 @@ func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool)
 	return c, nil
 }
 
+// countMessages returns the number of messages or input items the units were
+// read from: the units of one message (a Messages API message's runs of text
+// and of tool results) count once, and the system prompt or instructions not
+// at all.
+func (c *conversation) countMessages() int {
+	n := 0
+	for i, u := range c.units {
+		switch {
+		case u.top == "system" || u.top == "instructions":
+		case i > 0 && u.index >= 0 && c.units[i-1].top == u.top && c.units[i-1].index == u.index:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
 // forget empties the units read from an earlier occurrence of the top-level
 // member top, which a later one replaces.
 func (c *conversation) forget(top string) {
@@ -243,7 +260,7 @@ func (c *conversation) messages(v int) (int, error) {
 			case "role":
 				lit, next, ok, err := stringOrSkip(b, v, 3)
 				if ok {
-					c.units[ui].role = parseRole(b[lit.start:lit.end])
+					c.units[ui].role = parseRole(word(b, lit))
 				}
 				return next, err
 			case "content":
@@ -287,13 +304,13 @@ func (c *conversation) input(v int) (int, error) {
 			case "type":
 				lit, next, ok, err := stringOrSkip(b, v, 3)
 				if ok {
-					kind = string(b[lit.start:lit.end])
+					kind = string(word(b, lit))
 				}
 				return next, err
 			case "role":
 				lit, next, ok, err := stringOrSkip(b, v, 3)
 				if ok {
-					u.role = parseRole(b[lit.start:lit.end])
+					u.role = parseRole(word(b, lit))
 				}
 				return next, err
 			case "content", "output":
@@ -368,7 +385,7 @@ func (c *conversation) content(field string, v, depth int) (int, error) {
 			case "type":
 				lit, next, ok, err := stringOrSkip(b, v, depth+2)
 				if ok {
-					switch string(b[lit.start:lit.end]) {
+					switch string(word(b, lit)) {
 					case "text", "input_text", "output_text":
 					default:
 						textual = false

@@ -123,10 +123,10 @@ type Request struct {
 	// Model is the action model as the upstream reads it: the last of
 	// duplicate "model" members, escaped names included.
 	Model string
-	// Turns is the number of turns read: messages (a Messages API message
-	// holding text and tool results counts one for each run of either),
-	// input items, and the instructions or system prompt.
-	Turns int
+	// Messages is the number of messages or input items read, without the
+	// instructions or system prompt: a Messages API message counts once
+	// however many turns its blocks make.
+	Messages int
 }
 
 // Read is Find that also reports the request's model, read in the same walk.
@@ -142,7 +142,7 @@ func (f *Finder) Read(body []byte, api focusgate.API, opts Options) (Request, er
 	if err := c.account(); err != nil {
 		return Request{}, err
 	}
-	return Request{Observations: obs, Model: c.model, Turns: len(c.units)}, nil
+	return Request{Observations: obs, Model: c.model, Messages: c.countMessages()}, nil
 }
 
 // Model returns a request body's "model" as the upstream reads it (the last

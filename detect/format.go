@@ -30,8 +30,8 @@ const (
 //
 //  1. Write detect/format_<name>.go with a Format constant, a parse function
 //     for one line (reporting depth, id, role and focus, and spanning names that
-//     run over several lines) and a spec value naming it, its stub and marker
-//     syntax and its fixture.
+//     run over several lines) and a spec value naming it, its ids test, its
+//     stub and marker syntax and its fixture.
 //  2. Add the spec to registry below. Order matters only when two grammars read
 //     the same lines equally long: the earlier one wins.
 //  3. Put a real page, as the tool printed it, in detect/testdata/formats/ and
@@ -51,6 +51,14 @@ type spec struct {
 	// accept, when set, is a further condition on a run that has MinLines lines
 	// and MinIDLines ids, for grammars loose enough to need one.
 	accept func(run []element) bool
+	// ids is a cheap test, run before the grammar, that a text holds at
+	// least MinIDLines lines that may carry one of the format's element ids:
+	// it counts a cue that the line of every id holds (the id's own syntax),
+	// so that text without enough of them is never parsed line by line. It
+	// must never be false where the grammar finds MinIDLines lines with ids:
+	// a tree it rejects is not looked for. Nil means the format has no such
+	// test: its grammar reads every line.
+	ids func(text *screen) bool
 	// idCue is a byte string found in every element id of a format whose ids do
 	// not end with ']' (which the JSON scanner counts for the others); strings
 	// with fewer than MinIDLines of either are never decoded.

@@ -7,6 +7,8 @@ import "strings"
 var agentOccamFormat = spec{
 	name:  AgentOccam,
 	parse: parseOccam,
+	// An id follows the role: `link [3987] 'My Account'`.
+	ids: func(text *screen) bool { return text.brackets(&text.spaceDigit) >= MinIDLines },
 	stub: func(line, bid, role string) string {
 		s := indentOf(line) + role
 		if bid != "" {

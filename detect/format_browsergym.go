@@ -8,8 +8,10 @@ import "strings"
 // aB12, StaticText and the root without a bid, names in Python repr quoting,
 // and `focused` among the properties.
 var browserGymFormat = spec{
-	name:    BrowserGym,
-	parse:   parseBracket,
+	name:  BrowserGym,
+	parse: parseBracket,
+	// An id starts its line, after the tabs of its depth.
+	ids:     func(text *screen) bool { return text.brackets(&text.lineStart) >= MinIDLines },
 	stub:    bracketStub,
 	marker:  indentedMarker,
 	fixture: "browsergym.txt",

@@ -8,7 +8,9 @@ import "strings"
 var browserUseFormat = spec{
 	name:  BrowserUse,
 	parse: browserUseElement,
-	run:   browserUseRun,
+	// Every id closes right before its tag: `[12]<button`, `|SHADOW(open)+3]<div`.
+	ids: func(text *screen) bool { return text.has("]<") },
+	run: browserUseRun,
 	stub: func(line, bid, role string) string {
 		s := indentOf(line)
 		if bid != "" {

@@ -12,6 +12,7 @@ import "strings"
 var chromeDevToolsFormat = spec{
 	name:   ChromeDevTools,
 	parse:  parseChromeDevTools,
+	ids:    func(text *screen) bool { return text.has("uid=") },
 	accept: nested,
 	idCue:  "uid=",
 	stub: func(line, bid, role string) string {

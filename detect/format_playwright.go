@@ -11,6 +11,7 @@ import "strings"
 var playwrightFormat = spec{
 	name:  Playwright,
 	parse: parsePlaywright,
+	ids:   func(text *screen) bool { return text.has("ref=") },
 	stub: func(line, bid, role string) string {
 		if role == "" {
 			// An unchanged element of an incremental snapshot is its ref.

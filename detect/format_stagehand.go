@@ -11,8 +11,10 @@ import "strings"
 // as part of the root line, which pruning never drops. The goal is the
 // `instruction:` (observe) or `Instruction:` (extract) line before the tree.
 var stagehandFormat = spec{
-	name:       Stagehand,
-	parse:      parseStagehand,
+	name:  Stagehand,
+	parse: parseStagehand,
+	// An id opens with a digit: `[0-2]`, `[12]`.
+	ids:        func(text *screen) bool { return text.brackets(&text.digit) >= MinIDLines },
 	accept:     nested,
 	labels:     []string{"instruction", "accessibility tree"},
 	goalLabels: []string{"instruction"},

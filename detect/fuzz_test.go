@@ -142,6 +142,9 @@ func FuzzFind(f *testing.F) {
 	}
 	f.Add(`{"input":[{"type":"function_call_output","output":"`+strings.ReplaceAll(strings.ReplaceAll(bgTree, "\n", `\u000A`), "\t", `\t`)+`"}],"instructions":"x"}`, true)
 	f.Add(`{"messages":[{"role":"user","content":"\ud800\n\udc00\u0000\"\/\\"}]}`, false)
+	// Escaped roles and types, read as the upstream reads them.
+	f.Add(`{"messages":[{"role":"u\u0073er","content":[{"type":"t\u0065xt","text":"`+strings.ReplaceAll(strings.ReplaceAll(bgTree, "\n", `\n`), "\t", `\t`)+`"}]}]}`, false)
+	f.Add(`{"input":[{"type":"function_c\u0061ll_output","output":"x"},{"role":"\u0061ssistant","content":"y"}]}`, true)
 	for _, s := range []string{playwrightTree, chromeTree, stagehandTree} {
 		parts := string(mustJSON(f, []part{{"text", "### Snapshot\n```yaml\n" + s + "\n```"}}))
 		f.Add(string(chatBody(f, message{Role: "tool", Content: parts})), false)

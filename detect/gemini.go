@@ -63,7 +63,7 @@ func (c *conversation) geminiContents(top string, v, d int) (int, error) {
 			case "role":
 				lit, next, ok, err := stringOrSkip(b, v, d+2)
 				if ok {
-					r = geminiRole(b[lit.start:lit.end])
+					r = geminiRole(word(b, lit))
 				}
 				return next, err
 			case "parts":

@@ -52,7 +52,7 @@ func (c *conversation) anthropicMessages(v int) (int, error) {
 			case "role":
 				lit, next, ok, err := stringOrSkip(b, v, 3)
 				if ok {
-					r = parseRole(b[lit.start:lit.end])
+					r = parseRole(word(b, lit))
 				}
 				return next, err
 			case "content":
@@ -149,7 +149,7 @@ func (c *conversation) anthropicContent(v int, runs *[]blockRun, calls *[]call) 
 			c.segs = c.segs[:first]
 			return next, err
 		}
-		switch t := b[kind.start:kind.end]; {
+		switch t := word(b, kind); {
 		case bytes.Equal(t, []byte("tool_result")):
 			addRun(runs, true, first, len(c.segs))
 		case bytes.Equal(t, []byte("text")) && hasText && !harnessText(b[text.start:text.end]):

@@ -184,6 +184,14 @@ func TestDuplicateAndEscapedMembers(t *testing.T) {
 		{"role: the last wins", focusgate.Chat, `{"messages":[{"role":"user","content":` + js(tree) + `,"role":"assistant"}]}`, 0, ""},
 		{"Messages content: the last wins", focusgate.Messages, `{"messages":[{"role":"user","content":[{"type":"text","text":` + js(tree) + `}],"content":"hi"}]}`, 0, ""},
 		{"input: the last wins", focusgate.Responses, `{"input":` + js(tree) + `,"input":"hi"}`, 0, ""},
+		// Escaped values of role and type read as the upstream reads them.
+		{"role: escaped user", focusgate.Chat, `{"messages":[{"role":"u\u0073er","content":` + js(tree) + `}]}`, 1, ""},
+		{"role: escaped tool, content part type escaped", focusgate.Chat, `{"messages":[{"role":"t\u006fol","content":[{"type":"t\u0065xt","text":` + js(tree) + `}]}]}`, 1, ""},
+		{"Responses: escaped item type and role", focusgate.Responses, `{"input":[{"role":"\u0075ser","content":"Find it"},{"type":"function_c\u0061ll_output","call_id":"c","output":` + js(tree) + `}]}`, 1, ""},
+		{"Responses: escaped part type", focusgate.Responses, `{"input":[{"role":"user","content":[{"type":"input_t\u0065xt","text":` + js(tree) + `}]}]}`, 1, ""},
+		{"Messages: escaped role and tool_result", focusgate.Messages, `{"messages":[{"role":"us\u0065r","content":[{"type":"tool_r\u0065sult","tool_use_id":"t","content":` + js(tree) + `}]}]}`, 1, ""},
+		{"Messages: escaped text block", focusgate.Messages, `{"messages":[{"role":"user","content":[{"type":"\u0074ext","text":` + js(tree) + `}]}]}`, 1, ""},
+		{"Gemini: escaped user", focusgate.Gemini, `{"contents":[{"role":"u\u0073er","parts":[{"text":` + js(tree) + `}]}]}`, 1, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs, err := Find([]byte(tt.body), tt.api, Options{All: true})
@@ -194,6 +202,69 @@ func TestDuplicateAndEscapedMembers(t *testing.T) {
 				if r, err := (*Finder)(nil).Read([]byte(tt.body), tt.api, Options{}); err != nil || r.Model != tt.model {
 					t.Errorf("Read: model %q, %v; want %q", r.Model, err, tt.model)
 				}
+			}
+		})
+	}
+	// An assistant's turn, its role escaped, is history, not a place for a
+	// page.
+	for _, tt := range []struct {
+		name string
+		api  focusgate.API
+		body string
+	}{
+		{"chat", focusgate.Chat, `{"messages":[{"role":"user","content":"Order a laptop"},{"role":"\u0061ssistant","content":` + js(tree) + `},` +
+			`{"role":"\u0061ssistant","content":"Opening the catalog."},{"role":"user","content":` + js(tree) + `}]}`},
+		{"Messages", focusgate.Messages, `{"messages":[{"role":"user","content":"Order a laptop"},{"role":"assist\u0061nt","content":[{"type":"text","text":` + js(tree) + `}]},` +
+			`{"role":"assist\u0061nt","content":[{"type":"text","text":"Opening the catalog."}]},{"role":"user","content":[{"type":"text","text":` + js(tree) + `}]}]}`},
+		{"Gemini", focusgate.Gemini, `{"contents":[{"role":"user","parts":[{"text":"Order a laptop"}]},{"role":"m\u006fdel","parts":[{"text":` + js(tree) + `}]},` +
+			`{"role":"m\u006fdel","parts":[{"text":"Opening the catalog."}]},{"role":"user","parts":[{"text":` + js(tree) + `}]}]}`},
+	} {
+		t.Run("escaped assistant: "+tt.name, func(t *testing.T) {
+			obs, err := Find([]byte(tt.body), tt.api, Options{All: true})
+			if err != nil || len(obs) != 1 {
+				t.Fatalf("%d observations, %v; want the user's page alone", len(obs), err)
+			}
+			if !strings.Contains(obs[0].History, "Opening the catalog.") {
+				t.Errorf("history %.200q... does not end with the assistant's words", obs[0].History[max(0, len(obs[0].History)-200):])
+			}
+		})
+	}
+}
+
+// Read counts the messages of a request as its API defines them: the system
+// prompt or instructions are no message, and a Messages API message counts
+// once whatever blocks it holds.
+func TestReadCountsMessages(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		api  focusgate.API
+		body string
+		want int
+	}{
+		{"messages: one tool output", focusgate.Messages,
+			`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}]}`, 1},
+		{"messages: one message with system", focusgate.Messages,
+			`{"system":"Order a laptop","messages":[{"role":"user","content":"x"}]}`, 1},
+		{"messages: system blocks after the message", focusgate.Messages,
+			`{"messages":[{"role":"user","content":"x"}],"system":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`, 1},
+		{"messages: text, tool results and text in one message", focusgate.Messages,
+			`{"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t","content":"x"},{"type":"text","text":"b"}]}]}`, 1},
+		{"messages: a conversation", focusgate.Messages,
+			`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`, 3},
+		{"messages: system alone", focusgate.Messages, `{"system":"s","messages":[]}`, 0},
+		{"chat: a system message is a message", focusgate.Chat,
+			`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"x"}]}`, 2},
+		{"responses: instructions and a string", focusgate.Responses, `{"instructions":"s","input":"x"}`, 1},
+		{"gemini: a turn of text and a function response, with a system instruction", focusgate.Gemini,
+			`{"systemInstruction":{"parts":[{"text":"s"}]},"contents":[{"role":"user","parts":[{"text":"a"},{"functionResponse":{"name":"f","response":{"output":"o"}}},{"text":"b"}]}]}`, 1},
+		{"gemini: two turns", focusgate.Gemini, `{"contents":[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"b"}]}]}`, 2},
+		{"responses: items", focusgate.Responses,
+			`{"instructions":"s","input":[{"role":"user","content":"a"},{"type":"function_call_output","call_id":"c","output":"o"}]}`, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := (*Finder)(nil).Read([]byte(tt.body), tt.api, Options{})
+			if err != nil || r.Messages != tt.want {
+				t.Errorf("Messages = %d, %v; want %d", r.Messages, err, tt.want)
 			}
 		})
 	}

@@ -74,7 +74,6 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer tab.Close()
 		b, out := p.guarded(ctx, body, func() ([]byte, Outcome) {
 			if !planned {
 				var out Outcome
@@ -85,6 +84,10 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 			}
 			return p.rewrite(ctx, body, pl)
 		})
+		// The budget is released before the result is handed back, so a
+		// caller that has its answer finds the memory free again; guarded
+		// has recovered any panic, so this line always runs.
+		tab.Close()
 		done <- result{b, out}
 	}()
 

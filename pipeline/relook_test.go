@@ -182,6 +182,41 @@ func TestCountTokensWithoutAGoalPassesThrough(t *testing.T) {
 	}
 }
 
+// A count_tokens body of one message goes as it came whatever the system
+// prompt holds: a task stated there, or the page itself. Sent to be
+// answered, the same body is pruned, the system prompt stating the goal.
+func TestCountTokensOfOneMessagePassesThroughWhateverTheSystemHolds(t *testing.T) {
+	laptop := readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")
+	page, _ := json.Marshal(laptop)
+	result := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":` + string(page) + `}]}]}`
+	text := `{"role":"user","content":[{"type":"text","text":"Order a standard laptop."},{"type":"tool_result","tool_use_id":"toolu_1","content":` + string(page) + `}]}`
+	p := newGoldenPipeline()
+	for _, tt := range []struct {
+		name, body string
+		answered   bool // sent to /v1/messages, the body is pruned
+	}{
+		{"a task as a string", `{"model":"claude-sonnet-4-5","system":"Order a standard laptop.","messages":[` + result + `]}`, true},
+		{"a task in text blocks", `{"model":"claude-sonnet-4-5","system":[{"type":"text","text":"You are a web agent."},{"type":"text","text":"Order a standard laptop.","cache_control":{"type":"ephemeral"}}],"messages":[` + result + `]}`, true},
+		{"after the message", `{"model":"claude-sonnet-4-5","messages":[` + result + `],"system":"Order a standard laptop."}`, true},
+		{"a message of text and a tool result", `{"model":"claude-sonnet-4-5","system":"You are a web agent.","messages":[` + text + `]}`, true},
+		{"the page itself", `{"model":"claude-sonnet-4-5","system":` + string(page) + `,"messages":[{"role":"user","content":"Order a standard laptop."}]}`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.body)
+			got, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: body, Sizing: true})
+			if out.Status != focusgate.Skipped || out.Reason != focusgate.NoGoal || !bytes.Equal(got, body) {
+				t.Errorf("count_tokens: %s %s, changed %v; want skipped no-goal, unchanged", out.Status, out.Reason, !bytes.Equal(got, body))
+			}
+			if !tt.answered {
+				return
+			}
+			if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: body}); out.Status != focusgate.Pruned {
+				t.Errorf("sent to be answered: %s %s, want pruned", out.Status, out.Reason)
+			}
+		})
+	}
+}
+
 // The model a request is priced and bypassed by is the one the upstream
 // reads: of duplicate members, the last.
 func TestDuplicateModelMembersReadAsTheUpstreamDoes(t *testing.T) {

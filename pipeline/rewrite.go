@@ -107,10 +107,11 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 	if err != nil || len(obs) == 0 {
 		return pl, skipped(focusgate.NoObservation), false
 	}
-	if obs[len(obs)-1].Goal == "" || req.Sizing && read.Turns == 1 {
+	if obs[len(obs)-1].Goal == "" || req.Sizing && read.Messages <= 1 {
 		// Without a goal the retriever cannot tell what matters; a lone
 		// message sized by count_tokens is one tool output, whose own
-		// headings (Playwright MCP's "### Page") are no goal either.
+		// headings (Playwright MCP's "### Page") are no goal either, and
+		// neither is a system prompt sized with it.
 		return pl, skipped(focusgate.NoGoal), false
 	}
 

@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
-	"github.com/focusgate/focusgate/internal/loadbench/workload"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
 )
@@ -39,6 +39,25 @@ const (
 // httputil.ReverseProxy and through focusgate. What a proxy adds is its time
 // minus direct's.
 func BenchmarkPassthrough(b *testing.B) {
+	body := workload.Chat(false)
+	passthrough(b, func(uint64) []byte { return body })
+}
+
+// BenchmarkPassthroughNoPage is BenchmarkPassthrough with 16 KB requests
+// that hold no page but hundreds of markdown list items and links that look
+// like element ids at first sight (workload.NoPage): what detection costs on
+// text it must reject. Each request is a new one, as a chat's newest message
+// is, so focusgate's memory of the texts it has searched does not spare it
+// the search.
+func BenchmarkPassthroughNoPage(b *testing.B) {
+	notes, err := os.ReadFile(filepath.Join("..", workload.NotesFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	passthrough(b, workload.NoPage(string(notes)))
+}
+
+func passthrough(b *testing.B, body func(n uint64) []byte) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -71,7 +90,6 @@ func BenchmarkPassthrough(b *testing.B) {
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 	b.Cleanup(client.CloseIdleConnections)
-	body := workload.Chat(false)
 	for _, tc := range []struct {
 		name, url, status string
 	}{
@@ -83,8 +101,8 @@ func BenchmarkPassthrough(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			cpu := startCPU(b)
-			for b.Loop() {
-				if err := benchPost(client, tc.url+"/v1/chat/completions", body, tc.status); err != nil {
+			for n := uint64(0); b.Loop(); n++ {
+				if err := benchPost(client, tc.url+"/v1/chat/completions", body(n), tc.status); err != nil {
 					b.Fatal(err)
 				}
 			}

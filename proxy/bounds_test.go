@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
@@ -67,7 +68,7 @@ func TestDeadlineBoundsAllOfFocusgatesWork(t *testing.T) {
 		model := fmt.Sprintf("model-%s-%d", t.Name(), time.Now().UnixNano()) // keys of its own on a shared server
 		var gws []*gateway
 		for range 3 {
-			store := redistest.NewStore(t, url)
+			store := cachetest.NewStore(t, url)
 			gws = append(gws, newGateway(t, nil, func(o *gatewayOptions) {
 				o.Pruner, o.Budget = prunerFor(rt, model, store), deadline
 			}))

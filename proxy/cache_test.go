@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
@@ -143,8 +144,8 @@ func TestConcurrentIdenticalRequestsCallTheRetrieverOnce(t *testing.T) {
 		release := make(chan struct{})
 		rt := newRetriever(t, held(release))
 		model := "model-for-" + t.Name() + time.Now().Format(time.RFC3339Nano) // keys of its own on a shared server
-		a, pa := replica(t, rt, model, redistest.NewStore(t, url))
-		b, pb := replica(t, rt, model, redistest.NewStore(t, url))
+		a, pa := replica(t, rt, model, cachetest.NewStore(t, url))
+		b, pb := replica(t, rt, model, cachetest.NewStore(t, url))
 		got := count(twentyAtOnce(t, body, []*gateway{a, b}, []*countingPruner{pa, pb}, release))
 		if n := len(rt.calls()); n != 1 {
 			t.Errorf("retriever called %d times across two replicas, want 1", n)
@@ -159,7 +160,7 @@ func TestConcurrentIdenticalRequestsCallTheRetrieverOnce(t *testing.T) {
 // once it is back, caching resumes.
 func TestRedisOutageNeverFailsARequest(t *testing.T) {
 	srv := redistest.Start(t)
-	store := redistest.NewStore(t, srv.URL())
+	store := cachetest.NewStore(t, srv.URL())
 	rt := newRetriever(t, keep("[a237] combobox"))
 	gw, _ := replica(t, rt, "m", store)
 	body := readFile(t, laptopRequest)

@@ -18,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/internal/redistest"
 	"github.com/focusgate/focusgate/proxy"
@@ -617,7 +618,7 @@ func TestToolLoopPruneAllPrunesUnknownOlderPages(t *testing.T) {
 // mistake for an outage, and no in-process front hiding what Redis holds.
 func slowRedis(t *testing.T, url string) *cache.Redis {
 	t.Helper()
-	return redistest.NewStore(t, url)
+	return cachetest.NewStore(t, url)
 }
 
 // When the retriever fails on the newest page, that page goes out as it came

@@ -10,6 +10,7 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -44,7 +45,7 @@ func TestUndecodableCachedSelectionIsRecomputed(t *testing.T) {
 		new  func(t *testing.T) cache.Store
 	}{
 		{"memory", func(*testing.T) cache.Store { return cache.NewMemory(1<<20, time.Hour) }},
-		{"redis", func(t *testing.T) cache.Store { return redistest.NewStore(t, redistest.Shared(t)) }},
+		{"redis", func(t *testing.T) cache.Store { return cachetest.NewStore(t, redistest.Shared(t)) }},
 	}
 	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
@@ -193,7 +194,7 @@ func TestReplicasKeepEachRunInOneArm(t *testing.T) {
 				}
 				if shared == "redis" {
 					e["FOCUSGATE_REDIS_URL"] = redisURL
-					e["FOCUSGATE_REDIS_TIMEOUT"] = redistest.CallTimeout.String()
+					e["FOCUSGATE_REDIS_TIMEOUT"] = cachetest.CallTimeout.String()
 				}
 				return e
 			}

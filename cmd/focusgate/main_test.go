@@ -19,6 +19,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 	"github.com/focusgate/focusgate/internal/testlog"
 )
@@ -437,7 +438,7 @@ func TestRunReportsRedisOnReadyz(t *testing.T) {
 		"FOCUSGATE_UPSTREAM_URL": up.URL + "/v1",
 		"FOCUSGATE_REDIS_URL":    srv.URL(),
 		// A loaded machine must not make a healthy Redis look down.
-		"FOCUSGATE_REDIS_TIMEOUT": redistest.CallTimeout.String(),
+		"FOCUSGATE_REDIS_TIMEOUT": cachetest.CallTimeout.String(),
 	})
 	readyz := func() (int, string) {
 		resp, err := http.Get(gw.URL + "/readyz")

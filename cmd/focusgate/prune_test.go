@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -119,7 +120,7 @@ func TestPruneRequestPrintsWhatTheGatewayForwards(t *testing.T) {
 		"FOCUSGATE_UPSTREAM_URL":  upstream.URL + "/v1",
 		"FOCUSGATE_RETRIEVER_URL": retriever.URL + "/v1",
 		"FOCUSGATE_REDIS_URL":     redis.URL(),
-		"FOCUSGATE_REDIS_TIMEOUT": redistest.CallTimeout.String(),
+		"FOCUSGATE_REDIS_TIMEOUT": cachetest.CallTimeout.String(),
 		"FOCUSGATE_MODE":          "ancestors",
 	}
 	gw := startGateway(t, maps.Clone(env))

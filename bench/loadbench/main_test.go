@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/focusgate/focusgate/bench/workload"
+	"github.com/focusgate/focusgate/proxy"
+)
+
+func TestPercentile(t *testing.T) {
+	ms := func(values ...int) []time.Duration {
+		var d []time.Duration
+		for _, n := range values {
+			d = append(d, time.Duration(n)*time.Millisecond)
+		}
+		return d
+	}
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(i+1) * time.Millisecond
+	}
+	for _, tc := range []struct {
+		name   string
+		sorted []time.Duration
+		q      float64
+		want   time.Duration
+	}{
+		{"empty", nil, 0.5, 0},
+		{"one value", ms(7), 0.99, 7 * time.Millisecond},
+		{"median of odd count", ms(1, 2, 3), 0.5, 2 * time.Millisecond},
+		{"median of even count is the lower middle", ms(1, 2, 3, 4), 0.5, 2 * time.Millisecond},
+		{"p99 of 100", hundred, 0.99, 99 * time.Millisecond},
+		{"p50 of 100", hundred, 0.50, 50 * time.Millisecond},
+		{"p100 is the maximum", hundred, 1, 100 * time.Millisecond},
+	} {
+		if got := percentile(tc.sorted, tc.q); got != tc.want {
+			t.Errorf("%s: percentile(q=%v) = %v, want %v", tc.name, tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestGrouped(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 49705: "49,705", 1234567: "1,234,567"} {
+		if got := grouped(n); got != want {
+			t.Errorf("grouped(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestDriveSendsExactlyTheRequestsAsked(t *testing.T) {
+	var sent atomic.Int64
+	lat, _, err := drive(t.Context(), 4, 25, time.Hour, func(context.Context) error {
+		sent.Add(1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lat) != 25 || sent.Load() != 25 {
+		t.Errorf("%d latencies for %d requests sent, want 25 of each", len(lat), sent.Load())
+	}
+	if !slices.IsSorted(lat) {
+		t.Error("latencies are not sorted")
+	}
+}
+
+func TestDriveStopsAtTheFirstError(t *testing.T) {
+	boom := errors.New("boom")
+	var sent atomic.Int64
+	_, _, err := drive(t.Context(), 4, 0, time.Hour, func(ctx context.Context) error {
+		if sent.Add(1) == 10 {
+			return boom
+		}
+		return ctx.Err()
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("drive = %v, want %v", err, boom)
+	}
+}
+
+func TestCheckRejectsWhatTheCaseDoesNotExpect(t *testing.T) {
+	tree := bodyCase{name: "tree", answerSize: 10, gatewayStatus: "pruned", cacheHit: true}
+	resp := func(status int, header ...string) *http.Response {
+		h := http.Header{}
+		for i := 0; i < len(header); i += 2 {
+			h.Set(header[i], header[i+1])
+		}
+		return &http.Response{StatusCode: status, Status: http.StatusText(status), Header: h}
+	}
+	fg, bare := target{name: focusgate}, target{name: reverseProxy}
+	hit := resp(http.StatusOK, proxy.HeaderStatus, "pruned", proxy.HeaderCache, "hit")
+	for _, tc := range []struct {
+		name string
+		t    target
+		resp *http.Response
+		n    int64
+		ok   bool
+	}{
+		{"a pruned cache hit", fg, hit, 10, true},
+		{"a bare proxy's answer carries no focusgate headers", bare, resp(http.StatusOK), 10, true},
+		{"an error status", bare, resp(http.StatusBadGateway), 10, false},
+		{"a cut answer", bare, resp(http.StatusOK), 9, false},
+		{"not pruned", fg, resp(http.StatusOK, proxy.HeaderStatus, "failed-open; reason=timeout", proxy.HeaderCache, "hit"), 10, false},
+		{"a cache miss", fg, resp(http.StatusOK, proxy.HeaderStatus, "pruned", proxy.HeaderCache, "miss"), 10, false},
+	} {
+		if err := tree.check(tc.t, tc.resp, tc.n); (err == nil) != tc.ok {
+			t.Errorf("%s: check = %v, want ok = %v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// TestRunEndToEnd builds focusgate and the bare proxy and runs every case
+// briefly: the report must have a row for each run, and focusgate must have
+// asked the retriever once for the whole run.
+func TestRunEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the gateways")
+	}
+	var out bytes.Buffer
+	err := run(t.Context(), []string{
+		"-requests", "20", "-warmup", "0", "-concurrency", "1,4", "-rounds", "2",
+		"-tree", "../../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt",
+		"-request", "../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
+		"-notes", filepath.Join("../..", workload.NotesFile),
+	}, &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := out.String()
+	for _, c := range caseNames {
+		for _, clients := range []string{"1", "4"} {
+			for _, tg := range []string{direct, defaultProxy, reverseProxy, focusgate} {
+				if tg == defaultProxy && c == "stream" {
+					continue // not measured: see run
+				}
+				if row := "| " + c + " | " + clients + " | " + tg + " | 20 |"; !strings.Contains(report, row) {
+					t.Errorf("the report has no row starting %q:\n%s", row, report)
+				}
+			}
+		}
+	}
+	if !strings.Contains(report, "retriever calls in the whole run: 1)") {
+		t.Errorf("the report does not show a single retriever call:\n%s", report)
+	}
+}

@@ -1,0 +1,230 @@
+// Package workload is what focusgate's benchmarks share: the requests (a
+// small chat request with nothing to prune, and a real GenericAgent request
+// whose page observation is cut to a token budget), the upstream's answer,
+// the retriever's selection and the bare reverse proxy focusgate is compared
+// with. The Go benchmarks of package proxy and the load benchmark use the same
+// pieces, so that their numbers describe the same work.
+package workload
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/prune"
+)
+
+// Completion is the upstream's answer to a chat-completion request: a small,
+// fixed body, so that what is measured is the gateway, not the model.
+const Completion = `{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"gpt-4.1-2025-04-14",` +
+	`"choices":[{"index":0,"message":{"role":"assistant","content":"<think>The search box is visible.</think>\n<action>\nfill('a203', 'MacBook Pro 15')\n</action>"},` +
+	`"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":1200,"completion_tokens":24,"total_tokens":1224}}`
+
+// chatPrompt is ordinary prompt text: prose and a short list, nothing that
+// parses as a page observation.
+const chatPrompt = `I maintain a small Go service that forwards requests to a third-party API and I want to make its error handling
+more predictable. Today every handler logs the error, writes a 500 and returns, which means clients cannot tell a
+timeout from a bad request, and our dashboards show a single undifferentiated error rate.
+
+What I would like to end up with:
+- errors that say which dependency failed and whether retrying can help;
+- one place that maps them to status codes and to the JSON shape our clients already parse;
+- logs with the request id and the dependency, but never the request body, which can contain personal data;
+- metrics split by dependency and by reason, with a bounded set of label values.
+
+Please propose a design in a few paragraphs, then show the error type, the mapping function and one handler that
+uses them. Keep it to the standard library, and explain where you would wrap errors and where you would only
+compare them. Point out anything in this plan that you think will not hold up in production.`
+
+// Chat returns a chat-completion request of about 1.2 KB with no page
+// observation in it: what most traffic through the gateway looks like, and
+// the body of the passthrough benchmarks. With stream set it asks for
+// server-sent events.
+func Chat(stream bool) []byte {
+	return chat(stream, "You are a senior Go engineer. Answer precisely and show code where it helps.", chatPrompt)
+}
+
+// NotesFile is, relative to the repository's root, the text of the NoPage
+// request: 15 KB of markdown planning notes.
+const NotesFile = "detect/testdata/negative/sprint_notes.md"
+
+// NoPage returns chat-completion requests of about 16 KB that hold no page
+// but read like one at first sight: the user asks about notes, the text of
+// NotesFile, whose hundreds of "- " list items follow the line grammar of
+// Playwright's snapshots and whose "[#1234]" links and "[x]" boxes look like
+// element ids. It is what detection must reject at memory speed. The nth
+// request says its number in its first words, so that each is new to
+// focusgate's memory of the texts it has searched, as the newest message of
+// a chat is.
+func NoPage(notes string) func(n uint64) []byte {
+	const first = "Request 0. "
+	b := chat(false, "You are a helpful project assistant.", first+"Summarise what is still open, by owner.\n\n"+notes)
+	at := bytes.Index(b, []byte(first)) + len("Request ")
+	head, tail := b[:at], b[at+1:]
+	return func(n uint64) []byte {
+		out := make([]byte, 0, len(b)+20)
+		out = strconv.AppendUint(append(out, head...), n, 10)
+		return append(out, tail...)
+	}
+}
+
+func chat(stream bool, system, user string) []byte {
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	b, err := json.Marshal(struct {
+		Model       string    `json:"model"`
+		Messages    []message `json:"messages"`
+		Temperature float64   `json:"temperature"`
+		Stream      bool      `json:"stream,omitempty"`
+	}{
+		Model:    "gpt-4.1-2025-04-14",
+		Messages: []message{{Role: "system", Content: system}, {Role: "user", Content: user}},
+		Stream:   stream,
+	})
+	if err != nil {
+		panic(err) // a fixed value of plain types always marshals
+	}
+	return b
+}
+
+// Tree is a GenericAgent request whose observation was cut to a token budget.
+type Tree struct {
+	Body []byte
+	// Lines is the number of tree lines focusgate numbers for the retriever;
+	// selections index them.
+	Lines int
+	// Tokens is the observation's size as focusgate counts it for the
+	// request's model.
+	Tokens int
+}
+
+// NewTree returns the chat request of requestFile, a real GenericAgent
+// request with one observation, with that observation replaced by the longest
+// prefix of treeFile's lines that has at most maxTokens tokens. The rest of
+// the request (instructions, goal, history, examples) stays as it is.
+func NewTree(requestFile, treeFile string, maxTokens int) (Tree, error) {
+	req, err := os.ReadFile(requestFile)
+	if err != nil {
+		return Tree{}, err
+	}
+	page, err := os.ReadFile(treeFile)
+	if err != nil {
+		return Tree{}, err
+	}
+	obs, err := onlyObservation(req)
+	if err != nil {
+		return Tree{}, fmt.Errorf("%s: %w", requestFile, err)
+	}
+
+	model := detect.Model(req)
+	counter := prune.NewCounter(64 << 20)
+	lines := strings.Split(strings.TrimRight(string(page), "\n"), "\n")
+	prefix := func(n int) string { return strings.Join(lines[:n], "\n") }
+	// Token counts grow with the prefix: find the longest one in budget.
+	lo, hi := 0, len(lines)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if counter.Count(model, prefix(mid)) <= maxTokens {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if lo == 0 {
+		return Tree{}, fmt.Errorf("%s: the first line alone has more than %d tokens", treeFile, maxTokens)
+	}
+	tree := prefix(lo)
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(tree); err != nil {
+		return Tree{}, err
+	}
+	escaped := bytes.TrimSuffix(bytes.TrimSpace(buf.Bytes()), []byte(`"`))[1:]
+	body := make([]byte, 0, len(req)-(obs.RawEnd-obs.RawStart)+len(escaped))
+	body = append(append(append(body, req[:obs.RawStart]...), escaped...), req[obs.RawEnd:]...)
+
+	// The benchmark is only meaningful if focusgate sees exactly this tree.
+	got, err := onlyObservation(body)
+	if err != nil {
+		return Tree{}, fmt.Errorf("built request: %w", err)
+	}
+	if got.Text != tree {
+		return Tree{}, errors.New("built request: the detected observation is not the tree that was put in")
+	}
+	return Tree{Body: body, Lines: len(got.Lines), Tokens: counter.Count(model, tree)}, nil
+}
+
+func onlyObservation(body []byte) (detect.Observation, error) {
+	obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
+	if err != nil {
+		return detect.Observation{}, err
+	}
+	if len(obs) != 1 {
+		return detect.Observation{}, fmt.Errorf("want one observation, found %d", len(obs))
+	}
+	return obs[0], nil
+}
+
+// Keep is the selection the benchmarks' retriever answers for a tree of n
+// lines: the first 3 lines of every 10, about 30% of the page, spread over
+// the whole tree so that pruning leaves many runs of removed lines.
+func Keep(n int) []prune.Range {
+	var ranges []prune.Range
+	for from := 1; from <= n; from += 10 {
+		ranges = append(ranges, prune.Range{From: from, To: min(from+2, n)})
+	}
+	return ranges
+}
+
+// BareProxy is the baseline focusgate is measured against: an
+// httputil.ReverseProxy to target that flushes every write, over a transport
+// with the settings of focusgate's upstream transport (newTransport in
+// proxy/server.go), and nothing else but one thing focusgate also does: it
+// reads each request body whole before forwarding it. Forwarding the body as
+// a stream instead cut streamed answers short now and then on reused client
+// connections (net/http's background read on the client connection fails
+// with a timeout and cancels the request mid-stream); a baseline that drops
+// answers cannot be measured.
+func BareProxy(target *url.URL) http.Handler {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          512,
+			MaxIdleConnsPerHost:   256,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			ResponseHeaderTimeout: 10 * time.Minute,
+			DisableCompression:    true,
+		},
+		FlushInterval: -1,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rp.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,128 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
+)
+
+const (
+	requestFile = "../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json"
+	treeFile    = "../../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt"
+)
+
+func TestChatHasNothingToPrune(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		body := Chat(stream)
+		if n := len(body); n < 1000 || n > 2048 {
+			t.Errorf("Chat(%v) is %d bytes, want 1-2 KB", stream, n)
+		}
+		var req struct{ Stream bool }
+		if err := json.Unmarshal(body, &req); err != nil || req.Stream != stream {
+			t.Errorf("Chat(%v): stream = %v, err = %v", stream, req.Stream, err)
+		}
+		obs, err := detect.Find(body, focusgate.Chat, detect.Options{All: true})
+		if err != nil || len(obs) != 0 {
+			t.Errorf("Chat(%v): detect found %d observations (err %v), want none", stream, len(obs), err)
+		}
+	}
+}
+
+func TestNoPageRequestsAreNewEachTimeAndHoldNoPage(t *testing.T) {
+	notes, err := os.ReadFile("../../" + NotesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noPage := NoPage(string(notes))
+	seen := map[string]bool{}
+	for _, n := range []uint64{0, 1, 9, 10, 18446744073709551615} {
+		body := noPage(n)
+		if size := len(body); size < 15<<10 || size > 17<<10 {
+			t.Errorf("request %d is %d bytes, want about 16 KB", n, size)
+		}
+		var req struct {
+			Messages []struct{ Content string }
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) != 2 {
+			t.Fatalf("request %d: %d messages, %v", n, len(req.Messages), err)
+		}
+		if want := fmt.Sprintf("Request %d. Summarise", n); !strings.HasPrefix(req.Messages[1].Content, want) ||
+			!strings.HasSuffix(req.Messages[1].Content, string(notes)) {
+			t.Errorf("request %d asks %.40q, want %q and then the notes", n, req.Messages[1].Content, want)
+		}
+		if seen[string(body)] {
+			t.Errorf("request %d is the same as an earlier one", n)
+		}
+		seen[string(body)] = true
+		obs, err := detect.Find(body, focusgate.Chat, detect.Options{All: true})
+		if err != nil || len(obs) != 0 {
+			t.Errorf("request %d: detect found %d observations (err %v), want none", n, len(obs), err)
+		}
+	}
+}
+
+func TestNewTreeCutsTheObservationToTheBudget(t *testing.T) {
+	orig, err := os.ReadFile(requestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	origObs, err := onlyObservation(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, budget := range []int{2000, 50000} {
+		tree, err := NewTree(requestFile, treeFile, budget)
+		if err != nil {
+			t.Fatalf("budget %d: %v", budget, err)
+		}
+		if tree.Tokens > budget || tree.Tokens < budget*9/10 {
+			t.Errorf("budget %d: tree has %d tokens, want at most the budget and close to it", budget, tree.Tokens)
+		}
+		got, err := onlyObservation(tree.Body)
+		if err != nil {
+			t.Fatalf("budget %d: %v", budget, err)
+		}
+		if len(got.Lines) != tree.Lines {
+			t.Errorf("budget %d: Lines = %d, detect numbers %d", budget, tree.Lines, len(got.Lines))
+		}
+		// Everything around the observation is the real request, byte for byte.
+		if !bytes.Equal(tree.Body[:got.RawStart], orig[:origObs.RawStart]) ||
+			!bytes.Equal(tree.Body[got.RawEnd:], orig[origObs.RawEnd:]) {
+			t.Errorf("budget %d: the request around the observation changed", budget)
+		}
+	}
+}
+
+func TestNewTreeRejectsABudgetBelowOneLine(t *testing.T) {
+	if _, err := NewTree(requestFile, treeFile, 1); err == nil {
+		t.Error("NewTree with a budget of 1 token succeeded")
+	}
+}
+
+func TestKeep(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want [][2]int
+	}{
+		{1, [][2]int{{1, 1}}},
+		{2, [][2]int{{1, 2}}},
+		{10, [][2]int{{1, 3}}},
+		{12, [][2]int{{1, 3}, {11, 12}}},
+		{25, [][2]int{{1, 3}, {11, 13}, {21, 23}}},
+	} {
+		var got [][2]int
+		for _, r := range Keep(tc.n) {
+			got = append(got, [2]int{r.From, r.To})
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Keep(%d) = %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}
