@@ -34,7 +34,7 @@ func (s *Server) recordStep(r *http.Request, t focusgate.Ticket, out focusgate.O
 		step.Model = out.Model
 	}
 	if info.meter != nil {
-		step.Usage = info.meter.Usage()
+		step.Usage = focusgate.UpstreamUsage(info.meter.Usage())
 	}
 	s.opts.Holdout.Record(t, step)
 }

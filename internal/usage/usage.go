@@ -7,12 +7,18 @@ import (
 	"bytes"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/focusgate/focusgate"
 )
 
-// Usage is what the upstream reported a call cost, in tokens.
-type Usage = focusgate.UpstreamUsage
+// Usage is what the upstream reported a call cost, in tokens. It has the
+// fields of focusgate.UpstreamUsage, which the gateway converts it to: this
+// library imports nothing of the project.
+type Usage struct {
+	// Input is every input token, cached or not; CacheRead is the part
+	// read from the provider's prompt cache.
+	Input, CacheRead, Output int
+	// Reported says the response carried a usage report.
+	Reported bool
+}
 
 // Meter reads the usage report out of a response as it streams by, whatever
 // the API: the usage object of a chat completion or of its last stream
