@@ -182,6 +182,29 @@ type Older struct {
 	Left      int // forwarded as they came: no selection known, or none that paid
 }
 
+// Retried is o, the outcome of a request sent again with every page pruned
+// after the upstream refused it as longer than its model's context window,
+// once the upstream took it: the request's outcome, with what the first
+// attempt (first) spent on the retriever added, since both were paid for.
+func (o Outcome) Retried(first Outcome) Outcome {
+	o.Usage.Add(first.Usage)
+	o.RetrieverUSD += first.RetrieverUSD
+	return o
+}
+
+// Refused is o, the outcome of a request the upstream refused as longer
+// than its model's context window, when the refusal is what goes to the
+// client: result says how the rescue ended, nothing was saved (the action
+// model read nothing), and what the rescue (spent) cost on the retriever was
+// spent all the same.
+func (o Outcome) Refused(result Rescue, spent Outcome) Outcome {
+	o.Rescue = result
+	o.SavedUSD = 0
+	o.Usage.Add(spent.Usage)
+	o.RetrieverUSD += spent.RetrieverUSD
+	return o
+}
+
 // Quiet says the request held nothing to prune: such requests, most of a
 // gateway's traffic, are logged at debug level only.
 func (o Outcome) Quiet() bool {

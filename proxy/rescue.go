@@ -94,22 +94,16 @@ func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return second, nil
 }
 
-// keep makes out, a rescue's outcome, the request's outcome, with what the
-// first attempt spent on the retriever added: both were paid for.
+// keep makes out, a rescue's outcome, the request's outcome (see
+// focusgate.Outcome.Retried).
 func (rs *rescue) keep(out focusgate.Outcome) {
-	out.Usage.Add(rs.out.Usage)
-	out.RetrieverUSD += rs.out.RetrieverUSD
-	rs.out = out
+	rs.out = out.Retried(rs.out)
 }
 
 // refused records a rescue that ended with the upstream's refusal going to
-// the client: nothing was saved, since the action model read nothing, and
-// what the rescue spent on the retriever was spent all the same.
+// the client (see focusgate.Outcome.Refused).
 func (rs *rescue) refused(result focusgate.Rescue, spent focusgate.Outcome) {
-	rs.out.Rescue = result
-	rs.out.SavedUSD = 0
-	rs.out.Usage.Add(spent.Usage)
-	rs.out.RetrieverUSD += spent.RetrieverUSD
+	rs.out = rs.out.Refused(result, spent)
 }
 
 // readRefusal reads a 400 answer's body, up to maxRefusalBytes, and puts
