@@ -17,9 +17,10 @@
 // implement and cmd/focusgate wires.
 //
 // The package holds no behaviour beyond parsing these values, describing an
-// outcome for a log line and reading the providers' declarations (matching
-// a request to its route, finding a credential, writing an error in a
-// provider's shape), and imports nothing of the project's own.
+// outcome for a log line, summing the outcomes of a rescue's two attempts,
+// and reading the providers' declarations (matching a request to its route,
+// finding a credential, writing an error in a provider's shape), and imports
+// nothing of the project's own.
 package focusgate
 
 import (
