@@ -7,10 +7,20 @@
 // gateway, the dashboard and the metrics speak of the same thing by the same
 // name.
 //
-// The package holds no behaviour beyond parsing these values and reading
-// the providers' declarations (matching a request to its route, finding a
-// credential, writing an error in a provider's shape), and imports nothing
-// of the project's own.
+// It also holds the domain's nouns and the small service interfaces the
+// gateway (package proxy) and the dashboard (package ui) are written in, so
+// that they import nothing else of the project (outcome.go,
+// holdout_nouns.go): a Request and the Outcome the pipeline makes of it, with
+// flat Page summaries, the cache outcome, line Ranges, the holdout's Ticket,
+// Step and report, and the Rewriter, HoldoutRecorder, HoldoutReporter and
+// Observer interfaces, which the pipeline, the holdout and the dashboard
+// implement and cmd/focusgate wires.
+//
+// The package holds no behaviour beyond parsing these values, describing an
+// outcome for a log line, summing the outcomes of a rescue's two attempts,
+// and reading the providers' declarations (matching a request to its route,
+// finding a credential, writing an error in a provider's shape), and imports
+// nothing of the project's own.
 package focusgate
 
 import (

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"io"
 	"sync"
+
+	"github.com/focusgate/focusgate"
 )
 
 // ErrNotFound is returned by Store.Get for a key the store does not hold.
@@ -37,16 +39,16 @@ type deleter interface {
 
 // Outcome says where a value came from; the gateway reports it in the
 // X-Focusgate-Cache header and in metrics.
-type Outcome string
+type Outcome = focusgate.CacheOutcome
 
 const (
 	// Hit means the value was already stored.
-	Hit Outcome = "hit"
+	Hit = focusgate.CacheHit
 	// Miss means this caller computed the value.
-	Miss Outcome = "miss"
+	Miss = focusgate.CacheMiss
 	// Shared means another caller, in this process or another replica,
 	// computed the value while this one waited.
-	Shared Outcome = "shared"
+	Shared = focusgate.CacheShared
 )
 
 // Key hashes its parts into a fixed-length key. Every part is length-prefixed,

@@ -14,6 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/focusgate/focusgate"
 )
 
 // RedisOptions configures NewRedis. Zero fields take the defaults documented
@@ -299,13 +301,7 @@ func (r *Redis) Status() error {
 }
 
 // RedisStats is a snapshot of the Redis store's health, for metrics.
-type RedisStats struct {
-	Up bool
-	// Skipped counts calls not sent because Redis was known to be down.
-	Skipped int64
-	// Errors counts failed calls by operation: get, set, delete, lock, wait, ping.
-	Errors map[string]int64
-}
+type RedisStats = focusgate.RedisStats
 
 // Stats returns the counters accumulated since NewRedis.
 func (r *Redis) Stats() RedisStats {

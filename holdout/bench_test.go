@@ -33,14 +33,3 @@ func BenchmarkAssign(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkMeter is the work of reading the usage out of an answer as it
-// streams by.
-func BenchmarkMeter(b *testing.B) {
-	chunk := []byte("data: {\"id\":\"c\",\"choices\":[{\"delta\":{\"content\":\"Hello, this is a token or two\"}}]}\n\n")
-	b.SetBytes(int64(len(chunk)))
-	var m Meter
-	for b.Loop() {
-		m.Write(chunk)
-	}
-}

@@ -30,26 +30,18 @@ import (
 )
 
 // Arm is the side of the comparison a conversation is on.
-type Arm uint8
+type Arm = focusgate.Arm
 
 const (
 	// Pruned is the usual arm: the conversation's pages are pruned.
-	Pruned Arm = iota
+	Pruned = focusgate.PrunedArm
 	// Held is the holdout: the conversation goes through whole, as if
 	// focusgate only counted.
-	Held
+	Held = focusgate.HoldoutArm
 )
 
 // Arms lists the arms, in the order the dashboard shows them.
 var Arms = []Arm{Pruned, Held}
-
-// String is the arm's name in metrics, logs and the dashboard.
-func (a Arm) String() string {
-	if a == Held {
-		return "holdout"
-	}
-	return "pruned"
-}
 
 // parseArm reads an arm's name, as String writes it.
 func parseArm(s string) (Arm, error) {
@@ -110,17 +102,10 @@ type Holdout struct {
 
 // ID names a conversation by a keyed hash of its key: its text is never
 // kept.
-type ID [16]byte
+type ID = focusgate.ConversationID
 
-// Ticket is a request's conversation and arm. The zero Ticket (OK false)
-// belongs to no conversation: the request is pruned as usual and not
-// accounted for.
-type Ticket struct {
-	ID    ID
-	Arm   Arm
-	OK    bool
-	Model string // the action model the body names, to price the step
-}
+// Ticket is a request's conversation and arm.
+type Ticket = focusgate.Ticket
 
 // New returns a Holdout.
 func New(opts Options) *Holdout {
@@ -169,28 +154,14 @@ func (h *Holdout) Assign(api focusgate.API, body []byte) Ticket {
 }
 
 // Step is one model call of a conversation, as the gateway saw it.
-type Step struct {
-	Model string // the action model named in the request
-	Agent string // who sent it: the gateway key's name, else the client's user agent
-	// Repeat says the newest page of the request is the same as the page
-	// before it: the agent looked at an unchanged page again.
-	Repeat bool
-	// RetrieverUSD is what pruning this request cost (zero in the holdout
-	// and on cache hits).
-	RetrieverUSD float64
-	// SentBytes is the size of the body sent upstream, which estimates its
-	// input tokens when the upstream reports no usage.
-	SentBytes int
-	// Status is the upstream's HTTP status (or the gateway's, when no answer
-	// came; StatusClientGone when the client went away first); 400 and
-	// above counts as an upstream error, except StatusClientGone.
-	Status int
-	Usage  Usage
-}
+type Step = focusgate.Step
 
 // StatusClientGone is the status of a step whose client went away before
-// the answer was whole (nginx's 499): the client's doing, no upstream error.
-const StatusClientGone = 499
+// the answer was whole: the client's doing, no upstream error.
+const StatusClientGone = focusgate.StatusClientGone
+
+// Usage is what the upstream reported a call cost, in tokens.
+type Usage = focusgate.UpstreamUsage
 
 // bytesPerToken estimates input tokens from bytes when the upstream reports
 // none: about four bytes a token for English text and JSON.
@@ -344,3 +315,5 @@ func (c *Conversation) add(s Step, now time.Time, prices *pricing.Table) {
 		c.Priced = false
 	}
 }
+
+var _ focusgate.HoldoutRecorder = (*Holdout)(nil)

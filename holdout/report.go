@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/focusgate/focusgate"
 )
 
 // The figures compared per conversation, in the order they are reported.
@@ -142,58 +144,16 @@ func (t *Tally) End(c Conversation) {
 
 // Report is the comparison of the two arms, as the dashboard shows it and
 // `focusgate eval --conversations` prints it.
-type Report struct {
-	// Share is the configured holdout share.
-	Share float64    `json:"share"`
-	Arms  []ArmTotal `json:"arms"`
-	// Metrics compare the arms over all conversations.
-	Metrics []Comparison `json:"metrics"`
-	// ByModel and ByAgent compare them per action model and per agent,
-	// for those with at least MinGroupConversations in each arm.
-	ByModel []Group `json:"by_model"`
-	ByAgent []Group `json:"by_agent"`
-}
+type Report = focusgate.HoldoutReport
 
 // ArmTotal counts one arm's conversations and their steps.
-type ArmTotal struct {
-	Arm           string `json:"arm"`
-	Conversations int    `json:"conversations"`
-	Steps         int    `json:"steps"`
-}
+type ArmTotal = focusgate.ArmTotal
 
-// Comparison is one figure in both arms: the mean per conversation of each,
-// the difference pruned minus holdout with its 95% confidence interval, and
-// what that says.
-type Comparison struct {
-	Name    string  `json:"name"`
-	Label   string  `json:"label"`
-	Pruned  float64 `json:"pruned"`
-	Holdout float64 `json:"holdout"`
-	// N is how many conversations each arm has of this figure.
-	N [2]int `json:"n"`
-	// Diff is Pruned − Holdout; Low and High bound it at 95% (Welch's
-	// interval). Relative is Diff over Holdout, when Holdout is not zero.
-	Diff     float64  `json:"diff"`
-	Low      float64  `json:"low"`
-	High     float64  `json:"high"`
-	Relative *float64 `json:"relative,omitempty"`
-	// Verdict is "lower" or "higher" (the pruned arm's figure, when the
-	// interval excludes zero), "unclear", or "too few" (fewer than two
-	// conversations in an arm).
-	Verdict string `json:"verdict"`
-	// More is, when the verdict is unclear, about how many more
-	// conversations (both arms, at the current split) would make an
-	// interval as narrow as the observed difference; -1 when it cannot be
-	// told (no difference and no spread).
-	More int `json:"more"`
-}
+// Comparison is one figure in both arms.
+type Comparison = focusgate.Comparison
 
 // Group is the comparison of one model's or agent's conversations.
-type Group struct {
-	Name          string       `json:"name"`
-	Conversations [2]int       `json:"conversations"`
-	Metrics       []Comparison `json:"metrics"`
-}
+type Group = focusgate.Group
 
 // Report compares the arms as they stand.
 func (t *Tally) Report() Report {
@@ -301,3 +261,5 @@ func tQuantile975(df float64) float64 {
 	z3, z5, z7 := z*z*z, z*z*z*z*z, z*z*z*z*z*z*z
 	return z + (z3+z)/(4*df) + (5*z5+16*z3+3*z)/(96*df*df) + (3*z7+19*z5+17*z3-15*z)/(384*df*df*df)
 }
+
+var _ focusgate.HoldoutReporter = (*Tally)(nil)

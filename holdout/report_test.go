@@ -59,7 +59,7 @@ func TestWelchInterval(t *testing.T) {
 	if got := metric(t, r, "input_tokens_per_step"); got.Pruned != 1000 || got.Verdict != "unclear" || got.More != -1 {
 		t.Errorf("a figure equal in both arms, with no spread: %+v", got)
 	}
-	if r.Arms[0] != (ArmTotal{"pruned", 4, 52}) || r.Arms[1] != (ArmTotal{"holdout", 4, 92}) {
+	if r.Arms[0] != (ArmTotal{Arm: "pruned", Conversations: 4, Steps: 52}) || r.Arms[1] != (ArmTotal{Arm: "holdout", Conversations: 4, Steps: 92}) {
 		t.Errorf("arms %+v", r.Arms)
 	}
 }

@@ -14,7 +14,9 @@ import (
 const inlineBytes = 64 << 10
 
 // Rewrite returns the body to forward for req and what was done to it. It
-// never fails: whatever it cannot handle leaves the body as it came.
+// never fails: whatever it cannot handle leaves the body as it came. A body
+// the gateway could not read (req.Unread) is returned as it came, skipped
+// for that reason.
 //
 // It works under two bounds: the bytes under inspection at once
 // (Options.InspectBudgetBytes) and the time it may spend on a request
@@ -29,7 +31,10 @@ const inlineBytes = 64 << 10
 // it has returned: the work left running after a deadline is bounded by the
 // budget.
 func (p *Pipeline) Rewrite(ctx context.Context, req Request) ([]byte, Outcome) {
-	body, out := p.rewriteBounded(ctx, req)
+	body, out := req.Body, skipped(req.Unread)
+	if req.Unread == "" {
+		body, out = p.rewriteBounded(ctx, req)
+	}
 	out.API = req.API
 	return body, out
 }

@@ -43,8 +43,8 @@ func TestEveryTreeOfACutOutputIsPruned(t *testing.T) {
 		t.Fatalf("%s %s, %d pages: want both sides of the cut found and pruned", out.Status, out.Reason, len(out.Pages))
 	}
 	for i, pg := range out.Pages {
-		if pg.Result.Status != focusgate.Pruned {
-			t.Errorf("page %d of the cut output: %s %s, want pruned", i, pg.Result.Status, pg.Result.Reason)
+		if pg.Status != focusgate.Pruned {
+			t.Errorf("page %d of the cut output: %s %s, want pruned", i, pg.Status, pg.Reason)
 		}
 	}
 	if out.Older != (pipeline.Older{}) {

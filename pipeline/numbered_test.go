@@ -70,7 +70,7 @@ func TestNumberedFileReadsArePrunedWithTheirNumbers(t *testing.T) {
 			chunk := readChunk(page, tt.first, tt.last, tt.format)
 			body := claudeRead(t, chunk)
 			got, out := newGoldenPipeline().Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: body})
-			if out.Status != focusgate.Pruned || len(out.Pages) != 1 || out.Pages[0].Observation.Format != "playwright" {
+			if out.Status != focusgate.Pruned || len(out.Pages) != 1 || out.Pages[0].Format != "playwright" {
 				t.Fatalf("%s %s, %d pages: want the read pruned as a playwright tree", out.Status, out.Reason, len(out.Pages))
 			}
 			if !json.Valid(got) {
@@ -129,8 +129,9 @@ func TestPageInAJSONFileRead(t *testing.T) {
 	}
 	file, _ := json.MarshalIndent(parts, "", "  ")
 	chunk := readChunk(string(file), 1, strings.Count(string(file), "\n")+1, "%d\t%s")
-	got, out := newGoldenPipeline().Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: claudeRead(t, chunk)})
-	if out.Status != focusgate.Pruned || len(out.Pages) != 1 || out.Pages[0].Observation.Nested != 1 {
+	body := claudeRead(t, chunk)
+	got, out := newGoldenPipeline().Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: body})
+	if out.Status != focusgate.Pruned || len(out.Pages) != 1 || observations(t, body, focusgate.Messages)[0].Nested != 1 {
 		t.Fatalf("%s %s, %d pages: want the page in the JSON line found and pruned", out.Status, out.Reason, len(out.Pages))
 	}
 	sent := gjson.GetBytes(got, "messages.2.content.0.content").String()

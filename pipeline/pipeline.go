@@ -95,42 +95,11 @@ type Retrieval struct {
 }
 
 // Request is one request body and the settings it came with.
-type Request struct {
-	API  focusgate.API
-	Body []byte
-	// Model is the action model when the request's path names it (the
-	// Gemini API's .../models/{model}:generateContent); "" reads it from
-	// the body.
-	Model string
-	// Mode and Prompt override the pipeline's default mode and prompt
-	// variant when not empty; they are read with focusgate.ParseMode and
-	// ParseVariant, and an unknown value skips the request (bad-header).
-	Mode, Prompt string
-	// Credential is the client's own API key, for a retriever that has
-	// none configured. It is never logged and never part of a cache key.
-	Credential string
-	// Sizing says the body is to be counted, not answered (the Messages
-	// API's count_tokens). Claude Code sizes one tool output, alone in a
-	// message, before deciding to save it to a file: such a body goes as
-	// it came, since a count of anything but what the client sent would
-	// break its own limits. A conversation is counted as it would be sent.
-	Sizing bool
-	// Holdout says the request's conversation is in the holdout: its body
-	// goes as it came, and is only read for the comparison of the arms
-	// (its model, and whether its newest page repeats the one before).
-	Holdout bool
-	// Rescue asks for every page of the conversation pruned: the upstream
-	// refused the request as longer than its model's context window. Older
-	// pages without a stored selection are asked of the retriever, in
-	// parallel, and stored like any other selection, so that the next
-	// request of the conversation forwards them byte-identical; a page the
-	// retriever cannot serve goes out as stubs; the re-look rule and the
-	// economics gate give way. The Outcome's Rescue says whether anything
-	// was pruned.
-	Rescue bool
-}
+type Request = focusgate.Request
 
 // Pipeline rewrites request bodies. It is safe for concurrent use.
+//
+// It is the gateway's focusgate.Rewriter.
 type Pipeline struct {
 	opts       Options
 	log        *slog.Logger
@@ -142,6 +111,8 @@ type Pipeline struct {
 
 	retrievals map[focusgate.API]retrieval
 }
+
+var _ focusgate.Rewriter = (*Pipeline)(nil)
 
 // retrieval is a Retrieval with its retriever's price looked up.
 type retrieval struct {

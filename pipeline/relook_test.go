@@ -71,7 +71,7 @@ func TestRelookGoesOutWhole(t *testing.T) {
 	if out.Older.Reapplied != 1 {
 		t.Errorf("older pages re-applied: %d, want the first look, pruned as before", out.Older.Reapplied)
 	}
-	if out.TokensBefore != out.Pages[0].Result.TokensBefore*2 || out.Pages[1].Result.TokensAfter != out.Pages[1].Result.TokensBefore {
+	if out.TokensBefore != out.Pages[0].TokensBefore*2 || out.Pages[1].TokensAfter != out.Pages[1].TokensBefore {
 		t.Errorf("tokens %d -> %d: the re-look must count whole", out.TokensBefore, out.TokensAfter)
 	}
 	assertSamePrefix(t, first, second)
@@ -81,16 +81,16 @@ func TestRelookGoesOutWhole(t *testing.T) {
 	if out.Status != focusgate.Pruned || out.Relook {
 		t.Fatalf("new page after an action: %s %s, want pruned", out.Status, out.Reason)
 	}
-	if got := toolResults(t, third); got[1] != laptop || out.Pages[1].Result.Reason != focusgate.Relook {
-		t.Errorf("the earlier re-look is now %s %s (%d bytes): it must stay whole, as it was forwarded", out.Pages[1].Result.Status, out.Pages[1].Result.Reason, len(got[1]))
+	if got := toolResults(t, third); got[1] != laptop || out.Pages[1].Reason != focusgate.Relook {
+		t.Errorf("the earlier re-look is now %s %s (%d bytes): it must stay whole, as it was forwarded", out.Pages[1].Status, out.Pages[1].Reason, len(got[1]))
 	}
 	assertSamePrefix(t, second, third)
 
 	// A third look after the whole one is pruned again: the agent saw the
 	// page whole the step before.
 	thrice := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop})
-	if _, out := send(thrice); out.Pages[2].Result.Status != focusgate.Pruned {
-		t.Errorf("a look after a whole one: %s %s, want pruned", out.Pages[2].Result.Status, out.Pages[2].Result.Reason)
+	if _, out := send(thrice); out.Pages[2].Status != focusgate.Pruned {
+		t.Errorf("a look after a whole one: %s %s, want pruned", out.Pages[2].Status, out.Pages[2].Reason)
 	}
 }
 

@@ -81,8 +81,8 @@ func TestRescuePrunesEveryPageAndTheConversationGoesOn(t *testing.T) {
 	}
 	results := toolResults(t, rescued)
 	for i, pg := range pages[:3] {
-		if out.Pages[i].Result.Status != focusgate.Pruned || results[i] == pg || len(results[i]) >= len(pg) {
-			t.Errorf("page %d: %s %s, forwarded %d of %d bytes: want every page pruned", i, out.Pages[i].Result.Status, out.Pages[i].Result.Reason, len(results[i]), len(pg))
+		if out.Pages[i].Status != focusgate.Pruned || results[i] == pg || len(results[i]) >= len(pg) {
+			t.Errorf("page %d: %s %s, forwarded %d of %d bytes: want every page pruned", i, out.Pages[i].Status, out.Pages[i].Reason, len(results[i]), len(pg))
 		}
 	}
 	if n := r.calls.Load(); n != 3 {
@@ -116,7 +116,7 @@ func TestRescueStubsPagesTheRetrieverCannotServe(t *testing.T) {
 	if out.Rescue != focusgate.Rescued || out.Status != focusgate.Pruned {
 		t.Fatalf("rescue: %s %s rescue=%q, want pruned as stubs", out.Status, out.Reason, out.Rescue)
 	}
-	if got := out.Pages[0].Result.Reason; got != focusgate.RetrieverError {
+	if got := out.Pages[0].Reason; got != focusgate.RetrieverError {
 		t.Errorf("stubbed page's reason %q, want the retriever's failure kept", got)
 	}
 	stubs := toolResults(t, rescued)[0]

@@ -200,43 +200,46 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 		for i := range pages {
 			// What the first pass spent on the retriever is spent all
 			// the same; the second found its selections stored.
-			if a, b := &first[i].Result, &pages[i].Result; a.Cache == cache.Miss && b.Cache == cache.Hit {
+			if a, b := &first[i].res, &pages[i].res; a.Cache == cache.Miss && b.Cache == cache.Hit {
 				b.Cache, b.Usage, b.RetrieverTime, b.Reasoning = a.Cache, a.Usage, a.RetrieverTime, a.Reasoning
 			}
 		}
 	}
 	newest := len(pages) - 1
 
-	out := Outcome{Model: pl.model, Mode: pl.mode, Variant: pl.variant, Pages: pages,
-		Repeated: newest > 0 && pages[newest].Observation.Text == pages[newest-1].Observation.Text}
+	out := Outcome{Model: pl.model, Mode: pl.mode, Variant: pl.variant, Pages: make([]focusgate.Page, len(pages)),
+		Repeated: newest > 0 && pages[newest].obs.Text == pages[newest-1].obs.Text}
+	for i, pg := range pages {
+		out.Pages[i] = summary(pg)
+	}
 	// The newest observation is folded in first, so that a request with
 	// nothing pruned reports the newest's reason.
-	out.add(pages[newest].Result)
+	add(&out, pages[newest].res)
 	current := currentFrom(pl.obs)
 	for _, pg := range pages[current:newest] {
-		out.add(pg.Result)
+		add(&out, pg.res)
 	}
 	for _, pg := range pages[:current] {
-		out.addOlder(pg.Result)
+		addOlder(&out, pg.res)
 	}
 	if pl.rescue {
 		out.Rescue, out.RescuedEarly = focusgate.NothingToPrune, proactive
 		for _, pg := range pages {
-			if pg.Result.Status == focusgate.Pruned {
+			if pg.res.Status == focusgate.Pruned {
 				out.Rescue = focusgate.Rescued
 			}
 		}
 	}
-	if pages[newest].Result.Reason == focusgate.Relook {
+	if pages[newest].res.Reason == focusgate.Relook {
 		// The step is about the newest page, which went out whole on
 		// purpose: older pages re-applied do not make the request pruned.
 		out.Status, out.Reason, out.Relook = focusgate.Skipped, focusgate.Relook, true
 	}
 	var edits []edit
 	for _, pg := range pages {
-		if pg.Result.Status == focusgate.Pruned {
-			o := pg.Observation
-			edits = append(edits, edit{start: o.RawStart, end: o.RawEnd, text: pg.Result.Text, nested: o.Nested,
+		if pg.res.Status == focusgate.Pruned {
+			o := pg.obs
+			edits = append(edits, edit{start: o.RawStart, end: o.RawEnd, text: pg.res.Text, nested: o.Nested,
 				lines: func() (string, []string, string, bool) {
 					lines, newline, ok := o.RawLines(body[o.RawStart:o.RawEnd])
 					return o.Text, lines, newline, ok
@@ -259,17 +262,17 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 // newest, unless it repeats the page before it: whether it is a re-look (see
 // relook) depends on how that page went out, so it waits for it. A rescue
 // prunes every page with a selection of its own and knows no re-looks.
-func (p *Pipeline) prunePages(ctx context.Context, pl plan) []Page {
+func (p *Pipeline) prunePages(ctx context.Context, pl plan) []page {
 	obs := pl.obs
-	pages := make([]Page, len(obs))
+	pages := make([]page, len(obs))
 	newest := len(obs) - 1
 	current := currentFrom(obs)
 	repeated := !pl.rescue && newest > 0 && obs[newest].Text == obs[newest-1].Text
 	var wg sync.WaitGroup
 	for i := range obs {
-		pages[i].Observation = obs[i]
+		pages[i].obs = obs[i]
 		if i < newest || !repeated {
-			wg.Go(func() { pages[i].Result = p.prunePage(ctx, pl, obs[i], i >= current) })
+			wg.Go(func() { pages[i].res = p.prunePage(ctx, pl, obs[i], i >= current) })
 		}
 	}
 	wg.Wait()
@@ -278,14 +281,14 @@ func (p *Pipeline) prunePages(ctx context.Context, pl plan) []Page {
 	}
 	for i := 1; i < newest; i++ {
 		if relook(pages[i-1], pages[i]) {
-			pages[i].Result = sentWhole(pages[i-1], pages[i])
+			pages[i].res = sentWhole(pages[i-1], pages[i])
 		}
 	}
 	if repeated {
 		if relook(pages[newest-1], pages[newest]) {
-			pages[newest].Result = sentWhole(pages[newest-1], pages[newest])
+			pages[newest].res = sentWhole(pages[newest-1], pages[newest])
 		} else {
-			pages[newest].Result = p.prunePage(ctx, pl, obs[newest], true)
+			pages[newest].res = p.prunePage(ctx, pl, obs[newest], true)
 		}
 	}
 	return pages
@@ -341,16 +344,15 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 // conversation up to the page, so every later request makes the same
 // decision about it and forwards the same prefix. Two copies of a tree in
 // one output (a saved result that holds the page twice) are one look.
-func relook(prev, page Page) bool {
-	return prev.Result.Status == focusgate.Pruned && prev.Observation.Text == page.Observation.Text &&
-		prev.Observation.Path != page.Observation.Path
+func relook(prev, pg page) bool {
+	return prev.res.Status == focusgate.Pruned && prev.obs.Text == pg.obs.Text && prev.obs.Path != pg.obs.Path
 }
 
 // sentWhole is the result of a re-look: the page as it came, counted like
 // the page before it, which has the same text.
-func sentWhole(prev, page Page) prune.Result {
-	n := prev.Result.TokensBefore
-	return prune.Result{Text: page.Observation.Text, Status: focusgate.Skipped, Reason: focusgate.Relook, TokensBefore: n, TokensAfter: n}
+func sentWhole(prev, pg page) prune.Result {
+	n := prev.res.TokensBefore
+	return prune.Result{Text: pg.obs.Text, Status: focusgate.Skipped, Reason: focusgate.Relook, TokensBefore: n, TokensAfter: n}
 }
 
 // bypassed says whether model matches one of the BypassModels patterns.

@@ -18,7 +18,7 @@ const (
 // out, is estimated over its model's context window. A model without a known
 // window is never over it: such requests are rescued only once the upstream
 // refuses them.
-func (p *Pipeline) overWindow(body []byte, model string, pages []Page) bool {
+func (p *Pipeline) overWindow(body []byte, model string, pages []page) bool {
 	window, ok := p.opts.Windows.Lookup(model)
 	// Every token is at least a byte: a body of no more bytes than the
 	// window has tokens fits, and most requests are decided here.
@@ -31,12 +31,12 @@ func (p *Pipeline) overWindow(body []byte, model string, pages []Page) bool {
 // estimate is a request's size in tokens: its pages as counted when they
 // were pruned (or not), and the rest of the body at bytesPerToken, with
 // embedded files at blobTokens each.
-func estimate(body []byte, pages []Page) int {
+func estimate(body []byte, pages []page) int {
 	tokens, at := 0, 0
 	rest := 0
 	for _, pg := range pages {
-		tokens += pg.Result.TokensAfter
-		o := pg.Observation
+		tokens += pg.res.TokensAfter
+		o := pg.obs
 		if o.RawStart < at {
 			continue // within a span already set aside
 		}

@@ -12,8 +12,21 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/pipeline"
 )
+
+// observations are the pages the pipeline finds in body, oldest first, with
+// where each sits in it: the Outcome's Pages, one for one.
+func observations(t *testing.T, body []byte, api focusgate.API) []detect.Observation {
+	t.Helper()
+	var fresh *detect.Finder
+	read, err := fresh.Read(body, api, detect.Options{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return read.Observations
+}
 
 // stringify escapes s as JSON.stringify does, without the quotes.
 func stringify(t *testing.T, s string) string {
@@ -128,7 +141,7 @@ func TestWrappedPagesArePrunedAndPutBackExactly(t *testing.T) {
 			}
 			pruned := 0
 			for _, pg := range out.Pages {
-				if pg.Result.Status == focusgate.Pruned {
+				if pg.Status == focusgate.Pruned {
 					pruned++
 				}
 			}
@@ -152,11 +165,15 @@ func TestWrappedPagesArePrunedAndPutBackExactly(t *testing.T) {
 			// Outside the pruned spans, the body is as the client sent it.
 			var want []byte
 			from := 0
-			for _, pg := range out.Pages {
-				if pg.Result.Status != focusgate.Pruned {
+			obs := observations(t, body, focusgate.Chat)
+			if len(obs) != len(out.Pages) {
+				t.Fatalf("%d pages reported, %d found", len(out.Pages), len(obs))
+			}
+			for i, pg := range out.Pages {
+				if pg.Status != focusgate.Pruned {
 					continue
 				}
-				o, text := pg.Observation, pg.Result.Text
+				o, text := obs[i], pg.Forwarded
 				for range o.Nested + 1 {
 					text = stringify(t, text)
 				}

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -13,7 +14,30 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/pipeline"
+	"github.com/focusgate/focusgate/proxy"
+	"github.com/focusgate/focusgate/prune"
 )
+
+// panickingPruner stands for a defect in pruning.
+type panickingPruner struct{ pipeline.Pruner }
+
+func (panickingPruner) Prune(context.Context, prune.Input) prune.Result { panic("pruning defect") }
+
+// A body whose Content-Encoding does not decode goes upstream exactly as it
+// came, encoding and all, reported skipped: the pruner would panic if the
+// body were inspected, and report failed-open.
+func TestUndecodableBodyGoesOutAsItCame(t *testing.T) {
+	gw := newGateway(t, nil, func(o *gatewayOptions) { o.Pruner = panickingPruner{} })
+	raw := []byte("\x1f\x8bnot gzip at all")
+	resp := post(t, gw.URL+"/v1/chat/completions", raw, map[string]string{"Content-Encoding": "gzip"})
+	if got, want := resp.Header.Get(proxy.HeaderStatus), "skipped; reason=undecodable-body"; got != want {
+		t.Errorf("%s = %q, want %q", proxy.HeaderStatus, got, want)
+	}
+	got := gw.upstream.last(t)
+	if !bytes.Equal(got.Body, raw) || got.Header.Get("Content-Encoding") != "gzip" {
+		t.Errorf("the upstream received %q with Content-Encoding %q; want the body as sent, gzip", got.Body, got.Header.Get("Content-Encoding"))
+	}
+}
 
 // rawRequest writes a request by hand on a new connection and returns it,
 // for clients that misbehave in ways net/http's client cannot.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/focusgate/focusgate/pipeline"
+	"github.com/focusgate/focusgate"
 )
 
 // Headers focusgate reads on requests (and strips before forwarding) and adds
@@ -23,7 +23,7 @@ const (
 
 // setHeaders reports the outcome to the client. The status carries its
 // reason as a parameter: "skipped; reason=below-min-tokens".
-func setHeaders(h http.Header, o pipeline.Outcome) {
+func setHeaders(h http.Header, o focusgate.Outcome) {
 	if o.Status == "" {
 		return
 	}

@@ -7,29 +7,22 @@ import (
 	"strings"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/holdout"
-	"github.com/focusgate/focusgate/pipeline"
+	"github.com/focusgate/focusgate/internal/usage"
 )
 
 // Holdout keeps a share of conversations whole and accounts for both arms;
-// *holdout.Holdout is the implementation. Assign decides a request's arm
-// before anything else is done to it; Record is told how each step went.
-type Holdout interface {
-	Assign(api focusgate.API, body []byte) holdout.Ticket
-	Record(t holdout.Ticket, s holdout.Step)
-}
-
-var _ Holdout = (*holdout.Holdout)(nil)
+// *holdout.Holdout is the implementation.
+type Holdout = focusgate.HoldoutRecorder
 
 // recordStep tells the holdout how one step of a conversation went, once its
 // response has been copied to the client (or has failed). Sizing requests
 // (count_tokens) are no step.
-func (s *Server) recordStep(r *http.Request, t holdout.Ticket, out pipeline.Outcome, sent int, status int) {
+func (s *Server) recordStep(r *http.Request, t focusgate.Ticket, out focusgate.Outcome, sent int, status int) {
 	info := infoFrom(r.Context())
 	if info.clientGone.Load() {
-		status = holdout.StatusClientGone
+		status = focusgate.StatusClientGone
 	}
-	step := holdout.Step{
+	step := focusgate.Step{
 		Model:        t.Model,
 		Agent:        s.agentName(r),
 		Repeat:       out.Repeated,
@@ -41,7 +34,7 @@ func (s *Server) recordStep(r *http.Request, t holdout.Ticket, out pipeline.Outc
 		step.Model = out.Model
 	}
 	if info.meter != nil {
-		step.Usage = info.meter.Usage()
+		step.Usage = focusgate.UpstreamUsage(info.meter.Usage())
 	}
 	s.opts.Holdout.Record(t, step)
 }
@@ -87,7 +80,7 @@ const maxMeteredCompressed = 4 << 20
 // whole, after the client has it.
 type meteredBody struct {
 	io.ReadCloser
-	meter      *holdout.Meter
+	meter      *usage.Meter
 	encoding   string
 	limit      int64
 	compressed []byte

@@ -10,8 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/holdout"
-	"github.com/focusgate/focusgate/pipeline"
+	"github.com/focusgate/focusgate/internal/usage"
 )
 
 // inspect handles the routes whose bodies may carry page observations. The
@@ -30,7 +29,9 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 			return
 		}
 
-		body, out := raw, pipeline.Outcome{API: api}
+		// A body that cannot be read goes on as it came; the pipeline
+		// reports it skipped for the reason it was not read.
+		body, unread := raw, focusgate.Reason("")
 		enc := r.Header.Get("Content-Encoding")
 		if enc != "" {
 			decoded, charged, err := decode(raw, enc, s.opts.MaxBodyBytes, s.opts.Memory)
@@ -39,11 +40,11 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				s.tooLarge(c)
 				return
 			case errors.Is(err, errBusy):
-				out.Status, out.Reason = focusgate.Skipped, focusgate.Busy
+				unread = focusgate.Busy
 			case err != nil:
 				// Not ours to judge: the upstream answers for a body it
 				// cannot read either, so it goes on as it came.
-				out.Status, out.Reason = focusgate.Skipped, focusgate.Undecodable
+				unread = focusgate.Undecodable
 			default:
 				// The pipeline charges the body again while it inspects it.
 				s.opts.Memory.Release(charged)
@@ -52,20 +53,21 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 			}
 		}
 		sizing := m.Route.Sizing
-		var ticket holdout.Ticket
+		var ticket focusgate.Ticket
+		var out focusgate.Outcome
 		sent := len(body) // decoded: what estimates the step's tokens
-		if out.Status == "" && s.opts.Holdout != nil {
+		if unread == "" && s.opts.Holdout != nil {
 			// The arm is decided before anything else is done to the body.
 			ticket = s.opts.Holdout.Assign(api, body)
 			if ticket.OK && !sizing {
-				infoFrom(r.Context()).meter = &holdout.Meter{}
+				infoFrom(r.Context()).meter = &usage.Meter{}
 				defer func() { s.recordStep(r, ticket, out, sent, c.Writer.Status()) }()
 			}
 		}
-		held := ticket.Arm == holdout.Held
+		held := ticket.Arm == focusgate.HoldoutArm
 		var rs *rescue
-		if out.Status == "" && s.opts.Pipeline != nil {
-			req := pipeline.Request{
+		if s.opts.Pipeline != nil {
+			req := focusgate.Request{
 				API:        api,
 				Body:       body,
 				Mode:       r.Header.Get(HeaderMode),
@@ -74,6 +76,7 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				Credential: m.Provider.Credential(r),
 				Sizing:     sizing,
 				Holdout:    held,
+				Unread:     unread,
 			}
 			body, out = s.opts.Pipeline.Rewrite(r.Context(), req)
 			sent = len(body)
@@ -82,10 +85,10 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				// A held-out body goes as it came, compressed too.
 				body = raw
 				r.Header.Set("Content-Encoding", enc)
-			case held, req.Sizing:
+			case held, req.Sizing, unread != "":
 				// A held-out conversation is not rescued from its
 				// context window either: its overflows are part of the
-				// comparison.
+				// comparison. Nor is a body that was not read.
 			default:
 				rs = &rescue{req: req, sent: len(body), header: c.Writer.Header(), out: out}
 				infoFrom(r.Context()).rescue = rs
@@ -111,7 +114,7 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 
 // logOutcome writes one line per request focusgate tried to prune, with the
 // numbers; requests with nothing to prune are logged at debug level only.
-func (s *Server) logOutcome(ctx context.Context, out pipeline.Outcome) {
+func (s *Server) logOutcome(ctx context.Context, out focusgate.Outcome) {
 	level := slog.LevelInfo
 	if out.Quiet() {
 		level = slog.LevelDebug

@@ -10,9 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/keys"
-	"github.com/focusgate/focusgate/pipeline"
 )
 
 // metrics are the gateway's Prometheus metrics. Label values are bounded:
@@ -133,7 +131,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // registerRedis exposes the Redis store's health, read when scraped.
-func registerRedis(reg prometheus.Registerer, stats func() cache.RedisStats) {
+func registerRedis(reg prometheus.Registerer, stats func() focusgate.RedisStats) {
 	f := promauto.With(reg)
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "focusgate_redis_up",
@@ -201,7 +199,7 @@ func (m *metrics) observeRequest(c *gin.Context, seconds float64) {
 
 // observeOutcome records what pruning did to one inspected request and to
 // each of its observations, under the name of the gateway key it came with.
-func (m *metrics) observeOutcome(keyName string, o pipeline.Outcome) {
+func (m *metrics) observeOutcome(keyName string, o focusgate.Outcome) {
 	if o.Status == "" {
 		return
 	}
@@ -210,8 +208,7 @@ func (m *metrics) observeOutcome(keyName string, o pipeline.Outcome) {
 	if o.Status == focusgate.Pruned && o.TokensBefore > 0 {
 		m.reduction.Observe(1 - float64(o.TokensAfter)/float64(o.TokensBefore))
 	}
-	for _, pg := range o.Pages {
-		r := pg.Result
+	for _, r := range o.Pages {
 		m.tokensBefore.WithLabelValues(key).Add(float64(r.TokensBefore))
 		m.tokensAfter.WithLabelValues(key).Add(float64(r.TokensAfter))
 		m.flaggedLines.Add(float64(r.Flagged))
@@ -219,24 +216,24 @@ func (m *metrics) observeOutcome(keyName string, o pipeline.Outcome) {
 			continue
 		}
 		m.cacheLookups.WithLabelValues(string(r.Cache)).Inc()
-		if r.Cache == cache.Miss {
+		if r.Cache == focusgate.CacheMiss {
 			result := "ok"
 			if r.Status == focusgate.FailedOpen || r.Status == focusgate.Pruned && r.Reason != "" { // a page stubbed by a rescue keeps its reason
 				result = string(r.Reason)
 			}
 			m.retrieverCalls.WithLabelValues(result).Inc()
-			m.retrieverSeconds.Observe(r.RetrieverTime.Seconds())
+			m.retrieverSeconds.Observe(r.Retriever.Seconds())
 			m.retrieverTokens.WithLabelValues("prompt").Add(float64(r.Usage.PromptTokens))
 			m.retrieverTokens.WithLabelValues("completion").Add(float64(r.Usage.CompletionTokens))
 		}
 	}
 	if n := len(o.Pages); n > 0 {
 		newest := o.Pages[n-1]
-		format, model := string(newest.Observation.Format), m.models.label(focusgate.BaseModel(o.Model))
+		format, model := newest.Format, m.models.label(focusgate.BaseModel(o.Model))
 		switch {
 		case o.Relook:
 			m.relooks.WithLabelValues(format, model, key).Inc()
-		case newest.Result.Status == focusgate.Pruned:
+		case newest.Status == focusgate.Pruned:
 			m.prunedPages.WithLabelValues(format, model, key).Inc()
 		}
 	}

@@ -52,7 +52,7 @@ func scriptedGateway(t *testing.T, rw proxy.Rewriter) *gateway {
 }
 
 // pages stands for n observations the pipeline considered.
-func pages(n int) []pipeline.Page { return make([]pipeline.Page, n) }
+func pages(n int) []focusgate.Page { return make([]focusgate.Page, n) }
 
 // The outcome of a request reaches the client as X-Focusgate-* headers:
 // the status with its reason, and the numbers where there are any.

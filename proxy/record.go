@@ -4,22 +4,18 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/focusgate/focusgate/pipeline"
+	"github.com/focusgate/focusgate"
 )
 
 // Dashboard serves /ui and is told about every inspected request;
-// *ui.Dashboard is the implementation. Observe is called on the request's
-// path and must return at once.
+// *ui.Dashboard is the implementation.
 type Dashboard interface {
 	http.Handler
-	// Observe records what the pipeline did to one request, sent with the
-	// gateway key named key ("" without gateway keys). The outcome refers
-	// to the request's own memory: the dashboard copies what it keeps.
-	Observe(key string, out pipeline.Outcome)
+	focusgate.Observer
 }
 
 // record reports out to the dashboard, if there is one.
-func (s *Server) record(ctx context.Context, out pipeline.Outcome) {
+func (s *Server) record(ctx context.Context, out focusgate.Outcome) {
 	if s.opts.Dashboard == nil {
 		return
 	}

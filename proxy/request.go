@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/holdout"
+	"github.com/focusgate/focusgate/internal/usage"
 )
 
 // requestInfo is what the handlers tell the access log about a request
@@ -29,7 +29,7 @@ type requestInfo struct {
 	match focusgate.Match
 	// meter reads the usage report of the response, for a step the holdout
 	// accounts for; nil otherwise.
-	meter *holdout.Meter
+	meter *usage.Meter
 	// rescue is set on an inspected request whose body the pipeline read,
 	// for the transport to retry it if the upstream refuses it for its
 	// length (see rescueTransport).

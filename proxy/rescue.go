@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/pipeline"
 )
 
 // maxRefusalBytes caps what is read of a 400 answer to tell whether it
@@ -22,15 +21,15 @@ const maxRefusalBytes = 64 << 10
 // with, and where the client's answer headers are. It travels in the
 // request's context (requestInfo.rescue); the transport fills in the result.
 type rescue struct {
-	req    pipeline.Request
+	req    focusgate.Request
 	sent   int         // bytes of the body the first attempt sent
 	header http.Header // the client's response headers, set before the answer is written
-	out    pipeline.Outcome
+	out    focusgate.Outcome
 }
 
 // rescueTransport retries once a request the upstream refused as longer
 // than its model's context window, with every page of the conversation
-// pruned (see pipeline.Request.Rescue). The refusal is read before any byte
+// pruned (see focusgate.Request.Rescue). The refusal is read before any byte
 // of it reaches the client, so the client gets either the retry's answer,
 // streamed as usual, or the refusal exactly as the upstream sent it: when the
 // pruned request is refused again, or there is nothing more to prune. No
@@ -56,7 +55,7 @@ func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rs.out.Rescue != "" {
 		// Already sent with every page pruned (the window table foresaw
 		// it): there is nothing more to try.
-		rs.refused(focusgate.StillTooLong, pipeline.Outcome{})
+		rs.refused(focusgate.StillTooLong, focusgate.Outcome{})
 		return resp, nil
 	}
 
@@ -95,24 +94,16 @@ func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return second, nil
 }
 
-// keep makes out, a rescue's outcome, the request's outcome, with what the
-// first attempt spent on the retriever added: both were paid for.
-func (rs *rescue) keep(out pipeline.Outcome) {
-	out.Usage.PromptTokens += rs.out.Usage.PromptTokens
-	out.Usage.CompletionTokens += rs.out.Usage.CompletionTokens
-	out.RetrieverUSD += rs.out.RetrieverUSD
-	rs.out = out
+// keep makes out, a rescue's outcome, the request's outcome (see
+// focusgate.Outcome.Retried).
+func (rs *rescue) keep(out focusgate.Outcome) {
+	rs.out = out.Retried(rs.out)
 }
 
 // refused records a rescue that ended with the upstream's refusal going to
-// the client: nothing was saved, since the action model read nothing, and
-// what the rescue spent on the retriever was spent all the same.
-func (rs *rescue) refused(result focusgate.Rescue, spent pipeline.Outcome) {
-	rs.out.Rescue = result
-	rs.out.SavedUSD = 0
-	rs.out.Usage.PromptTokens += spent.Usage.PromptTokens
-	rs.out.Usage.CompletionTokens += spent.Usage.CompletionTokens
-	rs.out.RetrieverUSD += spent.RetrieverUSD
+// the client (see focusgate.Outcome.Refused).
+func (rs *rescue) refused(result focusgate.Rescue, spent focusgate.Outcome) {
+	rs.out = rs.out.Refused(result, spent)
 }
 
 // readRefusal reads a 400 answer's body, up to maxRefusalBytes, and puts

@@ -8,7 +8,6 @@
 package proxy
 
 import (
-	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,9 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/budget"
-	"github.com/focusgate/focusgate/pipeline"
 )
 
 // Options configure a Server. Every field has a default; a gateway for an
@@ -69,7 +66,7 @@ type Options struct {
 	// nil makes one of its own.
 	Registry *prometheus.Registry
 	// RedisStats, when set, exposes the Redis cache's health as metrics.
-	RedisStats func() cache.RedisStats
+	RedisStats func() focusgate.RedisStats
 	// Checks are reported by /readyz. They inform and never make the gateway
 	// unready: a gateway whose cache is down still serves.
 	Checks map[string]Check
@@ -102,11 +99,8 @@ type Server struct {
 }
 
 // Rewriter rewrites the body of an inspected request; *pipeline.Pipeline is
-// the implementation. It never fails: a body it cannot handle comes back as
-// it went in, and the outcome says why.
-type Rewriter interface {
-	Rewrite(ctx context.Context, req pipeline.Request) ([]byte, pipeline.Outcome)
-}
+// the implementation.
+type Rewriter = focusgate.Rewriter
 
 // New builds a Server.
 func New(opts Options) *Server {

@@ -83,7 +83,7 @@ func parseAnswer(answer string, n int, cut bool) (Selection, error) {
 	case len(sel.Ranges) > 0:
 		return sel, nil
 	case len(sel.Flagged) > 0 && kept.numbers == 0:
-		sel.Ranges = []Range{{1, n}}
+		sel.Ranges = []Range{{From: 1, To: n}}
 		return sel, nil
 	case kept.numbers == 0:
 		return Selection{}, fmt.Errorf("%w: no line number in the %s", ErrBadAnswer, where)
@@ -412,7 +412,7 @@ func (g *group) walk(depth int, out *[]Range) {
 // emit appends the range from a to b, unless either is negative.
 func emit(out *[]Range, a, b item) {
 	if !a.neg && !b.neg {
-		*out = append(*out, Range{int(a.num), int(b.num)})
+		*out = append(*out, Range{From: int(a.num), To: int(b.num)})
 	}
 }
 

@@ -60,7 +60,7 @@ func TestAnthropicRetrieverAsksClaude(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(sel.Ranges) != "[{1 1} {3 4}]" || sel.Usage != (Usage{120, 9}) || sel.Reasoning != "The button." {
+	if fmt.Sprint(sel.Ranges) != "[{1 1} {3 4}]" || sel.Usage != (Usage{PromptTokens: 120, CompletionTokens: 9}) || sel.Reasoning != "The button." {
 		t.Errorf("selection %+v", sel)
 	}
 	req, h := claude.requests[0], claude.headers[0]
@@ -100,7 +100,7 @@ func TestAnthropicRetrieverReasks(t *testing.T) {
 	r := NewAnthropicRetriever(RetrieverConfig{BaseURL: claude.URL, Model: "m"})
 	q := Query{Numbered: "   1 x\n   2 y", Lines: 2}
 	sel, err := r.Select(context.Background(), q)
-	if err != nil || fmt.Sprint(sel.Ranges) != "[{2 2}]" || sel.Usage != (Usage{240, 18}) {
+	if err != nil || fmt.Sprint(sel.Ranges) != "[{2 2}]" || sel.Usage != (Usage{PromptTokens: 240, CompletionTokens: 18}) {
 		t.Fatalf("selection %+v, %v", sel, err)
 	}
 	msgs := claude.requests[1].Messages

@@ -46,7 +46,7 @@ func apply(t Tree, sel Selection, mode focusgate.Mode) (string, int, []Range, er
 	switch mode {
 	case focusgate.Remove, focusgate.Ancestors, focusgate.Stubs:
 	case focusgate.Off:
-		return t.Text, 0, []Range{{1, len(t.Lines)}}, nil
+		return t.Text, 0, []Range{{From: 1, To: len(t.Lines)}}, nil
 	default:
 		return "", 0, nil, fmt.Errorf("prune: unknown mode %q", mode)
 	}
@@ -106,7 +106,7 @@ func keptRanges(acts []action) []Range {
 		case len(kept) > 0 && kept[len(kept)-1].To == i:
 			kept[len(kept)-1].To = i + 1
 		default:
-			kept = append(kept, Range{i + 1, i + 1})
+			kept = append(kept, Range{From: i + 1, To: i + 1})
 		}
 	}
 	return kept

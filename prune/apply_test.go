@@ -308,7 +308,7 @@ func TestApplyFormats(t *testing.T) {
 			stub:      "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation (pruned: take a new snapshot to see the whole page)\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  uid=1_3 (pruned)",
 		},
 	}
-	sel := Selection{Ranges: []Range{{3, 3}}}
+	sel := Selection{Ranges: []Range{{From: 3, To: 3}}}
 	for _, tt := range tests {
 		t.Run(string(tt.format), func(t *testing.T) {
 			tree := Tree{Text: tt.text, Format: tt.format, Lines: tt.lines}
@@ -349,57 +349,57 @@ func TestApplyRules(t *testing.T) {
 	}{
 		{
 			name: "root always kept, runs become one marker each",
-			sel:  Selection{Ranges: []Range{{4, 4}}},
+			sel:  Selection{Ranges: []Range{{From: 4, To: 4}}},
 			mode: focusgate.Remove,
 			want: "RootWebArea 'Form'\n\t... 2 lines pruned ...\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name:    "focused line kept though not selected",
 			focused: "11",
-			sel:     Selection{Ranges: []Range{{4, 4}}},
+			sel:     Selection{Ranges: []Range{{From: 4, To: 4}}},
 			mode:    focusgate.Remove,
 			want:    "RootWebArea 'Form'\n\t... 1 line pruned ...\n\t\t[11] textbox 'Name', focused\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name: "flagged line dropped even when selected",
-			sel:  Selection{Ranges: []Range{{5, 7}}, Flagged: []int{6}},
+			sel:  Selection{Ranges: []Range{{From: 5, To: 7}}, Flagged: []int{6}},
 			mode: focusgate.Remove,
 			want: "RootWebArea 'Form'\n\t... 3 lines pruned ...\n\t[20] dialog 'Notice'\n\t\t... 1 line pruned ...\n\t\t[22] button 'Close'\n\t... 1 line pruned ...",
 		},
 		{
 			name: "flagged line is a bare marker in stubs mode",
-			sel:  Selection{Ranges: []Range{{7, 7}}, Flagged: []int{6}},
+			sel:  Selection{Ranges: []Range{{From: 7, To: 7}}, Flagged: []int{6}},
 			mode: focusgate.Stubs,
 			want: "RootWebArea 'Form'\n\t[10] form (pruned: take a new snapshot to see the whole page)\n\t\t[11] textbox (pruned)\n\t\t[12] button (pruned)\n\t[20] dialog (pruned)\n\t\t... 1 line pruned ...\n\t\t[22] button 'Close'\n\t[30] contentinfo (pruned)",
 		},
 		{
 			name: "flagged ancestor gets no stub",
-			sel:  Selection{Ranges: []Range{{7, 7}}, Flagged: []int{5}},
+			sel:  Selection{Ranges: []Range{{From: 7, To: 7}}, Flagged: []int{5}},
 			mode: focusgate.Ancestors,
 			want: "RootWebArea 'Form'\n\t... 5 lines pruned ...\n\t\t[22] button 'Close'\n\t... 1 line pruned ...",
 		},
 		{
 			name: "flagged root keeps only its role",
-			sel:  Selection{Ranges: []Range{{4, 4}}, Flagged: []int{1}},
+			sel:  Selection{Ranges: []Range{{From: 4, To: 4}}, Flagged: []int{1}},
 			mode: focusgate.Remove,
 			want: "RootWebArea\n\t... 2 lines pruned ...\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name:    "flag beats focus: a pop-up may hold the focus",
 			focused: "21",
-			sel:     Selection{Ranges: []Range{{4, 4}}, Flagged: []int{6}},
+			sel:     Selection{Ranges: []Range{{From: 4, To: 4}}, Flagged: []int{6}},
 			mode:    focusgate.Remove,
 			want:    "RootWebArea 'Form'\n\t... 2 lines pruned ...\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name: "out-of-range and reversed ranges are tolerated",
-			sel:  Selection{Ranges: []Range{{8, 7}, {20, 30}, {-3, 0}}, Flagged: []int{0, 99}},
+			sel:  Selection{Ranges: []Range{{From: 8, To: 7}, {From: 20, To: 30}, {From: -3, To: 0}}, Flagged: []int{0, 99}},
 			mode: focusgate.Remove,
 			want: "RootWebArea 'Form'\n\t... 5 lines pruned ...\n\t\t[22] button 'Close'\n\t[30] contentinfo ''",
 		},
 		{
 			name: "off leaves the text alone",
-			sel:  Selection{Ranges: []Range{{4, 4}}},
+			sel:  Selection{Ranges: []Range{{From: 4, To: 4}}},
 			mode: focusgate.Off,
 			want: text,
 		},
@@ -433,7 +433,7 @@ func TestApplyErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := Apply(tt.tree, Selection{Ranges: []Range{{1, 1}}}, tt.mode); err == nil {
+			if _, err := Apply(tt.tree, Selection{Ranges: []Range{{From: 1, To: 1}}}, tt.mode); err == nil {
 				t.Error("Apply() succeeded, want an error")
 			}
 		})

@@ -11,7 +11,7 @@ import (
 // tokens with a warm counter.
 func BenchmarkHotPath(b *testing.B) {
 	tree := readTree(b, "bgym-pr301_web_amazon_macbook.txt")
-	sel := Selection{Ranges: []Range{{40, 120}, {600, 700}, {1200, 1210}}}
+	sel := Selection{Ranges: []Range{{From: 40, To: 120}, {From: 600, To: 700}, {From: 1200, To: 1210}}}
 	for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
 		b.Run(string(mode), func(b *testing.B) {
 			c := NewCounter(64 << 20)

@@ -406,15 +406,15 @@ func TestResultReportsTheSelection(t *testing.T) {
 	if miss.Status != focusgate.Pruned || miss.Cache != cache.Miss {
 		t.Fatalf("first call: %s, %s", miss.Status, miss.Cache)
 	}
-	if want := []Range{{61, 61}, {133, 147}}; fmt.Sprint(miss.Ranges) != fmt.Sprint(want) {
+	if want := []Range{{From: 61, To: 61}, {From: 133, To: 147}}; fmt.Sprint(miss.Ranges) != fmt.Sprint(want) {
 		t.Errorf("Ranges = %v, want %v", miss.Ranges, want)
 	}
 	if fmt.Sprint(miss.FlaggedLines) != "[140]" {
 		t.Errorf("FlaggedLines = %v, want [140]", miss.FlaggedLines)
 	}
-	want := []Range{{1, 1}, {61, 61}, {133, 139}, {141, 147}}
+	want := []Range{{From: 1, To: 1}, {From: 61, To: 61}, {From: 133, To: 139}, {From: 141, To: 147}}
 	if focused != 0 && (focused < 133 || focused > 147) && focused != 61 && focused != 1 {
-		want = append(want, Range{focused, focused})
+		want = append(want, Range{From: focused, To: focused})
 		slices.SortFunc(want, func(a, b Range) int { return a.From - b.From })
 	}
 	if fmt.Sprint(miss.Kept) != fmt.Sprint(want) {

@@ -159,7 +159,7 @@ func ask(ctx context.Context, c completer, timeout time.Duration, key string, q 
 		turns = append(turns, turn{content: correction(q)})
 		var u Usage
 		ans, u, err = c.complete(ctx, key, system, turns)
-		usage.add(u)
+		usage.Add(u)
 		if err != nil {
 			return Selection{Usage: usage}, err
 		}

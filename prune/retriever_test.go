@@ -127,7 +127,7 @@ func TestSelectSendsGoalHistoryAndNumberedTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Range{{2, 3}}; !slices.Equal(sel.Ranges, want) {
+	if want := []Range{{From: 2, To: 3}}; !slices.Equal(sel.Ranges, want) {
 		t.Errorf("Ranges = %v, want %v", sel.Ranges, want)
 	}
 	if want := (Usage{PromptTokens: 1000, CompletionTokens: 50}); sel.Usage != want {
@@ -266,7 +266,7 @@ func TestSelectReasksOnceAfterUnreadableAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Range{{2, 2}}; !slices.Equal(sel.Ranges, want) {
+	if want := []Range{{From: 2, To: 2}}; !slices.Equal(sel.Ranges, want) {
 		t.Errorf("Ranges = %v, want %v", sel.Ranges, want)
 	}
 	if want := (Usage{PromptTokens: 2000, CompletionTokens: 100}); sel.Usage != want {
@@ -293,7 +293,7 @@ func TestSelectReasksAfterAnEmptyAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Range{{2, 3}}; !slices.Equal(sel.Ranges, want) {
+	if want := []Range{{From: 2, To: 3}}; !slices.Equal(sel.Ranges, want) {
 		t.Errorf("Ranges = %v, want %v", sel.Ranges, want)
 	}
 	reqs := srv.received()
@@ -374,10 +374,10 @@ func TestSelectReadsAnAnswerCutOffByTheCap(t *testing.T) {
 		want    []Range
 		calls   int
 	}{
-		{"cut inside a tuple", []reply{{content: "<answer>[(1,3), (20,2", finish: "length"}}, []Range{{1, 3}}, 1},
-		{"cut after a line number", []reply{{content: "1-3, 7", finish: "length"}}, []Range{{1, 3}}, 1},
-		{"the same answer complete", []reply{{content: "1-3, 7"}}, []Range{{1, 3}, {7, 7}}, 1},
-		{"cut inside the reasoning", []reply{{content: "<think>Line 40 is", finish: "length"}, {content: "<answer>[(40,41)]</answer>"}}, []Range{{40, 41}}, 2},
+		{"cut inside a tuple", []reply{{content: "<answer>[(1,3), (20,2", finish: "length"}}, []Range{{From: 1, To: 3}}, 1},
+		{"cut after a line number", []reply{{content: "1-3, 7", finish: "length"}}, []Range{{From: 1, To: 3}}, 1},
+		{"the same answer complete", []reply{{content: "1-3, 7"}}, []Range{{From: 1, To: 3}, {From: 7, To: 7}}, 1},
+		{"cut inside the reasoning", []reply{{content: "<think>Line 40 is", finish: "length"}, {content: "<answer>[(40,41)]</answer>"}}, []Range{{From: 40, To: 41}}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,7 +41,7 @@ type Tree struct {
 
 // Range is an inclusive, 1-based range of line numbers; numbers index
 // Tree.Lines.
-type Range struct{ From, To int }
+type Range = focusgate.Range
 
 // Selection is what the retriever chose. It is what gets cached, never the
 // pruned text, so that the mode can change without asking again.
@@ -58,15 +58,7 @@ type Selection struct {
 }
 
 // Usage is the retriever's token usage for one selection.
-type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-}
-
-func (u *Usage) add(v Usage) {
-	u.PromptTokens += v.PromptTokens
-	u.CompletionTokens += v.CompletionTokens
-}
+type Usage = focusgate.RetrieverUsage
 
 // Number renders the tree as the retriever sees it: each line gets its
 // number right-aligned in four columns, then one space, then the line with

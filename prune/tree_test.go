@@ -196,7 +196,7 @@ func TestGuttersStayWithTheirLines(t *testing.T) {
 		focusgate.Remove:    "7\t- main [ref=e1]:\n8\t  - button \"Save\" [ref=e2]\n  - ... 1 line pruned ...",
 		focusgate.Ancestors: "7\t- main [ref=e1]:\n8\t  - button \"Save\" [ref=e2]\n  - ... 1 line pruned ...",
 	} {
-		got, err := Apply(tree, Selection{Ranges: []Range{{2, 2}}}, mode)
+		got, err := Apply(tree, Selection{Ranges: []Range{{From: 2, To: 2}}}, mode)
 		if err != nil || got != want {
 			t.Errorf("%s: got %q, %v; want %q", mode, got, err, want)
 		}

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/focusgate/focusgate/holdout"
+	"github.com/focusgate/focusgate"
 )
 
 //go:embed assets
@@ -24,11 +24,7 @@ var assets embed.FS
 // Holdout is the comparison of the pruned arm with the holdout, shown on the
 // overview when FOCUSGATE_HOLDOUT is set; *holdout.Tally is the
 // implementation.
-type Holdout interface {
-	Report() holdout.Report
-}
-
-var _ Holdout = (*holdout.Tally)(nil)
+type Holdout = focusgate.HoldoutReporter
 
 // Options configure a Dashboard.
 type Options struct {

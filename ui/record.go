@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
-	"github.com/focusgate/focusgate/pipeline"
-	"github.com/focusgate/focusgate/prune"
 )
 
 // Record is what the gateway reports about one inspected request. The text
@@ -32,9 +29,9 @@ type Record struct {
 
 	TokensBefore int
 	TokensAfter  int
-	Cache        cache.Outcome // hit, miss, shared, or "" when the retriever was not consulted
-	Retriever    time.Duration // longest wait for a selection
-	Flagged      int           // lines removed as prompt injection
+	Cache        focusgate.CacheOutcome // hit, miss, shared, or "" when the retriever was not consulted
+	Retriever    time.Duration          // longest wait for a selection
+	Flagged      int                    // lines removed as prompt injection
 
 	// Priced is set when both models have a price: SavedUSD is the action
 	// model's input cost avoided, RetrieverUSD what the retriever cost.
@@ -60,12 +57,12 @@ type Observation struct {
 	Reason       focusgate.Reason
 	TokensBefore int
 	TokensAfter  int
-	Cache        cache.Outcome
+	Cache        focusgate.CacheOutcome
 	Retriever    time.Duration
 
-	Ranges  []prune.Range // the lines the retriever chose
-	Kept    []prune.Range // the lines the action model received verbatim
-	Flagged []int         // lines the retriever reported as prompt injection
+	Ranges  []focusgate.Range // the lines the retriever chose
+	Kept    []focusgate.Range // the lines the action model received verbatim
+	Flagged []int             // lines the retriever reported as prompt injection
 
 	// Lines are the tree's elements, with offsets into Original, and
 	// FocusedBID the focused element's id: the dashboard numbers lines as
@@ -81,16 +78,18 @@ type Observation struct {
 	Forwarded string // the observation as the action model received it
 }
 
+var _ focusgate.Observer = (*Dashboard)(nil)
+
 // Observe records what the pipeline did to one request, sent with the gateway
 // key named key ("" without gateway keys). It is the gateway's way in;
 // Record is the dashboard's own.
-func (d *Dashboard) Observe(key string, out pipeline.Outcome) {
+func (d *Dashboard) Observe(key string, out focusgate.Outcome) {
 	d.Record(recordOf(key, out))
 }
 
 // recordOf is what the dashboard reads of an outcome. It refers to the
 // outcome's own strings and slices: the ring copies what it keeps.
-func recordOf(key string, out pipeline.Outcome) Record {
+func recordOf(key string, out focusgate.Outcome) Record {
 	rec := Record{
 		Route: out.API.String(), Model: out.Model, Key: key,
 		Status: out.Status, Reason: out.Reason,
@@ -102,18 +101,17 @@ func recordOf(key string, out pipeline.Outcome) Record {
 		Observations: make([]Observation, len(out.Pages)),
 	}
 	if n := len(out.Pages); n > 0 {
-		rec.Format = string(out.Pages[n-1].Observation.Format)
+		rec.Format = out.Pages[n-1].Format
 	}
 	for i, pg := range out.Pages {
-		o, r := pg.Observation, pg.Result
 		rec.Observations[i] = Observation{
-			Format: string(o.Format), Status: r.Status, Reason: r.Reason,
-			TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter,
-			Cache: r.Cache, Retriever: r.RetrieverTime,
-			Ranges: r.Ranges, Kept: r.Kept, Flagged: r.FlaggedLines,
-			Lines: o.Lines, FocusedBID: o.FocusedBID,
-			Goal: o.Goal, History: o.History, Reasoning: r.Reasoning,
-			Original: o.Text, Forwarded: r.Text,
+			Format: pg.Format, Status: pg.Status, Reason: pg.Reason,
+			TokensBefore: pg.TokensBefore, TokensAfter: pg.TokensAfter,
+			Cache: pg.Cache, Retriever: pg.Retriever,
+			Ranges: pg.Ranges, Kept: pg.Kept, Flagged: pg.FlaggedLines,
+			Lines: pg.Lines, FocusedBID: pg.FocusedBID,
+			Goal: pg.Goal, History: pg.History, Reasoning: pg.Reasoning,
+			Original: pg.Original, Forwarded: pg.Forwarded,
 		}
 	}
 	return rec

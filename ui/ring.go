@@ -6,7 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/focusgate/focusgate/prune"
+	"github.com/focusgate/focusgate"
 )
 
 // entry is one request as the ring keeps it: the record, stripped of what
@@ -37,7 +37,7 @@ type span struct{ start, end int32 }
 var (
 	entryOverhead = int64(unsafe.Sizeof(entry{})) + 64
 	obsOverhead   = int64(unsafe.Sizeof(storedObs{})) + 32
-	rangeSize     = int64(unsafe.Sizeof(prune.Range{}))
+	rangeSize     = int64(unsafe.Sizeof(focusgate.Range{}))
 	spanSize      = int64(unsafe.Sizeof(span{}))
 )
 

@@ -3,8 +3,6 @@ package ui
 import (
 	"cmp"
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
-	"github.com/focusgate/focusgate/holdout"
 	"slices"
 	"sync"
 	"time"
@@ -98,16 +96,16 @@ func (t *tally) add(r *Record) {
 	// them.
 	for _, o := range r.Observations {
 		switch o.Cache {
-		case cache.Hit:
+		case focusgate.CacheHit:
 			t.hit++
-		case cache.Miss:
+		case focusgate.CacheMiss:
 			t.miss++
-		case cache.Shared:
+		case focusgate.CacheShared:
 			t.shared++
 		default:
 			continue
 		}
-		if o.Cache != cache.Hit {
+		if o.Cache != focusgate.CacheHit {
 			if t.latency == nil {
 				t.latency = make([]int64, len(latencyBounds)+1)
 			}
@@ -367,7 +365,7 @@ type Overview struct {
 	Ring    RingUsage `json:"ring"`
 	// Holdout compares the conversations of the pruned arm with those sent
 	// whole; absent without FOCUSGATE_HOLDOUT.
-	Holdout *holdout.Report `json:"holdout,omitempty"`
+	Holdout *focusgate.HoldoutReport `json:"holdout,omitempty"`
 }
 
 // RingUsage says how full the ring of recent requests is.

@@ -1,30 +1,28 @@
 package ui
 
 import (
-	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
 	"time"
 
-	"github.com/focusgate/focusgate/prune"
+	"github.com/focusgate/focusgate"
 )
 
 // RequestSummary is one row of the recent requests table.
 type RequestSummary struct {
-	ID           uint64           `json:"id"`
-	Time         time.Time        `json:"time"`
-	Route        string           `json:"route"`
-	Model        string           `json:"model"`
-	Key          string           `json:"key"`
-	Status       focusgate.Status `json:"status"`
-	Reason       focusgate.Reason `json:"reason"`
-	Observations int              `json:"observations"`
-	TokensBefore int              `json:"tokens_before"`
-	TokensAfter  int              `json:"tokens_after"`
-	Cache        cache.Outcome    `json:"cache"`
-	RetrieverMs  int64            `json:"retriever_ms"`
-	Flagged      int              `json:"flagged"`
-	Priced       bool             `json:"priced"`
-	NetUSD       float64          `json:"net_usd"`
+	ID           uint64                 `json:"id"`
+	Time         time.Time              `json:"time"`
+	Route        string                 `json:"route"`
+	Model        string                 `json:"model"`
+	Key          string                 `json:"key"`
+	Status       focusgate.Status       `json:"status"`
+	Reason       focusgate.Reason       `json:"reason"`
+	Observations int                    `json:"observations"`
+	TokensBefore int                    `json:"tokens_before"`
+	TokensAfter  int                    `json:"tokens_after"`
+	Cache        focusgate.CacheOutcome `json:"cache"`
+	RetrieverMs  int64                  `json:"retriever_ms"`
+	Flagged      int                    `json:"flagged"`
+	Priced       bool                   `json:"priced"`
+	NetUSD       float64                `json:"net_usd"`
 }
 
 func (e *entry) summary() RequestSummary {
@@ -54,19 +52,19 @@ type RequestDetail struct {
 // ObservationView is one observation of a request as the detail view shows
 // it. The text fields are empty unless page text was captured.
 type ObservationView struct {
-	Format       string           `json:"format"`
-	Status       focusgate.Status `json:"status"`
-	Reason       focusgate.Reason `json:"reason"`
-	TokensBefore int              `json:"tokens_before"`
-	TokensAfter  int              `json:"tokens_after"`
-	Cache        cache.Outcome    `json:"cache"`
-	RetrieverMs  int64            `json:"retriever_ms"`
-	Lines        int              `json:"lines"`
-	FocusedLine  int              `json:"focused_line"`
-	Ranges       []prune.Range    `json:"ranges"`
-	Kept         []prune.Range    `json:"kept"`
-	Flagged      []int            `json:"flagged"`
-	Segments     []Segment        `json:"segments"`
+	Format       string                 `json:"format"`
+	Status       focusgate.Status       `json:"status"`
+	Reason       focusgate.Reason       `json:"reason"`
+	TokensBefore int                    `json:"tokens_before"`
+	TokensAfter  int                    `json:"tokens_after"`
+	Cache        focusgate.CacheOutcome `json:"cache"`
+	RetrieverMs  int64                  `json:"retriever_ms"`
+	Lines        int                    `json:"lines"`
+	FocusedLine  int                    `json:"focused_line"`
+	Ranges       []focusgate.Range      `json:"ranges"`
+	Kept         []focusgate.Range      `json:"kept"`
+	Flagged      []int                  `json:"flagged"`
+	Segments     []Segment              `json:"segments"`
 
 	Goal      string `json:"goal"`
 	History   string `json:"history"`

@@ -1,4 +1,7 @@
-package holdout
+// Package usage reads what an upstream reported a call cost out of its
+// response as it streams to the client, for the holdout's accounting of
+// each step.
+package usage
 
 import (
 	"bytes"
@@ -6,7 +9,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Usage is what the upstream reported a call cost, in tokens.
+// Usage is what the upstream reported a call cost, in tokens. It has the
+// fields of focusgate.UpstreamUsage, which the gateway converts it to: this
+// library imports nothing of the project.
 type Usage struct {
 	// Input is every input token, cached or not; CacheRead is the part
 	// read from the provider's prompt cache.

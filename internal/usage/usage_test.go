@@ -1,4 +1,4 @@
-package holdout
+package usage
 
 import (
 	"strings"
@@ -97,4 +97,15 @@ func FuzzMeter(f *testing.F) {
 			t.Errorf("found whole, lost when cut: %+v", whole.Usage())
 		}
 	})
+}
+
+// BenchmarkMeter is the work of reading the usage out of an answer as it
+// streams by.
+func BenchmarkMeter(b *testing.B) {
+	chunk := []byte("data: {\"id\":\"c\",\"choices\":[{\"delta\":{\"content\":\"Hello, this is a token or two\"}}]}\n\n")
+	b.SetBytes(int64(len(chunk)))
+	var m Meter
+	for b.Loop() {
+		m.Write(chunk)
+	}
 }
