@@ -1,12 +1,10 @@
 package prune
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -83,39 +81,23 @@ func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, t
 	if err != nil {
 		return answer{}, Usage{}, fmt.Errorf("prune: retriever request: %w", err)
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, r.cfg.BaseURL+"/v1/messages", bytes.NewReader(body))
-	if err != nil {
-		return answer{}, Usage{}, fmt.Errorf("prune: retriever: %w", err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Anthropic-Version", anthropicVersion)
+	header := http.Header{"Anthropic-Version": {anthropicVersion}}
 	if strings.HasPrefix(key, "sk-ant-oat") {
 		// A Claude subscription's OAuth token (Claude Code's
 		// ANTHROPIC_AUTH_TOKEN) is a bearer token, not an API key.
-		hr.Header.Set("Authorization", "Bearer "+key)
+		header.Set("Authorization", "Bearer "+key)
 	} else if key != "" {
-		hr.Header.Set("X-Api-Key", key)
-	}
-	resp, err := r.cfg.HTTPClient.Do(hr)
-	if err != nil {
-		return answer{}, Usage{}, fmt.Errorf("prune: retriever: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return answer{}, Usage{}, fmt.Errorf("prune: retriever: reading the answer: %w", err)
+		header.Set("X-Api-Key", key)
 	}
 	var out anthropicResponse
-	jsonErr := json.Unmarshal(raw, &out)
-	if resp.StatusCode != http.StatusOK {
-		msg := http.StatusText(resp.StatusCode)
-		if jsonErr == nil && out.Error != nil {
-			msg = out.Error.Type + ": " + out.Error.Message
+	err = postJSON(ctx, r.cfg.HTTPClient, r.cfg.BaseURL+"/v1/messages", header, body, &out, func() string {
+		if out.Error == nil {
+			return ""
 		}
-		return answer{}, Usage{}, &StatusError{Code: resp.StatusCode, Err: fmt.Errorf("%s", msg)}
-	}
-	if jsonErr != nil {
-		return answer{}, Usage{}, fmt.Errorf("prune: retriever: decoding the answer: %w", jsonErr)
+		return out.Error.Type + ": " + out.Error.Message
+	})
+	if err != nil {
+		return answer{}, Usage{}, err
 	}
 	var text strings.Builder
 	for _, c := range out.Content {

@@ -1,12 +1,10 @@
 package prune
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -102,38 +100,23 @@ func (r *GeminiRetriever) complete(ctx context.Context, key, system string, turn
 		return answer{}, Usage{}, fmt.Errorf("prune: retriever request: %w", err)
 	}
 	endpoint := r.base + "/models/" + url.PathEscape(strings.TrimPrefix(r.cfg.Model, "models/")) + ":generateContent"
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		return answer{}, Usage{}, fmt.Errorf("prune: retriever: %w", err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
+	header := http.Header{}
 	if strings.HasPrefix(key, "ya29.") {
 		// A Google OAuth access token (Vertex AI's credential) is a
 		// bearer token, not an API key.
-		hr.Header.Set("Authorization", "Bearer "+key)
+		header.Set("Authorization", "Bearer "+key)
 	} else if key != "" {
-		hr.Header.Set("X-Goog-Api-Key", key)
-	}
-	resp, err := r.cfg.HTTPClient.Do(hr)
-	if err != nil {
-		return answer{}, Usage{}, fmt.Errorf("prune: retriever: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return answer{}, Usage{}, fmt.Errorf("prune: retriever: reading the answer: %w", err)
+		header.Set("X-Goog-Api-Key", key)
 	}
 	var out geminiResponse
-	jsonErr := json.Unmarshal(raw, &out)
-	if resp.StatusCode != http.StatusOK {
-		msg := http.StatusText(resp.StatusCode)
-		if jsonErr == nil && out.Error != nil {
-			msg = out.Error.Status + ": " + out.Error.Message
+	err = postJSON(ctx, r.cfg.HTTPClient, endpoint, header, body, &out, func() string {
+		if out.Error == nil {
+			return ""
 		}
-		return answer{}, Usage{}, &StatusError{Code: resp.StatusCode, Err: fmt.Errorf("%s", msg)}
-	}
-	if jsonErr != nil {
-		return answer{}, Usage{}, fmt.Errorf("prune: retriever: decoding the answer: %w", jsonErr)
+		return out.Error.Status + ": " + out.Error.Message
+	})
+	if err != nil {
+		return answer{}, Usage{}, err
 	}
 	u := Usage{
 		PromptTokens:     out.UsageMetadata.PromptTokenCount,

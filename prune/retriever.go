@@ -1,8 +1,10 @@
 package prune
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -334,4 +336,39 @@ func NewRetriever(api string, cfg RetrieverConfig) (Retriever, error) {
 		return nil, fmt.Errorf("prune: no retriever speaks the %q API", api)
 	}
 	return newRetriever(cfg), nil
+}
+
+// postJSON posts a JSON body to endpoint with header and decodes a 200
+// answer into out: the exchange the retriever clients of the Messages and
+// Gemini APIs share. Another status is a *StatusError whose message is what
+// describe reads of the decoded answer (its error object), or the status's
+// text when the answer says nothing.
+func postJSON(ctx context.Context, client *http.Client, endpoint string, header http.Header, body []byte, out any, describe func() string) error {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("prune: retriever: %w", err)
+	}
+	hr.Header = header.Clone()
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(hr)
+	if err != nil {
+		return fmt.Errorf("prune: retriever: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("prune: retriever: reading the answer: %w", err)
+	}
+	jsonErr := json.Unmarshal(raw, out)
+	if resp.StatusCode != http.StatusOK {
+		msg := http.StatusText(resp.StatusCode)
+		if jsonErr == nil {
+			msg = cmp.Or(describe(), msg)
+		}
+		return &StatusError{Code: resp.StatusCode, Err: errors.New(msg)}
+	}
+	if jsonErr != nil {
+		return fmt.Errorf("prune: retriever: decoding the answer: %w", jsonErr)
+	}
+	return nil
 }
