@@ -60,7 +60,7 @@ func TestUnusableAnswersLeaveThePageWhole(t *testing.T) {
 				t.Errorf("the pipeline returned %d bytes of the agent's %d; want them unchanged: %v", len(sent), len(body), !pruned)
 			}
 
-			calls := rt.calls()
+			calls := rt.Calls()
 			if len(calls) != tt.calls {
 				t.Fatalf("the retriever was called %d times, want %d", len(calls), tt.calls)
 			}

@@ -66,7 +66,7 @@ func TestSecondIdenticalRequestIsACacheHit(t *testing.T) {
 		}
 		sent = append(sent, got)
 	}
-	if n := len(rt.calls()); n != 1 {
+	if n := len(rt.Calls()); n != 1 {
 		t.Errorf("retriever called %d times, want 1", n)
 	}
 	if !bytes.Equal(sent[0], sent[1]) {
@@ -118,7 +118,7 @@ func TestConcurrentIdenticalRequestsCallTheRetrieverOnce(t *testing.T) {
 		rt := newRetriever(t, held(release))
 		p, pr := replica(rt, "m", cache.NewMemory(1<<20, time.Hour))
 		got := twentyAtOnce(t, body, []*pipeline.Pipeline{p}, []*countingPruner{pr}, release)
-		if n := len(rt.calls()); n != 1 {
+		if n := len(rt.Calls()); n != 1 {
 			t.Errorf("retriever called %d times, want 1", n)
 		}
 		if got[cache.Miss] != 1 || got[cache.Shared]+got[cache.Hit] != 19 {
@@ -134,7 +134,7 @@ func TestConcurrentIdenticalRequestsCallTheRetrieverOnce(t *testing.T) {
 		a, pa := replica(rt, model, cachetest.NewStore(t, url))
 		b, pb := replica(rt, model, cachetest.NewStore(t, url))
 		got := twentyAtOnce(t, body, []*pipeline.Pipeline{a, b}, []*countingPruner{pa, pb}, release)
-		if n := len(rt.calls()); n != 1 {
+		if n := len(rt.Calls()); n != 1 {
 			t.Errorf("retriever called %d times across two replicas, want 1", n)
 		}
 		if got[cache.Miss] != 1 || got[cache.Shared]+got[cache.Hit] != 19 {

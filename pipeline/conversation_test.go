@@ -309,7 +309,7 @@ func run(t *testing.T, p *pipeline.Pipeline, rt *retriever, c *conversation) ([]
 	t.Helper()
 	var sent [][]byte
 	var older pipeline.Older
-	calls0 := len(rt.calls())
+	calls0 := len(rt.Calls())
 	for k := range c.requests {
 		fwd, out := c.send(p, k, "")
 		if out.Status != focusgate.Pruned {
@@ -322,7 +322,7 @@ func run(t *testing.T, p *pipeline.Pipeline, rt *retriever, c *conversation) ([]
 		older.Reapplied += out.Older.Reapplied
 		older.Left += out.Older.Left
 		older.Pruned += out.Older.Pruned
-		if n := len(rt.calls()) - calls0; n != k+1 {
+		if n := len(rt.Calls()) - calls0; n != k+1 {
 			t.Errorf("after request %d the retriever was called %d times, want %d (once per new page)", k, n, k+1)
 		}
 		checkTokens(t, k, out, c.body(k), c.api)
@@ -399,7 +399,7 @@ func TestToolLoopForwardsEveryEarlierTurnUnchanged(t *testing.T) {
 					old := run2(loopPipeline(newestOnly{loopPruner(rt2, model, cache.NewMemory(16<<20, time.Hour))}), c)
 					now, before := reduction(c, sent), reduction(c, old)
 					t.Logf("%d requests, %d retriever calls: whole-request bytes removed %.1f%% re-applying older pages, %.1f%% pruning the newest only",
-						n, len(rt.calls()), 100*now, 100*before)
+						n, len(rt.Calls()), 100*now, 100*before)
 					lastNow := 1 - float64(len(sent[n-1]))/float64(len(c.body(n-1)))
 					lastBefore := 1 - float64(len(old[n-1]))/float64(len(c.body(n-1)))
 					t.Logf("last request (%d pages): %d bytes in, %.1f%% removed re-applying, %.1f%% newest only",
@@ -427,7 +427,7 @@ func run2(p *pipeline.Pipeline, c *conversation) [][]byte {
 // with the task as goal and the agent's earlier tool calls as history.
 func checkRetrieverPrompts(t *testing.T, rt *retriever, c *conversation) {
 	t.Helper()
-	calls := rt.calls()
+	calls := rt.Calls()
 	if len(calls) != len(c.requests) {
 		t.Fatalf("%d retriever calls, want %d", len(calls), len(c.requests))
 	}
@@ -462,13 +462,13 @@ func TestToolLoopAfterACacheFlushLeavesOlderPages(t *testing.T) {
 			run(t, loopPipeline(loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour))), rt, c)
 
 			restarted := loopPipeline(loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)))
-			calls := len(rt.calls())
+			calls := len(rt.Calls())
 			last := len(c.requests) - 1
 			fwd, out := c.send(restarted, last, "")
 			if out.Status != focusgate.Pruned {
 				t.Fatalf("%s %s, want pruned (the newest page)", out.Status, out.Reason)
 			}
-			if n := len(rt.calls()) - calls; n != 1 {
+			if n := len(rt.Calls()) - calls; n != 1 {
 				t.Errorf("retriever called %d times after the restart, want 1 (the newest page only)", n)
 			}
 			checkOlderAsSent(t, c, c.body(last), fwd)
@@ -518,7 +518,7 @@ func TestToolLoopOlderPagesFromRedis(t *testing.T) {
 	if cur, _ := sentItems(t, c.api, fwd); !bytes.Equal(fwd[:end], sent[last-1][:end]) || len(cur) <= len(prev) {
 		t.Error("the other replica did not forward the earlier turns as the first one did")
 	}
-	if n := len(rt.calls()); n != len(c.requests) {
+	if n := len(rt.Calls()); n != len(c.requests) {
 		t.Errorf("retriever called %d times, want %d (once per page, across replicas)", n, len(c.requests))
 	}
 	if want := (pipeline.Older{Reapplied: last}); out.Older != want {
@@ -557,7 +557,7 @@ func TestToolLoopModeChangeReappliesInTheNewMode(t *testing.T) {
 		items, _ := sentItems(t, c.api, fwd)
 		ancestors = append(ancestors, items)
 	}
-	if n := len(rt.calls()); n != len(c.requests) {
+	if n := len(rt.Calls()); n != len(c.requests) {
 		t.Errorf("retriever called %d times, want %d: a mode change needs no new selection", n, len(c.requests))
 	}
 	tool := c.requests[0] - 1 // the first page's tool message
@@ -579,7 +579,7 @@ func TestToolLoopPruneAllPrunesUnknownOlderPages(t *testing.T) {
 	p := loopPipeline(loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)), func(o *pipeline.Options) { o.PruneAll = true })
 	last := len(c.requests) - 1
 	fwd, out := c.send(p, last, "")
-	if n := len(rt.calls()); n != len(c.requests) {
+	if n := len(rt.Calls()); n != len(c.requests) {
 		t.Errorf("retriever called %d times, want one per page (%d)", n, len(c.requests))
 	}
 	orig, _ := sentItems(t, c.api, c.body(last))

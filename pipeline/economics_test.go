@@ -40,7 +40,7 @@ func TestUneconomicPairsAreSkipped(t *testing.T) {
 			if out.Status != tt.status || out.Reason != tt.reason {
 				t.Errorf("%s %s, want %s %s", out.Status, out.Reason, tt.status, tt.reason)
 			}
-			if calls := len(rt.calls()); (calls == 0) != (tt.status != focusgate.Pruned) {
+			if calls := len(rt.Calls()); (calls == 0) != (tt.status != focusgate.Pruned) {
 				t.Errorf("retriever called %d times", calls)
 			}
 		})

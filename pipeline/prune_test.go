@@ -62,7 +62,7 @@ func TestRetrieverGetsGoalHistoryAndNumberedTree(t *testing.T) {
 	rt := newRetriever(t, keep("[a203]"))
 	rewrite(pruningPipeline(rt), chat(readFile(t, laptopRequest)))
 
-	calls := rt.calls()
+	calls := rt.Calls()
 	if len(calls) != 1 {
 		t.Fatalf("retriever called %d times, want 1", len(calls))
 	}
@@ -163,7 +163,7 @@ func TestRequestChoosesModeAndPrompt(t *testing.T) {
 		{
 			name: "restrictive prompt", prompt: "restrictive", status: focusgate.Pruned,
 			check: func(t *testing.T, _ string, rt *retriever) {
-				if sys := rt.calls()[0].Messages[0].Content; !strings.Contains(sys, "Be strict") {
+				if sys := rt.Calls()[0].Messages[0].Content; !strings.Contains(sys, "Be strict") {
 					t.Errorf("the restrictive variant was not used: %q", sys)
 				}
 			},
@@ -180,7 +180,7 @@ func TestRequestChoosesModeAndPrompt(t *testing.T) {
 				if !bytes.Equal(got, body) {
 					t.Error("a skipped request was changed")
 				}
-				if n := len(rt.calls()); n != 0 {
+				if n := len(rt.Calls()); n != 0 {
 					t.Errorf("the retriever was called %d times for a skipped request", n)
 				}
 				return
@@ -214,7 +214,7 @@ func TestNothingToPrune(t *testing.T) {
 			}
 		})
 	}
-	if n := len(rt.calls()); n != 0 {
+	if n := len(rt.Calls()); n != 0 {
 		t.Errorf("the retriever was called %d times for requests with nothing to prune", n)
 	}
 }

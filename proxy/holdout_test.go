@@ -83,7 +83,7 @@ func TestHeldOutRequestsGoWhole(t *testing.T) {
 	if got := held.upstream.last(t); !bytes.Equal(got.Body, zipped.Bytes()) || got.Header.Get("Content-Encoding") != "gzip" {
 		t.Errorf("a compressed held-out body arrived as %d bytes, Content-Encoding %q; want it as sent", len(got.Body), got.Header.Get("Content-Encoding"))
 	}
-	if n := len(rt.calls()); n != 0 {
+	if n := len(rt.Calls()); n != 0 {
 		t.Errorf("the retriever was called %d times for held-out requests", n)
 	}
 	// The upstream reported no usage: both steps are estimated from the
