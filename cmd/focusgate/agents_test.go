@@ -526,8 +526,7 @@ func bodyAPI(body []byte) string {
 // conversation reads the tools a request offers and the tool calls of its
 // conversation with their outputs, whatever the API.
 func conversation(api string, body []byte) (tools []string, calls []call) {
-	b := gjson.ParseBytes(body)
-	b.Get("tools").ForEach(func(_, tl gjson.Result) bool {
+	gjson.GetBytes(body, "tools").ForEach(func(_, tl gjson.Result) bool {
 		if n := tl.Get("function.name"); n.Exists() {
 			tools = append(tools, n.String())
 		} else {
@@ -535,7 +534,10 @@ func conversation(api string, body []byte) (tools []string, calls []call) {
 		}
 		return true
 	})
-	add := func(name string, args gjson.Result) {
+	// outputs are the parts of the newest tool output: a Messages or Gemini
+	// turn may answer several calls at once.
+	var outputs []string
+	walkToolCalls(api, body, func(name string, args gjson.Result) {
 		// Qwen Code calls a deferred MCP tool through tool_call.
 		if name == "tool_call" {
 			name = args.Get("name").String()
@@ -544,28 +546,32 @@ func conversation(api string, body []byte) (tools []string, calls []call) {
 			name = name[i:]
 		}
 		calls = append(calls, call{name: name})
-	}
-	// outputs are the parts of the newest tool output: a Messages or Gemini
-	// turn may answer several calls at once.
-	var outputs []string
-	setOutput := func(first bool, out string) {
+	}, func(first bool, out gjson.Result) {
 		if first {
 			outputs = nil
 		}
-		outputs = append(outputs, out)
+		outputs = append(outputs, text(out))
 		if len(calls) > 0 {
 			calls[len(calls)-1].output = strings.Join(outputs, "\n")
 		}
-	}
+	})
+	return tools, calls
+}
+
+// walkToolCalls calls onCall for every tool call of a request body and
+// onOutput for every tool output, in order; first marks the first output of
+// a turn.
+func walkToolCalls(api string, body []byte, onCall func(name string, args gjson.Result), onOutput func(first bool, out gjson.Result)) {
+	b := gjson.ParseBytes(body)
 	switch api {
 	case "chat":
 		b.Get("messages").ForEach(func(_, msg gjson.Result) bool {
 			msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-				add(c.Get("function.name").String(), gjson.Parse(c.Get("function.arguments").String()))
+				onCall(c.Get("function.name").String(), gjson.Parse(c.Get("function.arguments").String()))
 				return true
 			})
 			if msg.Get("role").String() == "tool" {
-				setOutput(true, text(msg.Get("content")))
+				onOutput(true, msg.Get("content"))
 			}
 			return true
 		})
@@ -573,9 +579,9 @@ func conversation(api string, body []byte) (tools []string, calls []call) {
 		b.Get("input").ForEach(func(_, it gjson.Result) bool {
 			switch it.Get("type").String() {
 			case "function_call":
-				add(it.Get("name").String(), gjson.Parse(it.Get("arguments").String()))
+				onCall(it.Get("name").String(), gjson.Parse(it.Get("arguments").String()))
 			case "function_call_output":
-				setOutput(true, text(it.Get("output")))
+				onOutput(true, it.Get("output"))
 			}
 			return true
 		})
@@ -585,9 +591,9 @@ func conversation(api string, body []byte) (tools []string, calls []call) {
 			msg.Get("content").ForEach(func(_, block gjson.Result) bool {
 				switch block.Get("type").String() {
 				case "tool_use":
-					add(block.Get("name").String(), block.Get("input"))
+					onCall(block.Get("name").String(), block.Get("input"))
 				case "tool_result":
-					setOutput(first, text(block.Get("content")))
+					onOutput(first, block.Get("content"))
 					first = false
 				}
 				return true
@@ -599,10 +605,10 @@ func conversation(api string, body []byte) (tools []string, calls []call) {
 			first := true
 			c.Get("parts").ForEach(func(_, p gjson.Result) bool {
 				if fc := p.Get("functionCall"); fc.Exists() {
-					add(fc.Get("name").String(), fc.Get("args"))
+					onCall(fc.Get("name").String(), fc.Get("args"))
 				}
-				if fr := p.Get("functionResponse.response"); fr.Exists() {
-					setOutput(first, fr.Get("output").String())
+				if out := p.Get("functionResponse.response.output"); out.Exists() {
+					onOutput(first, out)
 					first = false
 				}
 				return true
@@ -610,7 +616,6 @@ func conversation(api string, body []byte) (tools []string, calls []call) {
 			return true
 		})
 	}
-	return tools, calls
 }
 
 // newestToolOutput is the text of the newest tool output of a request
@@ -673,39 +678,10 @@ func isPreview(out string) bool {
 // an empty string, so that two bodies can be compared outside them.
 func blankToolOutputs(api string, body []byte) []byte {
 	var spans []gjson.Result
-	b := gjson.ParseBytes(body)
-	switch api {
-	case "chat":
-		spans = b.Get(`messages.#(role=="tool")#.content`).Array()
-	case "responses":
-		spans = b.Get(`input.#(type=="function_call_output")#.output`).Array()
-	case "messages", "gemini":
-		b.Get("messages").ForEach(func(_, m gjson.Result) bool {
-			m.Get("content").ForEach(func(_, block gjson.Result) bool {
-				if block.Get("type").String() == "tool_result" {
-					spans = append(spans, block.Get("content"))
-				}
-				return true
-			})
-			return true
-		})
-		b.Get("contents").ForEach(func(_, c gjson.Result) bool {
-			c.Get("parts").ForEach(func(_, p gjson.Result) bool {
-				if out := p.Get("functionResponse.response.output"); out.Exists() {
-					spans = append(spans, out)
-				}
-				return true
-			})
-			return true
-		})
-	}
-	out := append([]byte(nil), body...)
-	for i := len(spans) - 1; i >= 0; i-- {
-		s := spans[i]
-		if s.Index == 0 {
-			continue
-		}
-		out = append(out[:s.Index], append([]byte(`""`), out[s.Index+len(s.Raw):]...)...)
+	walkToolCalls(api, body, func(string, gjson.Result) {}, func(_ bool, out gjson.Result) { spans = append(spans, out) })
+	out := slices.Clone(body)
+	for _, s := range slices.Backward(spans) {
+		out = slices.Concat(out[:s.Index], []byte(`""`), out[s.Index+len(s.Raw):])
 	}
 	return out
 }
