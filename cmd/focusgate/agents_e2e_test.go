@@ -35,7 +35,7 @@ import (
 // hiding it.
 var e2eScenarios = []struct {
 	scenario string
-	page     string // the agentTools entry whose page pattern applies
+	page     string // the capturedAgents folder whose page pattern applies
 	// conversation marks a tool loop that resends the whole conversation:
 	// request k must be a byte-identical prefix of request k+1, and the
 	// retriever must be asked once per new page snapshot.
@@ -57,15 +57,15 @@ func TestRealAgentsThroughTheGateway(t *testing.T) {
 			// Each scenario has its own gateway, model, retriever and browser
 			// profile; -parallel (GOMAXPROCS by default) bounds how many run at once.
 			t.Parallel()
-			var page = agentTools[0].page
-			for _, a := range agentTools {
-				if a.tool == sc.page {
+			var page = capturedAgents[0].page
+			for _, a := range capturedAgents {
+				if a.folder == sc.page {
 					page = a.page
 				}
 			}
 			recordDir := t.TempDir()
 			model := startFakeModel(t, node, recordDir)
-			retriever := newElementRetriever(t)
+			retriever := newFakeModel(t, neededElement)
 			gw := startGateway(t, map[string]string{
 				"FOCUSGATE_UPSTREAM_URL":  model,
 				"FOCUSGATE_RETRIEVER_URL": retriever.URL + "/v1",

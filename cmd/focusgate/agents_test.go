@@ -10,180 +10,307 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
-// The requests real web-agent tools sent to the action model, captured by
-// e2e/capture.mjs into testdata/agents/<tool>/<scenario>/NN-<endpoint>.json
-// (see testdata/agents/README.md), replayed through the running gateway.
-//
-// Every request that holds a page snapshot must reach the action model pruned,
-// with the element the agent's next action needs still there, and with every
-// byte outside the observations exactly as the tool sent it. A request without
-// a page must pass through byte for byte.
-//
-// The retriever must also be told the agent's goal and, in tool-calling loops,
-// what the agent did before this page: the task in the first user message and
-// the earlier tool calls, or Stagehand's instruction line.
-var agentTools = []struct {
-	tool string
-	// page matches a request body that holds a page snapshot of this tool.
+// capturedAgent is one folder of testdata/agents (see its README): what real
+// agents sent, one conversation per scenario folder, and what the gateway
+// must make of it.
+type capturedAgent struct {
+	folder string
+	// page matches a request body (and a tool output) holding a page
+	// snapshot in this agent's syntax; a body without one, like a sizing
+	// request, must reach the upstream byte for byte.
 	page *regexp.Regexp
-	// goal matches the goal the retriever is given for every page.
+	// target matches the tree line of an element the agent acts on next: the
+	// scripted retriever keeps it and the pruned page must still hold it.
+	target *regexp.Regexp
+	// goal matches every goal the retriever is given: the user's task, never
+	// the agent's own context (Gemini CLI's <session_context>).
 	goal *regexp.Regexp
-	// history matches the history the retriever is given once the agent
-	// has acted; nil where the tool sends no history (Stagehand).
+	// history matches the history the retriever is given once the agent has
+	// acted; nil where the tool sends none (Stagehand).
 	history *regexp.Regexp
-}{
-	{"playwright-mcp", regexp.MustCompile(`\[ref=[a-z0-9]+\]`),
-		regexp.MustCompile(`add the Summit Parka 2000 to the cart`), regexp.MustCompile(`browser_navigate\(`)},
-	{"openai-agents", regexp.MustCompile(`\[ref=[a-z0-9]+\]`),
-		regexp.MustCompile(`add the Summit Parka 2000 to the cart`), regexp.MustCompile(`browser_navigate\(`)},
-	{"stagehand", regexp.MustCompile(`\[0-\d+\] RootWebArea`),
-		regexp.MustCompile(`'(Add to cart|First name|Summit Parka 2000)'`), nil},
-	{"chrome-devtools-mcp", regexp.MustCompile(`uid=\d+_0 RootWebArea`),
-		regexp.MustCompile(`add the Summit Parka 2000 to the cart`), regexp.MustCompile(`navigate_page\(`)},
+	// anthropicQuery is the query string the agent put on /v1/messages.
+	anthropicQuery string
+	// openAIRetriever sets FOCUSGATE_RETRIEVER_URL, an OpenAI retriever for
+	// every API; otherwise each API's own provider plays the retriever.
+	openAIRetriever bool
+	// minTokens is FOCUSGATE_MIN_TOKENS where the default would leave the
+	// agent's small form alone.
+	minTokens string
+	// exactEdits: every byte outside the observations the retriever was
+	// shown leaves as the agent sent it, and the newest rewritten one holds a
+	// line the retriever chose, and all of them. Off where a conversation
+	// reads a big page back in chunks (most hold no target) or the gateway
+	// shows the retriever a page other than as it stands in the body.
+	exactEdits bool
+	// everyRequestHasPage: the capture kept only requests whose newest tool
+	// output holds the page, so one without it is a capture the test cannot use.
+	everyRequestHasPage bool
+	// sameTurns: every message (or Gemini content) forwarded in one request
+	// comes back byte for byte in the next, so the prompt cache keeps
+	// hitting; false where each call is a conversation of its own (Stagehand).
+	sameTurns bool
 }
 
-// neededElement matches the tree line of an element the scripted agents act
-// on, in each tool's syntax: Playwright MCP `button "Add to cart" [ref=e102]`,
-// chrome-devtools-mcp `uid=1_117 button "Add to cart"`, Stagehand
-// `[0-268] button: Add to cart`.
-var neededElement = regexp.MustCompile(`(button|textbox)(: | ")(Add to cart|First name|Save Meadow Helmet 108)\b`)
+// maxNewestRefs is the most element refs a pruned newest tool output may
+// keep: its first line and the target's, a few refs at most, where the page
+// had dozens to thousands.
+const maxNewestRefs = 10
 
-func TestAgentRequestsArePrunedByteFaithfully(t *testing.T) {
-	for _, tc := range agentTools {
-		t.Run(tc.tool, func(t *testing.T) {
-			scenarios, err := filepath.Glob(filepath.Join("../../testdata/agents", tc.tool, "*"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var dirs []string
-			for _, s := range scenarios {
-				if fi, err := os.Stat(s); err == nil && fi.IsDir() {
-					dirs = append(dirs, s)
-				}
-			}
-			if len(dirs) == 0 {
-				t.Fatalf("no captured requests under testdata/agents/%s", tc.tool)
-			}
-			var total replayStats
-			for _, dir := range dirs {
-				t.Run(filepath.Base(dir), func(t *testing.T) {
-					st := replayConversation(t, dir, tc.page, tc.goal, tc.history)
-					total.add(st)
-					t.Logf("%s: %s", filepath.Base(dir), st)
-				})
-			}
-			t.Logf("%s total: %s", tc.tool, total)
-		})
+// elementRef is an element's ref in Playwright MCP's (`[ref=e102]`,
+// `[ref=f1e89]`) and agent-browser's (`[checked=false, ref=e8]`) lines.
+var elementRef = regexp.MustCompile(`ref=[a-z0-9]+\]`)
+
+var (
+	playwrightPage = regexp.MustCompile(`\[ref=[a-z0-9]+\]`)
+	// neededElement matches the tree line of an element the first scripted
+	// agents act on, in each tool's syntax: Playwright MCP `button "Add to
+	// cart" [ref=e102]`, chrome-devtools-mcp `uid=1_117 button "Add to
+	// cart"`, Stagehand `[0-268] button: Add to cart`.
+	neededElement = regexp.MustCompile(`(button|textbox)(: | ")(Add to cart|First name|Save Meadow Helmet 108)\b`)
+	parkaTask     = regexp.MustCompile(`add the Summit Parka 2000 to the cart`)
+	// placeOrderRef is the line of the element the later agents click, in
+	// Playwright MCP's and agent-browser's syntax; its ref is the first group.
+	placeOrderRef  = regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`)
+	placeOrderTask = regexp.MustCompile(`click Place order`)
+	// saveEmployee is the button Claude Code's and Codex's captures click, in
+	// Playwright MCP's, agent-browser's and chrome-devtools-mcp's syntax.
+	saveEmployee     = regexp.MustCompile(`button "Save employee"`)
+	saveEmployeeTask = regexp.MustCompile(`click Save employee`)
+)
+
+// capturedAgents is every captured agent the replay runs.
+var capturedAgents = []capturedAgent{
+	{folder: "playwright-mcp", page: playwrightPage, target: neededElement, goal: parkaTask,
+		history: regexp.MustCompile(`browser_navigate\(`), openAIRetriever: true, exactEdits: true, sameTurns: true},
+	{folder: "openai-agents", page: playwrightPage, target: neededElement, goal: parkaTask,
+		history: regexp.MustCompile(`browser_navigate\(`), openAIRetriever: true, exactEdits: true, sameTurns: true},
+	{folder: "stagehand", page: regexp.MustCompile(`\[0-\d+\] RootWebArea`), target: neededElement,
+		goal: regexp.MustCompile(`'(Add to cart|First name|Summit Parka 2000)'`), openAIRetriever: true, exactEdits: true},
+	{folder: "chrome-devtools-mcp", page: regexp.MustCompile(`uid=\d+_0 RootWebArea`), target: neededElement, goal: parkaTask,
+		history: regexp.MustCompile(`navigate_page\(`), openAIRetriever: true, exactEdits: true, sameTurns: true},
+	{folder: "claude-code", page: regexp.MustCompile(`\[ref=[a-z0-9]+\]|uid=\d+_0 RootWebArea`), target: saveEmployee, goal: saveEmployeeTask,
+		anthropicQuery: "?beta=true", exactEdits: true, sameTurns: true},
+	{folder: "codex", page: playwrightPage, target: saveEmployee, goal: saveEmployeeTask,
+		openAIRetriever: true, exactEdits: true, sameTurns: true},
+	{folder: "claude-agent-sdk", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask,
+		anthropicQuery: "?beta=true", sameTurns: true},
+	{folder: "pi", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask,
+		openAIRetriever: true, sameTurns: true},
+	{folder: "gemini-cli", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask,
+		sameTurns: true},
+	{folder: "opencode", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask,
+		openAIRetriever: true, minTokens: "300", everyRequestHasPage: true, sameTurns: true},
+	{folder: "copilot", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask,
+		openAIRetriever: true, minTokens: "300", everyRequestHasPage: true, sameTurns: true},
+	{folder: "qwen-code", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask,
+		openAIRetriever: true, minTokens: "300", everyRequestHasPage: true, sameTurns: true},
+	{folder: "cline", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask,
+		openAIRetriever: true, minTokens: "300", everyRequestHasPage: true, exactEdits: true, sameTurns: true},
+}
+
+// Every captured conversation, replayed request by request through a fresh
+// gateway whose upstream also plays the retriever. A request holding a page
+// reaches the upstream pruned, with the element the agent acts on next kept
+// where the agent had it; a request without a page, or a sizing request,
+// passes through byte for byte; the retriever is told the user's task and
+// what the agent did so far.
+func TestCapturedAgentsArePrunedFaithfully(t *testing.T) {
+	folders, _ := filepath.Glob("../../testdata/agents/*")
+	for _, f := range folders {
+		if fi, err := os.Stat(f); err == nil && fi.IsDir() && !slices.ContainsFunc(capturedAgents, func(a capturedAgent) bool { return a.folder == filepath.Base(f) }) {
+			t.Errorf("testdata/agents/%s has no row in capturedAgents: its captures are never replayed", filepath.Base(f))
+		}
+	}
+	for _, a := range capturedAgents {
+		dirs, _ := filepath.Glob(filepath.Join("../../testdata/agents", a.folder, "*"))
+		dirs = slices.DeleteFunc(dirs, func(d string) bool { fi, err := os.Stat(d); return err != nil || !fi.IsDir() })
+		if len(dirs) == 0 {
+			t.Fatalf("no captured conversations under testdata/agents/%s", a.folder)
+		}
+		var total replayStats
+		for _, dir := range dirs {
+			t.Run(a.folder+"/"+filepath.Base(dir), func(t *testing.T) {
+				st := replayConversation(t, a, dir)
+				total.add(st)
+				t.Log(st)
+			})
+		}
+		if total.requests > 0 {
+			t.Logf("%s total: %s", a.folder, total)
+		}
 	}
 }
 
 // replayConversation posts every request of one captured conversation, in
-// order, to a fresh gateway and checks what the action model received.
-func replayConversation(t *testing.T, dir string, page, goal, history *regexp.Regexp) replayStats {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no requests in %s: %v", dir, err)
+// order, to a fresh gateway and checks what the upstream received.
+func replayConversation(t *testing.T, a capturedAgent, dir string) replayStats {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) == 0 {
+		t.Fatalf("no requests in %s", dir)
 	}
 	sort.Strings(files)
-	retriever := newElementRetriever(t)
-	upstream := newRecordingUpstream(t)
-	gw := startGateway(t, map[string]string{
-		"FOCUSGATE_UPSTREAM_URL":  upstream.URL + "/v1",
-		"FOCUSGATE_RETRIEVER_URL": retriever.URL + "/v1",
-	})
+	up := newFakeModel(t, a.target)
+	env := map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":  up.URL + "/v1",
+		"FOCUSGATE_ANTHROPIC_URL": up.URL,
+		"FOCUSGATE_GEMINI_URL":    up.URL,
+	}
+	if a.openAIRetriever {
+		env["FOCUSGATE_RETRIEVER_URL"] = up.URL + "/v1"
+	}
+	if a.minTokens != "" {
+		env["FOCUSGATE_MIN_TOKENS"] = a.minTokens
+	}
+	gw := startGateway(t, env)
 	var st replayStats
+	var prev []byte
+	pages, targetShown := 0, false // newest tool outputs that held a page; one held the target
 	for _, f := range files {
+		name := filepath.Base(f)
 		body, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := "/v1/chat/completions"
-		if strings.Contains(filepath.Base(f), "responses") {
-			path = "/v1/responses"
-		}
+		path, sizing := endpoint(name, a.anthropicQuery)
 		resp, err := http.Post(gw.URL+path, "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		name := filepath.Base(f)
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("%s: HTTP %d from the gateway", name, resp.StatusCode)
 		}
-		sent := upstream.next(t)
+		sent := up.next(t)
 		st.requests++
 		status := resp.Header.Get("X-Focusgate-Status")
-		if !page.Match(body) {
+		if sizing || !a.page.Match(body) {
 			if !bytes.Equal(sent, body) {
-				t.Errorf("%s: a request without a page snapshot was changed (status %q)", name, status)
+				t.Errorf("%s: a request without a page or a sizing request was changed (status %q)", name, status)
 			}
 			continue
 		}
 		st.withPage++
+		if a.sameTurns && prev != nil {
+			checkTurnsPrefix(t, name, prev, sent)
+		}
+		prev = sent
+		api := bodyAPI(body)
+		if a.everyRequestHasPage && !newestOutputHasPage(api, body) {
+			t.Errorf("%s: the newest tool output holds no page: not a capture this test can use", name)
+			continue
+		}
 		if !strings.HasPrefix(status, "pruned") {
-			t.Errorf("%s: X-Focusgate-Status %q, want pruned: the page snapshot reached the action model in full", name, status)
+			t.Errorf("%s: X-Focusgate-Status %q, want pruned: the page reached the upstream in full", name, status)
 			continue
 		}
 		st.pruned++
-		seen := retriever.seen()
-		checkObservationEdits(t, name, body, sent, seen)
-		if last := seen[len(seen)-1]; !goal.MatchString(last.goal) {
-			t.Errorf("%s: the retriever's goal %.200q does not match %s", name, last.goal, goal)
-		} else if history != nil && !history.MatchString(last.history) {
-			t.Errorf("%s: the retriever's history %.200q does not match %s", name, last.history, history)
-		}
 		st.addTokens(resp.Header)
 		st.bytesBefore += len(body)
 		st.bytesAfter += len(sent)
+		seen := up.seen()
+		if len(seen) == 0 {
+			t.Fatalf("%s: pruned, yet the retriever was never asked", name)
+		}
+		if a.exactEdits {
+			checkObservationEdits(t, name, body, sent, seen)
+		}
+		if got, want := cacheControlPaths(sent), cacheControlPaths(body); !slices.Equal(got, want) {
+			t.Errorf("%s: cache_control at %v, the agent had them at %v", name, got, want)
+		}
+		if last := seen[len(seen)-1]; a.history != nil && !a.history.MatchString(last.history) {
+			t.Errorf("%s: the retriever's history %.200q does not match %s", name, last.history, a.history)
+		}
+		before, after := unescape(newestToolOutput(body)), unescape(newestToolOutput(sent))
+		if !a.page.MatchString(before) {
+			continue // the page is in an older output: it is re-applied
+		}
+		pages++
+		targetShown = targetShown || a.target.MatchString(before)
+		checkNewestOutput(t, a, name, before, after)
+		if x, y := blankToolOutputs(api, body), blankToolOutputs(api, sent); !bytes.Equal(x, y) {
+			t.Errorf("%s: bytes outside the tool outputs changed", name)
+		}
+	}
+	if st.pruned == 0 {
+		t.Error("no request was pruned")
+	}
+	seen := up.seen()
+	if len(seen) == 0 {
+		t.Error("the retriever was never asked")
+	}
+	kept := false
+	for _, r := range seen {
+		if !a.goal.MatchString(r.goal) || strings.Contains(r.goal, "session_context") {
+			t.Errorf("the retriever's goal %.300q does not match %s: want the user's task", r.goal, a.goal)
+		}
+		kept = kept || len(r.kept) > 0
+	}
+	// The agent acted on a page it was shown: the target is on one.
+	if !kept {
+		t.Errorf("no page the retriever was shown holds a line matching %s", a.target)
+	}
+	if pages > 0 && !targetShown {
+		t.Errorf("none of the %d pages in the newest tool outputs holds a line matching %s", pages, a.target)
 	}
 	return st
 }
 
-// replayStats sums what a replay measured; reductions are means over the
-// pruned requests.
-type replayStats struct {
-	requests, withPage, pruned int
-	obsReduction               float64 // summed 1 - after/before of observation tokens
-	bytesBefore, bytesAfter    int     // whole request bodies, pruned requests only
-}
-
-// addTokens adds the observation token reduction the gateway reported for
-// one pruned request.
-func (s *replayStats) addTokens(h http.Header) {
-	before, _ := strconv.Atoi(h.Get("X-Focusgate-Tokens-Before"))
-	after, _ := strconv.Atoi(h.Get("X-Focusgate-Tokens-After"))
-	if before > 0 {
-		s.obsReduction += 1 - float64(after)/float64(before)
+// checkNewestOutput checks the newest tool output of a pruned request, which
+// held a page when the agent sent it (before) and as forwarded (after), both
+// unescaped: smaller, the target's line still there, few refs left, and
+// every line one the agent sent, or the gateway's "lines pruned" marker.
+func checkNewestOutput(t *testing.T, a capturedAgent, name, before, after string) {
+	t.Helper()
+	if len(after) >= len(before) {
+		t.Errorf("%s: the newest tool output went from %d to %d bytes: want its page pruned", name, len(before), len(after))
+	}
+	if a.target.MatchString(before) && !a.target.MatchString(after) {
+		t.Errorf("%s: the target's line was pruned away", name)
+	}
+	// Every part of the output is pruned: both halves of a cut output, not
+	// only the one nearest the end.
+	if n := len(elementRef.FindAllStringIndex(after, -1)); n > maxNewestRefs {
+		t.Errorf("%s: the newest tool output kept %d element refs of %d, want at most %d", name, n, len(elementRef.FindAllStringIndex(before, -1)), maxNewestRefs)
+	}
+	for _, line := range strings.Split(after, "\n") {
+		if !strings.Contains(before, line) && !strings.Contains(line, "lines pruned") {
+			t.Errorf("%s: the pruned output has a line the agent did not send: %q", name, line)
+			return
+		}
 	}
 }
 
-func (s *replayStats) add(o replayStats) {
-	s.requests += o.requests
-	s.withPage += o.withPage
-	s.pruned += o.pruned
-	s.obsReduction += o.obsReduction
-	s.bytesBefore += o.bytesBefore
-	s.bytesAfter += o.bytesAfter
-}
-
-func (s replayStats) String() string {
-	obs, whole := 0.0, 0.0
-	if s.pruned > 0 {
-		obs = s.obsReduction / float64(s.pruned)
+// endpoint is the path a captured file NN-<endpoint>[-stream].json was sent
+// to (anthropicQuery on Anthropic's paths), and whether it is a sizing
+// request.
+func endpoint(file, anthropicQuery string) (path string, sizing bool) {
+	name := strings.TrimSuffix(file, ".json")
+	method := strings.TrimSuffix(name[strings.IndexByte(name, '-')+1:], "-stream")
+	switch {
+	case method == "count_tokens":
+		return "/v1/messages/count_tokens" + anthropicQuery, true
+	case method == "messages":
+		return "/v1/messages" + anthropicQuery, false
+	case method == "responses":
+		return "/v1/responses", false
+	case method == "chat":
+		return "/v1/chat/completions", false
+	case method == "streamGenerateContent":
+		return "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", false
+	default:
+		return "/v1beta/models/gemini-2.5-flash:" + method, method == "countTokens"
 	}
-	if s.bytesBefore > 0 {
-		whole = 1 - float64(s.bytesAfter)/float64(s.bytesBefore)
-	}
-	return fmt.Sprintf("%d requests, %d with a page, %d pruned; mean observation token reduction %.1f%%, whole-request byte reduction %.1f%%",
-		s.requests, s.withPage, s.pruned, 100*obs, 100*whole)
 }
 
 // checkObservationEdits asserts that sent differs from orig only inside
@@ -315,7 +442,255 @@ func jsonEscape(s string) []byte {
 	return b.Bytes()
 }
 
-// retrieved is one tree the scripted retriever was shown, with the element
+// checkTurnsPrefix checks that the messages (chat, Messages) or contents
+// (Gemini) forwarded in prev come back byte for byte at the head of next,
+// Anthropic's cache_control markers aside (Claude Code moves its last one).
+func checkTurnsPrefix(t *testing.T, name string, prev, next []byte) {
+	t.Helper()
+	field := "messages"
+	if !gjson.GetBytes(prev, field).Exists() {
+		field = "contents"
+	}
+	pm, nm := gjson.GetBytes(prev, field).Array(), gjson.GetBytes(next, field).Array()
+	if len(nm) < len(pm) {
+		t.Errorf("%s: the conversation shrank from %d to %d %s", name, len(pm), len(nm), field)
+		return
+	}
+	marker := regexp.MustCompile(`,"cache_control":\{"type":"ephemeral"\}`)
+	for i := range pm {
+		if a, b := marker.ReplaceAllString(pm[i].Raw, ""), marker.ReplaceAllString(nm[i].Raw, ""); a != b {
+			t.Errorf("%s: %s %d was forwarded differently than in the request before (%d vs %d bytes): the prompt cache misses from there on", name, field, i, len(a), len(b))
+			return
+		}
+	}
+}
+
+// replayStats sums what a replay measured; reductions are means over the
+// pruned requests.
+type replayStats struct {
+	requests, withPage, pruned int
+	obsReduction               float64 // summed 1 - after/before of observation tokens
+	bytesBefore, bytesAfter    int     // whole request bodies, pruned requests only
+}
+
+// addTokens adds the observation token reduction the gateway reported for
+// one pruned request.
+func (s *replayStats) addTokens(h http.Header) {
+	before, _ := strconv.Atoi(h.Get("X-Focusgate-Tokens-Before"))
+	after, _ := strconv.Atoi(h.Get("X-Focusgate-Tokens-After"))
+	if before > 0 {
+		s.obsReduction += 1 - float64(after)/float64(before)
+	}
+}
+
+func (s *replayStats) add(o replayStats) {
+	s.requests += o.requests
+	s.withPage += o.withPage
+	s.pruned += o.pruned
+	s.obsReduction += o.obsReduction
+	s.bytesBefore += o.bytesBefore
+	s.bytesAfter += o.bytesAfter
+}
+
+func (s replayStats) String() string {
+	obs, whole := 0.0, 0.0
+	if s.pruned > 0 {
+		obs = s.obsReduction / float64(s.pruned)
+	}
+	if s.bytesBefore > 0 {
+		whole = 1 - float64(s.bytesAfter)/float64(s.bytesBefore)
+	}
+	return fmt.Sprintf("%d requests, %d with a page, %d pruned; mean observation token reduction %.1f%%, whole-request byte reduction %.1f%%",
+		s.requests, s.withPage, s.pruned, 100*obs, 100*whole)
+}
+
+// call is one tool call of a conversation and the output it got.
+type call struct {
+	name   string // MCP tools without the agent's prefix: browser_navigate
+	output string
+}
+
+// bodyAPI names the API a request body is written for, from its shape:
+// chat, responses, messages or gemini.
+func bodyAPI(body []byte) string {
+	b := gjson.ParseBytes(body)
+	switch {
+	case b.Get("contents").Exists():
+		return "gemini"
+	case b.Get("input").Exists():
+		return "responses"
+	case b.Get(`messages.#(role=="tool")`).Exists() || b.Get(`messages.#.tool_calls|@flatten|#`).Int() > 0:
+		return "chat"
+	case b.Get("system").Exists() || strings.Contains(b.Get("messages.#.content|@flatten|#.type").Raw, `"tool_result"`):
+		return "messages"
+	}
+	return "chat"
+}
+
+// conversation reads the tools a request offers and the tool calls of its
+// conversation with their outputs, whatever the API.
+func conversation(api string, body []byte) (tools []string, calls []call) {
+	gjson.GetBytes(body, "tools").ForEach(func(_, tl gjson.Result) bool {
+		if n := tl.Get("function.name"); n.Exists() {
+			tools = append(tools, n.String())
+		} else {
+			tools = append(tools, tl.Get("name").String())
+		}
+		return true
+	})
+	// outputs are the parts of the newest tool output: a Messages or Gemini
+	// turn may answer several calls at once.
+	var outputs []string
+	walkToolCalls(api, body, func(name string, args gjson.Result) {
+		// Qwen Code calls a deferred MCP tool through tool_call.
+		if name == "tool_call" {
+			name = args.Get("name").String()
+		}
+		if i := strings.Index(name, "browser_"); i > 0 {
+			name = name[i:]
+		}
+		calls = append(calls, call{name: name})
+	}, func(first bool, out gjson.Result) {
+		if first {
+			outputs = nil
+		}
+		outputs = append(outputs, text(out))
+		if len(calls) > 0 {
+			calls[len(calls)-1].output = strings.Join(outputs, "\n")
+		}
+	})
+	return tools, calls
+}
+
+// walkToolCalls calls onCall for every tool call of a request body and
+// onOutput for every tool output, in order; first marks the first output of
+// a turn.
+func walkToolCalls(api string, body []byte, onCall func(name string, args gjson.Result), onOutput func(first bool, out gjson.Result)) {
+	b := gjson.ParseBytes(body)
+	switch api {
+	case "chat":
+		b.Get("messages").ForEach(func(_, msg gjson.Result) bool {
+			msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+				onCall(c.Get("function.name").String(), gjson.Parse(c.Get("function.arguments").String()))
+				return true
+			})
+			if msg.Get("role").String() == "tool" {
+				onOutput(true, msg.Get("content"))
+			}
+			return true
+		})
+	case "responses":
+		b.Get("input").ForEach(func(_, it gjson.Result) bool {
+			switch it.Get("type").String() {
+			case "function_call":
+				onCall(it.Get("name").String(), gjson.Parse(it.Get("arguments").String()))
+			case "function_call_output":
+				onOutput(true, it.Get("output"))
+			}
+			return true
+		})
+	case "messages":
+		b.Get("messages").ForEach(func(_, msg gjson.Result) bool {
+			first := true
+			msg.Get("content").ForEach(func(_, block gjson.Result) bool {
+				switch block.Get("type").String() {
+				case "tool_use":
+					onCall(block.Get("name").String(), block.Get("input"))
+				case "tool_result":
+					onOutput(first, block.Get("content"))
+					first = false
+				}
+				return true
+			})
+			return true
+		})
+	case "gemini":
+		b.Get("contents").ForEach(func(_, c gjson.Result) bool {
+			first := true
+			c.Get("parts").ForEach(func(_, p gjson.Result) bool {
+				if fc := p.Get("functionCall"); fc.Exists() {
+					onCall(fc.Get("name").String(), fc.Get("args"))
+				}
+				if out := p.Get("functionResponse.response.output"); out.Exists() {
+					onOutput(first, out)
+					first = false
+				}
+				return true
+			})
+			return true
+		})
+	}
+}
+
+// newestToolOutput is the text of the newest tool output of a request
+// body, its parts joined.
+func newestToolOutput(body []byte) string {
+	_, calls := conversation(bodyAPI(body), body)
+	if len(calls) == 0 {
+		return ""
+	}
+	return calls[len(calls)-1].output
+}
+
+// text is a content value as text: a string, or the text of its parts.
+func text(v gjson.Result) string {
+	if v.Type == gjson.String {
+		return v.String()
+	}
+	return strings.Join(stringsOfAll(v.Get("#.text")), "\n")
+}
+
+// stringsOfAll is the strings of a gjson array.
+func stringsOfAll(r gjson.Result) []string {
+	var out []string
+	r.ForEach(func(_, v gjson.Result) bool { out = append(out, v.String()); return true })
+	return out
+}
+
+// unescape undoes the JSON escaping an agent may have wrapped a tool output
+// in (Cline sends the MCP result as JSON), so the model reads quotes.
+func unescape(s string) string {
+	for range 2 {
+		s = strings.NewReplacer(`\\`, `\`, `\"`, `"`, `\n`, "\n").Replace(s)
+	}
+	return s
+}
+
+// savedFile is where an agent says it saved a tool output too big to show:
+// "Saved to: PATH" (Copilot CLI), "Full output saved to: PATH" (Qwen Code),
+// "...saved to: PATH" (opencode).
+var savedFile = regexp.MustCompile(`(?i)saved to:?\s+(/[^\s"'<>]+)`)
+
+// newestOutputHasPage reports whether the newest tool output of a request
+// holds page lines (or a chunk of them).
+func newestOutputHasPage(api string, body []byte) bool {
+	_, calls := conversation(api, body)
+	if len(calls) == 0 {
+		return false
+	}
+	out := unescape(calls[len(calls)-1].output)
+	return !isPreview(out) && strings.Count(out, "[ref=") >= 5
+}
+
+// isPreview reports whether a tool output is an agent's short preview of
+// an output it saved to a file, which may stay as it is.
+func isPreview(out string) bool {
+	return len(out) < 4096 && savedFile.MatchString(out)
+}
+
+// blankToolOutputs returns body with every tool output's value replaced by
+// an empty string, so that two bodies can be compared outside them.
+func blankToolOutputs(api string, body []byte) []byte {
+	var spans []gjson.Result
+	walkToolCalls(api, body, func(string, gjson.Result) {}, func(_ bool, out gjson.Result) { spans = append(spans, out) })
+	out := slices.Clone(body)
+	for _, s := range slices.Backward(spans) {
+		out = slices.Concat(out[:s.Index], []byte(`""`), out[s.Index+len(s.Raw):])
+	}
+	return out
+}
+
+// retrieved is one page the scripted retriever was shown, with the element
 // lines it kept.
 type retrieved struct {
 	text          string
@@ -323,108 +698,108 @@ type retrieved struct {
 	goal, history string // the prompt's goal and history sections
 }
 
-// elementRetriever plays the retriever model: it reads the numbered tree
-// from the gateway's prompt and keeps the first line and every line of an
-// element the scripted agents act on.
-type elementRetriever struct {
+// fakeModel plays the action model and the retriever of every API at one
+// address. It keeps the body of each action request and answers it with an
+// empty JSON object; a retriever call (told apart by the retriever's
+// instructions) it answers in the shape of the API it came in, keeping line
+// 1 and every line of an element target matches.
+type fakeModel struct {
 	*httptest.Server
-	mu    sync.Mutex
-	trees []retrieved
-	calls int
+	target *regexp.Regexp
+	mu     sync.Mutex
+	bodies [][]byte
+	trees  []retrieved
 }
 
 var numberedLine = regexp.MustCompile(`^ {0,3}(\d+) `)
 
-func newElementRetriever(t *testing.T) *elementRetriever {
+func newFakeModel(t *testing.T, target *regexp.Regexp) *fakeModel {
 	t.Helper()
-	r := &elementRetriever{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var body struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.NewDecoder(io.LimitReader(req.Body, 64<<20)).Decode(&body); err != nil || len(body.Messages) == 0 {
-			http.Error(w, "bad retriever request", http.StatusBadRequest)
-			return
-		}
-		prompt := body.Messages[len(body.Messages)-1].Content
-		head, _, _ := strings.Cut(prompt, "\n\n# Page snapshot (")
-		goal, history, _ := strings.Cut(strings.TrimPrefix(head, "# Goal\n"), "\n\n# What the agent did so far\n")
-		_, numbered, ok := strings.Cut(prompt, " lines)\n")
-		numbered, _, _ = strings.Cut(numbered, "\n\nWhich lines does the agent need")
-		if !ok {
-			http.Error(w, "no numbered tree in the prompt", http.StatusBadRequest)
-			return
-		}
-		var tree strings.Builder
-		var kept []string
-		ranges := []string{"(1,1)"}
-		for i, line := range strings.Split(numbered, "\n") {
-			if i > 0 {
-				tree.WriteByte('\n')
-			}
-			if len(line) >= 5 {
-				tree.WriteString(line[5:])
-			}
-			m := numberedLine.FindStringSubmatch(line)
-			if m != nil && len(line) > 5 && neededElement.MatchString(line[5:]) {
-				ranges = append(ranges, "("+m[1]+","+m[1]+")")
-				kept = append(kept, line[5:])
-			}
-		}
-		r.mu.Lock()
-		r.trees = append(r.trees, retrieved{text: tree.String(), kept: kept, goal: goal, history: history})
-		r.calls++
-		r.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		answer := "<answer>[" + strings.Join(ranges, ", ") + "]</answer>"
-		fmt.Fprintf(w, `{"id":"r","object":"chat.completion","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, answer)
-	}))
-	t.Cleanup(r.Close)
-	return r
+	m := &fakeModel{target: target}
+	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
+	t.Cleanup(m.Close)
+	return m
 }
 
-func (r *elementRetriever) seen() []retrieved {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]retrieved(nil), r.trees...)
-}
-
-func (r *elementRetriever) callCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.calls
-}
-
-// recordingUpstream plays the action model for replayed requests: it keeps
-// each body it receives and answers with an empty JSON object.
-type recordingUpstream struct {
-	*httptest.Server
-	bodies chan []byte
-}
-
-func newRecordingUpstream(t *testing.T) *recordingUpstream {
-	t.Helper()
-	u := &recordingUpstream{bodies: make(chan []byte, 64)}
-	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		u.bodies <- b
-		w.Header().Set("Content-Type", "application/json")
+func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	w.Header().Set("Content-Type", "application/json")
+	if !bytes.Contains(body, []byte("You work in front of a web agent")) {
+		m.mu.Lock()
+		m.bodies = append(m.bodies, body)
+		m.mu.Unlock()
 		io.WriteString(w, `{}`)
-	}))
-	t.Cleanup(u.Close)
-	return u
+		return
+	}
+	var prompt string
+	for _, p := range []string{"messages.#.content", "contents.#.parts|@flatten|#.text"} {
+		for _, s := range stringsOfAll(gjson.GetBytes(body, p)) {
+			if strings.Contains(s, "# Goal\n") {
+				prompt = s
+			}
+		}
+	}
+	head, _, _ := strings.Cut(prompt, "\n\n# Page snapshot (")
+	goal, history, _ := strings.Cut(strings.TrimPrefix(head, "# Goal\n"), "\n\n# What the agent did so far\n")
+	_, numbered, ok := strings.Cut(prompt, " lines)\n")
+	numbered, _, _ = strings.Cut(numbered, "\n\nWhich lines does the agent need")
+	if !ok {
+		http.Error(w, "no numbered page in the retriever's prompt", http.StatusBadRequest)
+		return
+	}
+	var tree strings.Builder
+	var kept []string
+	ranges := []string{"(1,1)"}
+	for i, line := range strings.Split(numbered, "\n") {
+		if i > 0 {
+			tree.WriteByte('\n')
+		}
+		if len(line) >= 5 {
+			tree.WriteString(line[5:])
+		}
+		if sm := numberedLine.FindStringSubmatch(line); sm != nil && len(line) > 5 && m.target != nil && m.target.MatchString(line[5:]) {
+			ranges = append(ranges, "("+sm[1]+","+sm[1]+")")
+			kept = append(kept, line[5:])
+		}
+	}
+	m.mu.Lock()
+	m.trees = append(m.trees, retrieved{text: tree.String(), kept: kept, goal: goal, history: history})
+	m.mu.Unlock()
+	answer, _ := json.Marshal("<answer>[" + strings.Join(ranges, ", ") + "]</answer>")
+	switch {
+	case strings.Contains(r.URL.Path, ":generateContent"):
+		fmt.Fprintf(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":%s}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":10,"totalTokenCount":110}}`, answer)
+	case strings.HasSuffix(r.URL.Path, "/messages"):
+		fmt.Fprintf(w, `{"id":"msg_r","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","usage":{"input_tokens":100,"output_tokens":10}}`, answer)
+	default:
+		fmt.Fprintf(w, `{"id":"r","object":"chat.completion","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, answer)
+	}
 }
 
-func (u *recordingUpstream) next(t *testing.T) []byte {
+// next is the body of the action request the gateway forwarded last; it
+// fails the test when the gateway answered without forwarding.
+func (m *fakeModel) next(t *testing.T) []byte {
 	t.Helper()
-	select {
-	case b := <-u.bodies:
-		return b
-	default:
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.bodies) == 0 {
 		t.Fatal("the gateway answered without forwarding the request upstream")
-		return nil
 	}
+	b := m.bodies[len(m.bodies)-1]
+	m.bodies = m.bodies[:0]
+	return b
+}
+
+// seen is every page the retriever was shown, in order.
+func (m *fakeModel) seen() []retrieved {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.trees)
+}
+
+// callCount is how many times the retriever was asked.
+func (m *fakeModel) callCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.trees)
 }

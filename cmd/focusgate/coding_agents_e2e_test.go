@@ -362,7 +362,7 @@ func TestCodingAgentsThroughTheGateway(t *testing.T) {
 
 func runCodingAgent(t *testing.T, a codingAgent, size, page, node, modules, chromium string) {
 	model := newAgentModel(t, page, a.read)
-	retriever := newRefRetriever(t)
+	retriever := newFakeModel(t, placeOrderRef)
 	gw := startGateway(t, map[string]string{
 		"FOCUSGATE_UPSTREAM_URL":  model.URL + "/v1",
 		"FOCUSGATE_ANTHROPIC_URL": model.URL,
@@ -468,7 +468,7 @@ var codingAgents = []codingAgent{
 // read, Copilot's view, Cline's middle-cut JSON). FOCUSGATE_E2E_AGENTS=all
 // runs every agent over every API on the small page and over chat
 // completions on the big one; the captured requests of
-// all of them are replayed by TestCodingAgentCapturesArePruned.
+// all of them are replayed by TestCapturedAgentsArePrunedFaithfully.
 var codingAgentRuns = map[string]bool{
 	"opencode/chat/small": true, "copilot/chat/small": true, "qwen-code/chat/small": true, "cline/chat/small": true,
 	"opencode/chat/big": true, "copilot/chat/big": true, "cline/chat/big": true,

@@ -114,8 +114,8 @@ func TestPruneCommandFailures(t *testing.T) {
 // sent through a running gateway, then given to the command.
 func TestPruneRequestPrintsWhatTheGatewayForwards(t *testing.T) {
 	redis := redistest.Start(t)
-	retriever := newElementRetriever(t)
-	upstream := newRecordingUpstream(t)
+	retriever := newFakeModel(t, neededElement)
+	upstream := newFakeModel(t, nil)
 	env := map[string]string{
 		"FOCUSGATE_UPSTREAM_URL":  upstream.URL + "/v1",
 		"FOCUSGATE_RETRIEVER_URL": retriever.URL + "/v1",

@@ -105,7 +105,7 @@ func TestRealAgentOutgrowingTheWindowFinishesItsTask(t *testing.T) {
 	t.Cleanup(pages.Close)
 	model := startFakeModel(t, node, t.TempDir())
 	window := newWindowModel(t, model)
-	retriever := newElementRetriever(t)
+	retriever := newFakeModel(t, neededElement)
 	gw := startGateway(t, map[string]string{
 		"FOCUSGATE_UPSTREAM_URL":  window.URL + "/v1",
 		"FOCUSGATE_RETRIEVER_URL": flakyRetriever(t, retriever.URL, 2).URL + "/v1",

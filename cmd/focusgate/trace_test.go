@@ -93,7 +93,7 @@ func attr(s *tracepb.Span, key string) (string, int64) {
 // is told about in its traceparent.
 func TestTracesOverOTLP(t *testing.T) {
 	rcv := newOTLPReceiver(t)
-	retriever := newElementRetriever(t)
+	retriever := newFakeModel(t, neededElement)
 	var upstreamTraceparent string
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/chat/completions" {
