@@ -16,5 +16,18 @@ if ! command -v npm >/dev/null; then
 	exit 1
 fi
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PUPPETEER_SKIP_DOWNLOAD=1 PUPPETEER_SKIP_CHROMIUM_DOWNLOAD=1
-echo "installing the pinned npm packages of e2e/ (npm ci)" >&2
-npm ci --no-audit --no-fund --loglevel=error >/dev/null
+# npm install, not npm ci: several agents ship their binaries as optional
+# packages per platform (opencode, Cline), and a registry that serves only
+# this platform's leaves the others out of the lockfile, which npm ci refuses.
+# npm install takes every version from the lockfile all the same; the check
+# below fails if it had to change one.
+echo "installing the pinned npm packages of e2e/ (npm install from package-lock.json)" >&2
+locked=$(mktemp)
+trap 'rm -f "$locked"' EXIT
+cp package-lock.json "$locked"
+npm install --no-audit --no-fund --loglevel=error >/dev/null
+if ! cmp -s package-lock.json "$locked"; then
+	cp "$locked" package-lock.json
+	echo "$0: npm changed e2e/package-lock.json while installing: the pinned versions could not be installed as locked" >&2
+	exit 1
+fi
