@@ -16,16 +16,12 @@ import (
 // pipeline does to a body is specified in package pipeline.
 
 // The scripted retriever model the tests ask (see internal/retrievertest).
-type (
-	retriever  = retrievertest.Retriever
-	answerFunc = retrievertest.Answer
-)
+type retriever = retrievertest.Retriever
 
 var (
 	newRetriever  = retrievertest.New
 	numberedLines = retrievertest.NumberedLines
 	keep          = retrievertest.Keep
-	reply         = retrievertest.Reply
 )
 
 // pruningGateway is focusgate with real detection, pruning and an in-process
