@@ -48,7 +48,7 @@ func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	refusal, complete := readRefusal(resp)
-	if !complete || !overflow(rs.req.API, resp.StatusCode, refusal) {
+	if !complete || !overflow(rs.req.API, resp, refusal) {
 		return resp, nil
 	}
 	defer func() { setHeaders(rs.header, rs.out) }()
@@ -83,7 +83,7 @@ func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if second.StatusCode == http.StatusBadRequest {
 		again, complete := readRefusal(second)
-		if complete && overflow(rs.req.API, second.StatusCode, again) {
+		if complete && overflow(rs.req.API, second, again) {
 			second.Body.Close()
 			rs.refused(focusgate.StillTooLong, out)
 			return resp, nil
@@ -127,9 +127,22 @@ type readCloser struct {
 	io.Closer
 }
 
-// overflow says whether an answer of api's upstream refuses the request as
-// longer than the model's context window, in that provider's words.
-func overflow(api focusgate.API, status int, body []byte) bool {
+// overflow says whether resp, an answer of api's upstream whose body is
+// body, refuses the request as longer than the model's context window, in
+// that provider's words. A compressed answer (the client asked for one with
+// Accept-Encoding) is read decoded, within maxRefusalBytes; what goes to the
+// client is body as it came.
+func overflow(api focusgate.API, resp *http.Response, body []byte) bool {
 	p := focusgate.ProviderOf(api)
-	return p != nil && p.ContextOverflow != nil && p.ContextOverflow(status, body)
+	if p == nil || p.ContextOverflow == nil {
+		return false
+	}
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" {
+		decoded, _, err := decode(body, enc, maxRefusalBytes, nil)
+		if err != nil {
+			return false
+		}
+		body = decoded
+	}
+	return p.ContextOverflow(resp.StatusCode, body)
 }

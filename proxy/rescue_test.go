@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -119,6 +120,15 @@ func (u *windowUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(body) > u.limit {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Request-Id", "req-refused")
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			// As the providers do for a client that accepts it.
+			w.Header().Set("Content-Encoding", "gzip")
+			w.WriteHeader(http.StatusBadRequest)
+			zw := gzip.NewWriter(w)
+			io.WriteString(zw, u.api.refusal)
+			zw.Close()
+			return
+		}
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, u.api.refusal)
 		return
@@ -271,6 +281,45 @@ func TestARequestRefusedForItsLengthIsRescued(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A client that accepts compressed answers gets the refusal compressed; it
+// is read decoded, rescued all the same, and, when it cannot be, passed on
+// compressed as it came.
+func TestACompressedRefusalIsReadDecoded(t *testing.T) {
+	pages := rescuePages(t)
+	api := rescueAPIs[0]
+	body := api.body(t, pages, false)
+	gzipped := map[string]string{"Accept-Encoding": "gzip"}
+	for _, tt := range []struct {
+		name    string
+		rescued []byte
+		want    int
+	}{
+		{"rescued", api.body(t, firstLines(pages), false), http.StatusOK},
+		{"nothing to prune", nil, http.StatusBadRequest},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := &windowUpstream{api: api, limit: len(api.body(t, pages[:2], false))}
+			gw := newWindowGateway(t, up, &rescuer{rescued: tt.rescued})
+			resp := post(t, api.url(gw.URL, false), body, gzipped)
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tt.want)
+			}
+			if tt.want != http.StatusBadRequest {
+				return
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(got))
+			if err != nil || resp.Header.Get("Content-Encoding") != "gzip" {
+				t.Fatalf("the refusal reached the client as %q (Content-Encoding %q), want it compressed as it came", got, resp.Header.Get("Content-Encoding"))
+			}
+			if plain, _ := io.ReadAll(zr); string(plain) != api.refusal {
+				t.Errorf("the refusal decodes to %q", plain)
+			}
+		})
 	}
 }
 
