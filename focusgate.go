@@ -32,25 +32,25 @@ import (
 type API uint8
 
 const (
-	Chat      API = iota // OpenAI chat completions: POST /v1/chat/completions
-	Responses            // OpenAI Responses: POST /v1/responses
-	Messages             // Anthropic Messages: POST /v1/messages
-	Gemini               // Google's Gemini API: POST .../models/{model}:generateContent
+	APIChat      API = iota // OpenAI chat completions: POST /v1/chat/completions
+	APIResponses            // OpenAI Responses: POST /v1/responses
+	APIMessages             // Anthropic Messages: POST /v1/messages
+	APIGemini               // Google's Gemini API: POST .../models/{model}:generateContent
 )
 
 // APIs lists every API, in the order of their constants.
-var APIs = []API{Chat, Responses, Messages, Gemini}
+var APIs = []API{APIChat, APIResponses, APIMessages, APIGemini}
 
 // String is the API's name in routes, metrics, logs and the dashboard.
 func (a API) String() string {
 	switch a {
-	case Chat:
+	case APIChat:
 		return "chat"
-	case Responses:
+	case APIResponses:
 		return "responses"
-	case Messages:
+	case APIMessages:
 		return "messages"
-	case Gemini:
+	case APIGemini:
 		return "gemini"
 	}
 	return fmt.Sprintf("API(%d)", a)
@@ -90,21 +90,21 @@ type Mode string
 
 // The post-processing modes; see the README, "How pruning works".
 const (
-	Remove    Mode = "remove"
-	Ancestors Mode = "ancestors"
-	Stubs     Mode = "stubs"
-	Off       Mode = "off"
+	ModeRemove    Mode = "remove"
+	ModeAncestors Mode = "ancestors"
+	ModeStubs     Mode = "stubs"
+	ModeOff       Mode = "off"
 )
 
 // Modes lists the modes a setting or header may name.
-var Modes = []Mode{Remove, Ancestors, Stubs, Off}
+var Modes = []Mode{ModeRemove, ModeAncestors, ModeStubs, ModeOff}
 
 // ParseMode reads a mode from configuration, a flag or a request header, all
 // the same way: case and surrounding space are ignored, and an empty value
-// means the default, Remove, so that an unset variable or header behaves like
+// means the default, ModeRemove, so that an unset variable or header behaves like
 // an absent one.
 func ParseMode(s string) (Mode, error) {
-	return parseName(s, Modes, Remove, "mode")
+	return parseName(s, Modes, ModeRemove, "mode")
 }
 
 // UnmarshalText reads a mode with ParseMode, for settings and flags.
@@ -121,19 +121,19 @@ type Variant string
 
 // The prompt variants; see prune/retriever.go for what each asks.
 const (
-	LineVariant Variant = "line"
-	Restrictive Variant = "restrictive"
-	Neutral     Variant = "neutral"
-	Defender    Variant = "defender"
+	VariantLine        Variant = "line"
+	VariantRestrictive Variant = "restrictive"
+	VariantNeutral     Variant = "neutral"
+	VariantDefender    Variant = "defender"
 )
 
 // Variants lists the prompt variants a setting or header may name.
-var Variants = []Variant{LineVariant, Restrictive, Neutral, Defender}
+var Variants = []Variant{VariantLine, VariantRestrictive, VariantNeutral, VariantDefender}
 
 // ParseVariant reads a prompt variant the way ParseMode reads a mode; an
-// empty value means LineVariant.
+// empty value means VariantLine.
 func ParseVariant(s string) (Variant, error) {
-	return parseName(s, Variants, LineVariant, "prompt variant")
+	return parseName(s, Variants, VariantLine, "prompt variant")
 }
 
 // UnmarshalText reads a variant with ParseVariant, for settings and flags.
@@ -166,9 +166,9 @@ func parseName[T ~string](s string, names []T, empty T, what string) (T, error) 
 type Status string
 
 const (
-	Pruned     Status = "pruned"      // sent pruned
-	Skipped    Status = "skipped"     // pruning was not attempted or did not pay
-	FailedOpen Status = "failed-open" // something failed; the original went out
+	StatusPruned     Status = "pruned"      // sent pruned
+	StatusSkipped    Status = "skipped"     // pruning was not attempted or did not pay
+	StatusFailedOpen Status = "failed-open" // something failed; the original went out
 )
 
 // Reason says why an observation or a request was not pruned. Reasons are
@@ -176,57 +176,57 @@ const (
 // README ("Reasons for skipped", "Failing open").
 type Reason string
 
-// Reasons for Skipped.
+// Reasons for StatusSkipped.
 const (
-	NoObservation  Reason = "no-observation"   // the body holds no page
-	NoGoal         Reason = "no-goal"          // the body says nothing of what the agent is after: a lone tool output, as Claude Code sends to count_tokens
-	BelowMinTokens Reason = "below-min-tokens" // the page is smaller than FOCUSGATE_MIN_TOKENS
-	ModeOff        Reason = "mode-off"         // the mode is off
-	NoGain         Reason = "no-gain"          // the pruned page was not smaller
-	Uneconomic     Reason = "uneconomic"       // the retriever costs more than pruning can save
-	NotJSON        Reason = "not-json"         // the body is not a JSON object
-	Undecodable    Reason = "undecodable-body" // the body's Content-Encoding could not be decoded
-	BadHeader      Reason = "bad-header"       // an unknown X-Focusgate-Mode or X-Focusgate-Prompt
-	Busy           Reason = "busy"             // the inspection budget was full
-	NotCached      Reason = "not-cached"       // an older page with no stored selection, left as it came
-	Relook         Reason = "re-look"          // the agent looked at the page it was just shown pruned again: sent whole
-	BypassModel    Reason = "bypass-model"     // the action model matches FOCUSGATE_BYPASS_MODELS
-	Holdout        Reason = "holdout"          // the conversation is in the holdout (FOCUSGATE_HOLDOUT): sent whole from its first request to its last, for comparison
+	ReasonNoObservation  Reason = "no-observation"   // the body holds no page
+	ReasonNoGoal         Reason = "no-goal"          // the body says nothing of what the agent is after: a lone tool output, as Claude Code sends to count_tokens
+	ReasonBelowMinTokens Reason = "below-min-tokens" // the page is smaller than FOCUSGATE_MIN_TOKENS
+	ReasonModeOff        Reason = "mode-off"         // the mode is off
+	ReasonNoGain         Reason = "no-gain"          // the pruned page was not smaller
+	ReasonUneconomic     Reason = "uneconomic"       // the retriever costs more than pruning can save
+	ReasonNotJSON        Reason = "not-json"         // the body is not a JSON object
+	ReasonUndecodable    Reason = "undecodable-body" // the body's Content-Encoding could not be decoded
+	ReasonBadHeader      Reason = "bad-header"       // an unknown X-Focusgate-Mode or X-Focusgate-Prompt
+	ReasonBusy           Reason = "busy"             // the inspection budget was full
+	ReasonNotCached      Reason = "not-cached"       // an older page with no stored selection, left as it came
+	ReasonRelook         Reason = "re-look"          // the agent looked at the page it was just shown pruned again: sent whole
+	ReasonBypassModel    Reason = "bypass-model"     // the action model matches FOCUSGATE_BYPASS_MODELS
+	ReasonHoldout        Reason = "holdout"          // the conversation is in the holdout (FOCUSGATE_HOLDOUT): sent whole from its first request to its last, for comparison
 )
 
-// Reasons for FailedOpen; Shutdown also skips requests that arrive while
+// Reasons for StatusFailedOpen; ReasonShutdown also skips requests that arrive while
 // the gateway stops.
 const (
-	Timeout          Reason = "timeout"            // past the request's deadline
-	Canceled         Reason = "canceled"           // the client went away
-	Shutdown         Reason = "shutdown"           // the gateway is shutting down
-	RetrieverError   Reason = "retriever-error"    // the retriever could not be reached
-	RetrieverHTTP4xx Reason = "retriever-http-4xx" // the retriever refused the call
-	RetrieverHTTP5xx Reason = "retriever-http-5xx" // the retriever failed
-	BadAnswer        Reason = "bad-answer"         // the retriever's answer named no usable lines, twice
-	BadInput         Reason = "bad-input"          // an unknown mode or variant reached the pruner
-	PostprocessError Reason = "postprocess-error"  // the selection could not be applied to the tree
-	CacheError       Reason = "cache-error"        // a stored selection could not be read
-	InternalError    Reason = "internal-error"     // a bug, recovered from
+	ReasonTimeout          Reason = "timeout"            // past the request's deadline
+	ReasonCanceled         Reason = "canceled"           // the client went away
+	ReasonShutdown         Reason = "shutdown"           // the gateway is shutting down
+	ReasonRetrieverError   Reason = "retriever-error"    // the retriever could not be reached
+	ReasonRetrieverHTTP4xx Reason = "retriever-http-4xx" // the retriever refused the call
+	ReasonRetrieverHTTP5xx Reason = "retriever-http-5xx" // the retriever failed
+	ReasonBadAnswer        Reason = "bad-answer"         // the retriever's answer named no usable lines, twice
+	ReasonBadInput         Reason = "bad-input"          // an unknown mode or variant reached the pruner
+	ReasonPostprocessError Reason = "postprocess-error"  // the selection could not be applied to the tree
+	ReasonCacheError       Reason = "cache-error"        // a stored selection could not be read
+	ReasonInternalError    Reason = "internal-error"     // a bug, recovered from
 )
 
 // Rescue says what focusgate did for a request that did not fit its action
 // model's context window: it sent it with every page of the conversation
-// pruned, and the upstream took it (Rescued) or refused it again
-// (StillTooLong, the client then gets the first refusal), or there was no
-// page left to prune (NothingToPrune). Empty for every other request. The
+// pruned, and the upstream took it (RescueRescued) or refused it again
+// (RescueStillTooLong, the client then gets the first refusal), or there was no
+// page left to prune (RescueNothingToPrune). Empty for every other request. The
 // values are the outcome label of focusgate_context_rescues_total.
 type Rescue string
 
 const (
-	Rescued        Rescue = "rescued"
-	StillTooLong   Rescue = "still-too-long"
-	NothingToPrune Rescue = "nothing-to-prune"
+	RescueRescued        Rescue = "rescued"
+	RescueStillTooLong   Rescue = "still-too-long"
+	RescueNothingToPrune Rescue = "nothing-to-prune"
 )
 
 // Rescues lists the rescue outcomes, for metrics that start every series at
 // zero.
-var Rescues = []Rescue{Rescued, StillTooLong, NothingToPrune}
+var Rescues = []Rescue{RescueRescued, RescueStillTooLong, RescueNothingToPrune}
 
 // Family is a group of models that share a tokenizer and the way a retriever
 // call to them is made.
@@ -235,18 +235,18 @@ type Family uint8
 const (
 	// OtherFamily is every model focusgate does not know, and OpenAI's
 	// older models (GPT-4, GPT-3.5): cl100k_base.
-	OtherFamily Family = iota
+	FamilyOther Family = iota
 	// GPT4o is OpenAI's GPT-4o generation and its non-reasoning successors
 	// (gpt-4.1, gpt-4.5, gpt-oss): o200k_base.
-	GPT4o
+	FamilyGPT4o
 	// Reasoning is OpenAI's reasoning models (o-series, gpt-5): o200k_base,
 	// no temperature, max_completion_tokens.
-	Reasoning
+	FamilyReasoning
 	// Claude is Anthropic's models, whose tokenizer is not public.
-	Claude
+	FamilyClaude
 	// GeminiFamily is Google's Gemini models, whose tokenizer is not
 	// public either.
-	GeminiFamily
+	FamilyGemini
 )
 
 // families maps name prefixes, after BaseModel, to families; the first
@@ -255,10 +255,10 @@ var families = []struct {
 	prefix string
 	family Family
 }{
-	{"gpt-4o", GPT4o}, {"chatgpt-4o", GPT4o}, {"gpt-4.1", GPT4o}, {"gpt-4.5", GPT4o}, {"gpt-oss", GPT4o},
-	{"gpt-5", Reasoning}, {"o1", Reasoning}, {"o3", Reasoning}, {"o4", Reasoning},
-	{"claude", Claude},
-	{"gemini", GeminiFamily},
+	{"gpt-4o", FamilyGPT4o}, {"chatgpt-4o", FamilyGPT4o}, {"gpt-4.1", FamilyGPT4o}, {"gpt-4.5", FamilyGPT4o}, {"gpt-oss", FamilyGPT4o},
+	{"gpt-5", FamilyReasoning}, {"o1", FamilyReasoning}, {"o3", FamilyReasoning}, {"o4", FamilyReasoning},
+	{"claude", FamilyClaude},
+	{"gemini", FamilyGemini},
 }
 
 // FamilyOf says which family a model belongs to.
@@ -269,7 +269,7 @@ func FamilyOf(model string) Family {
 			return f.family
 		}
 	}
-	return OtherFamily
+	return FamilyOther
 }
 
 // BaseModel lowercases a model name and drops a provider prefix such as

@@ -9,15 +9,15 @@ type Arm uint8
 
 const (
 	// PrunedArm is the usual arm: the conversation's pages are pruned.
-	PrunedArm Arm = iota
+	ArmPruned Arm = iota
 	// HoldoutArm is the holdout: the conversation goes through whole, as
 	// if focusgate only counted.
-	HoldoutArm
+	ArmHoldout
 )
 
 // String is the arm's name in metrics, logs and the dashboard.
 func (a Arm) String() string {
-	if a == HoldoutArm {
+	if a == ArmHoldout {
 		return "holdout"
 	}
 	return "pruned"

@@ -42,7 +42,7 @@ type Request struct {
 	// was pruned.
 	Rescue bool
 	// Unread says the gateway could not read the body (its encoding did
-	// not decode: Undecodable; the memory to decode it was taken: Busy):
+	// not decode: ReasonUndecodable; the memory to decode it was taken: ReasonBusy):
 	// the body goes as it came, skipped for this reason, without being
 	// inspected.
 	Unread Reason
@@ -122,8 +122,8 @@ type Outcome struct {
 	// between the pruned arm and the holdout.
 	Repeated bool
 	// Rescue is set on a request pruned whole because it did not fit its
-	// model's context window: Rescued when a page was pruned, else
-	// NothingToPrune. RescuedEarly says the window table foresaw it, before
+	// model's context window: RescueRescued when a page was pruned, else
+	// RescueNothingToPrune. RescuedEarly says the window table foresaw it, before
 	// any refusal; otherwise the gateway asked after the upstream refused
 	// the request, and tells the upstream's verdict on the retry.
 	Rescue       Rescue
@@ -208,7 +208,7 @@ func (o Outcome) Refused(result Rescue, spent Outcome) Outcome {
 // Quiet says the request held nothing to prune: such requests, most of a
 // gateway's traffic, are logged at debug level only.
 func (o Outcome) Quiet() bool {
-	return len(o.Pages) == 0 && o.Status == Skipped && o.Reason != Busy
+	return len(o.Pages) == 0 && o.Status == StatusSkipped && o.Reason != ReasonBusy
 }
 
 // LogAttrs describes the outcome for a log line.

@@ -11,9 +11,9 @@ import (
 // client, the retriever's spending of both is counted, and a refusal that
 // reaches the client saved nothing.
 func TestRescueOutcomesCountBothAttempts(t *testing.T) {
-	first := focusgate.Outcome{Status: focusgate.Pruned, SavedUSD: 0.02, RetrieverUSD: 0.001,
+	first := focusgate.Outcome{Status: focusgate.StatusPruned, SavedUSD: 0.02, RetrieverUSD: 0.001,
 		Usage: focusgate.RetrieverUsage{PromptTokens: 1000, CompletionTokens: 10}}
-	retry := focusgate.Outcome{Status: focusgate.Pruned, Rescue: focusgate.Rescued, SavedUSD: 0.05, RetrieverUSD: 0.003,
+	retry := focusgate.Outcome{Status: focusgate.StatusPruned, Rescue: focusgate.RescueRescued, SavedUSD: 0.05, RetrieverUSD: 0.003,
 		Usage: focusgate.RetrieverUsage{PromptTokens: 3000, CompletionTokens: 30}}
 	both := focusgate.RetrieverUsage{PromptTokens: 4000, CompletionTokens: 40}
 
@@ -25,9 +25,9 @@ func TestRescueOutcomesCountBothAttempts(t *testing.T) {
 		usage        focusgate.RetrieverUsage
 		retrieverUSD float64
 	}{
-		{"the retry was taken", retry.Retried(first), focusgate.Rescued, 0.05, both, 0.004},
-		{"the retry was refused too", first.Refused(focusgate.StillTooLong, retry), focusgate.StillTooLong, 0, both, 0.004},
-		{"nothing was left to prune", first.Refused(focusgate.NothingToPrune, focusgate.Outcome{}), focusgate.NothingToPrune, 0, first.Usage, 0.001},
+		{"the retry was taken", retry.Retried(first), focusgate.RescueRescued, 0.05, both, 0.004},
+		{"the retry was refused too", first.Refused(focusgate.RescueStillTooLong, retry), focusgate.RescueStillTooLong, 0, both, 0.004},
+		{"nothing was left to prune", first.Refused(focusgate.RescueNothingToPrune, focusgate.Outcome{}), focusgate.RescueNothingToPrune, 0, first.Usage, 0.001},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -77,11 +77,11 @@ type CredentialKind uint8
 
 const (
 	// Bearer is the token of an "Authorization: Bearer" header.
-	Bearer CredentialKind = iota
+	CredentialBearer CredentialKind = iota
 	// Header is the whole value of a header.
-	Header
+	CredentialHeader
 	// Query is the value of a query parameter.
-	Query
+	CredentialQuery
 )
 
 // Credential is one place a client puts its API key.
@@ -95,7 +95,7 @@ type Credential struct {
 // used).
 func (c Credential) In(r *http.Request) string {
 	switch c.Kind {
-	case Query:
+	case CredentialQuery:
 		if r.URL == nil || r.URL.RawQuery == "" {
 			return ""
 		}
@@ -103,7 +103,7 @@ func (c Credential) In(r *http.Request) string {
 			return strings.TrimSpace(vs[0])
 		}
 		return ""
-	case Bearer:
+	case CredentialBearer:
 		scheme, token, ok := strings.Cut(single(r.Header, c.Name), " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			return ""
@@ -117,7 +117,7 @@ func (c Credential) In(r *http.Request) string {
 // not: a client that sends a credential of its own does not get the
 // gateway's.
 func (c Credential) Present(r *http.Request) bool {
-	if c.Kind == Query {
+	if c.Kind == CredentialQuery {
 		return r.URL != nil && r.URL.RawQuery != "" && r.URL.Query().Has(c.Name)
 	}
 	return len(r.Header.Values(c.Name)) > 0
@@ -126,11 +126,11 @@ func (c Credential) Present(r *http.Request) bool {
 // Set puts key in this place on r, replacing what was there.
 func (c Credential) Set(r *http.Request, key string) {
 	switch c.Kind {
-	case Query:
+	case CredentialQuery:
 		q := r.URL.Query()
 		q.Set(c.Name, key)
 		r.URL.RawQuery = q.Encode()
-	case Bearer:
+	case CredentialBearer:
 		r.Header.Set(c.Name, "Bearer "+key)
 	default:
 		r.Header.Set(c.Name, key)
@@ -139,7 +139,7 @@ func (c Credential) Set(r *http.Request, key string) {
 
 // Remove deletes this place from r.
 func (c Credential) Remove(r *http.Request) {
-	if c.Kind != Query {
+	if c.Kind != CredentialQuery {
 		r.Header.Del(c.Name)
 		return
 	}

@@ -11,19 +11,19 @@ import (
 var AnthropicProvider = Provider{
 	Name: "anthropic",
 	Routes: []Route{
-		{Pattern: "/v1/messages", API: Messages},
-		{Pattern: "/messages", API: Messages},
+		{Pattern: "/v1/messages", API: APIMessages},
+		{Pattern: "/messages", API: APIMessages},
 		// count_tokens sizes a request as it would be sent: it is
 		// rewritten the same way (see README, Anthropic and Claude Code).
-		{Pattern: "/v1/messages/count_tokens", API: Messages, Sizing: true},
-		{Pattern: "/messages/count_tokens", API: Messages, Sizing: true},
+		{Pattern: "/v1/messages/count_tokens", API: APIMessages, Sizing: true},
+		{Pattern: "/messages/count_tokens", API: APIMessages, Sizing: true},
 	},
 	// Every Anthropic client names an API version: Claude Code's other
 	// calls pass through to the Anthropic upstream that way.
 	Claims: func(r *http.Request) bool { return r.Header.Get("Anthropic-Version") != "" },
 	// ANTHROPIC_API_KEY travels in x-api-key, ANTHROPIC_AUTH_TOKEN (and a
 	// Claude subscription's OAuth token) as a bearer token.
-	Credentials:  []Credential{{Kind: Header, Name: "X-Api-Key"}, {Kind: Bearer, Name: "Authorization"}},
+	Credentials:  []Credential{{Kind: CredentialHeader, Name: "X-Api-Key"}, {Kind: CredentialBearer, Name: "Authorization"}},
 	ClientKeyEnv: "ANTHROPIC_API_KEY",
 	Settings: Settings{
 		URL: "ANTHROPIC_URL", Key: "ANTHROPIC_API_KEY", RetrieverModel: "ANTHROPIC_RETRIEVER_MODEL",

@@ -14,7 +14,7 @@ var GeminiProvider = Provider{
 	Claims: geminiClaims,
 	// Gemini CLI and the SDKs send x-goog-api-key, REST examples ?key=,
 	// Vertex AI an OAuth bearer token.
-	Credentials:  []Credential{{Kind: Header, Name: "X-Goog-Api-Key"}, {Kind: Query, Name: "key"}, {Kind: Bearer, Name: "Authorization"}},
+	Credentials:  []Credential{{Kind: CredentialHeader, Name: "X-Goog-Api-Key"}, {Kind: CredentialQuery, Name: "key"}, {Kind: CredentialBearer, Name: "Authorization"}},
 	ClientKeyEnv: "GEMINI_API_KEY",
 	Settings: Settings{
 		URL: "GEMINI_URL", Key: "GEMINI_API_KEY", RetrieverModel: "GEMINI_RETRIEVER_MODEL",
@@ -52,7 +52,7 @@ func geminiRoutes() []Route {
 			"/v1/projects/{project}/locations/{location}/publishers/google/models/",
 			"/v1beta1/projects/{project}/locations/{location}/publishers/google/models/",
 		} {
-			routes = append(routes, Route{Pattern: prefix + "{model}:" + m.name, API: Gemini, Sizing: m.sizing})
+			routes = append(routes, Route{Pattern: prefix + "{model}:" + m.name, API: APIGemini, Sizing: m.sizing})
 		}
 	}
 	return routes

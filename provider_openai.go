@@ -11,12 +11,12 @@ import (
 var OpenAIProvider = Provider{
 	Name: "openai",
 	Routes: []Route{
-		{Pattern: "/v1/chat/completions", API: Chat},
-		{Pattern: "/chat/completions", API: Chat},
-		{Pattern: "/v1/responses", API: Responses},
-		{Pattern: "/responses", API: Responses},
+		{Pattern: "/v1/chat/completions", API: APIChat},
+		{Pattern: "/chat/completions", API: APIChat},
+		{Pattern: "/v1/responses", API: APIResponses},
+		{Pattern: "/responses", API: APIResponses},
 	},
-	Credentials:  []Credential{{Kind: Bearer, Name: "Authorization"}},
+	Credentials:  []Credential{{Kind: CredentialBearer, Name: "Authorization"}},
 	ClientKeyEnv: "OPENAI_API_KEY",
 	Settings: Settings{
 		URL: "UPSTREAM_URL", Key: "UPSTREAM_API_KEY", RetrieverModel: "RETRIEVER_MODEL",

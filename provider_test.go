@@ -104,7 +104,7 @@ func TestCredentials(t *testing.T) {
 	if got := gemini.Credential(r); got != "AIza-h" {
 		t.Errorf("credential %q, want the header's, which comes first", got)
 	}
-	focusgate.Credential{Kind: focusgate.Query, Name: "key"}.Remove(r)
+	focusgate.Credential{Kind: focusgate.CredentialQuery, Name: "key"}.Remove(r)
 	if r.URL.RawQuery != "alt=sse&x=%2F" {
 		t.Errorf("query %q after removing the key: the rest must keep its bytes", r.URL.RawQuery)
 	}
@@ -173,7 +173,7 @@ func TestContextOverflow(t *testing.T) {
 
 func TestGeminiFamily(t *testing.T) {
 	for _, m := range []string{"gemini-2.5-flash", "models/gemini-3-pro-preview", "google/gemini-2.5-pro"} {
-		if focusgate.FamilyOf(m) != focusgate.GeminiFamily {
+		if focusgate.FamilyOf(m) != focusgate.FamilyGemini {
 			t.Errorf("%s is not of the Gemini family", m)
 		}
 	}

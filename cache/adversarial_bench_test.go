@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
@@ -161,7 +162,7 @@ func BenchmarkRedisHitsBesideCPUHog(b *testing.B) {
 						b.Error(err)
 					}
 					lookups.Add(1)
-					if out == cache.Hit {
+					if out == focusgate.CacheHit {
 						hits.Add(1)
 					}
 				}

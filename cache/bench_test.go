@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
@@ -23,7 +24,7 @@ func productionTimeouts(o *cache.RedisOptions) {
 func BenchmarkFetch(b *testing.B) {
 	sel := make([]byte, 256) // a selection: line ranges and token usage
 	compute := func(context.Context) ([]byte, error) { return sel, nil }
-	run := func(b *testing.B, c *cache.Cache, key string, want cache.Outcome) {
+	run := func(b *testing.B, c *cache.Cache, key string, want focusgate.CacheOutcome) {
 		b.Helper()
 		ctx := b.Context()
 		for b.Loop() {
@@ -39,7 +40,7 @@ func BenchmarkFetch(b *testing.B) {
 		if err := c.Store().Set(b.Context(), key, sel); err != nil {
 			b.Fatal(err)
 		}
-		run(b, c, key, cache.Hit)
+		run(b, c, key, focusgate.CacheHit)
 	})
 
 	b.Run("redis-hit", func(b *testing.B) {
@@ -48,7 +49,7 @@ func BenchmarkFetch(b *testing.B) {
 		if err := r.Set(b.Context(), key, sel); err != nil {
 			b.Fatal(err)
 		}
-		run(b, cache.New(r, nil), key, cache.Hit)
+		run(b, cache.New(r, nil), key, focusgate.CacheHit)
 	})
 
 	// Redis is known to be down: every call is skipped and the value computed.
@@ -57,7 +58,7 @@ func BenchmarkFetch(b *testing.B) {
 		r := cachetest.NewStore(b, srv.URL(), productionTimeouts)
 		srv.Stop()
 		waitFor(b, "the probe to find Redis down", func() bool { return r.Status() != nil })
-		run(b, cache.New(r, nil), testKey(b), cache.Miss)
+		run(b, cache.New(r, nil), testKey(b), focusgate.CacheMiss)
 	})
 
 	// Redis was killed and this is the first call to find out, in every
@@ -71,7 +72,7 @@ func BenchmarkFetch(b *testing.B) {
 		ctx := b.Context()
 		for b.Loop() {
 			r.MarkUp()
-			if _, out, err := c.Fetch(ctx, key, compute); err != nil || out != cache.Miss {
+			if _, out, err := c.Fetch(ctx, key, compute); err != nil || out != focusgate.CacheMiss {
 				b.Fatalf("Fetch = %q, %v; want a miss", out, err)
 			}
 		}
@@ -92,7 +93,7 @@ func BenchmarkFetch(b *testing.B) {
 		ctx := b.Context()
 		for b.Loop() {
 			r.MarkUp()
-			if _, out, err := c.Fetch(ctx, key, compute); err != nil || out != cache.Miss {
+			if _, out, err := c.Fetch(ctx, key, compute); err != nil || out != focusgate.CacheMiss {
 				b.Fatalf("Fetch = %q, %v; want a miss", out, err)
 			}
 		}

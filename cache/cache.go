@@ -15,8 +15,6 @@ import (
 	"errors"
 	"io"
 	"sync"
-
-	"github.com/focusgate/focusgate"
 )
 
 // ErrNotFound is returned by Store.Get for a key the store does not hold.
@@ -36,20 +34,6 @@ type Store interface {
 type deleter interface {
 	Delete(ctx context.Context, key string) error
 }
-
-// Outcome says where a value came from; the gateway reports it in the
-// X-Focusgate-Cache header and in metrics.
-type Outcome = focusgate.CacheOutcome
-
-const (
-	// Hit means the value was already stored.
-	Hit = focusgate.CacheHit
-	// Miss means this caller computed the value.
-	Miss = focusgate.CacheMiss
-	// Shared means another caller, in this process or another replica,
-	// computed the value while this one waited.
-	Shared = focusgate.CacheShared
-)
 
 // Key hashes its parts into a fixed-length key. Every part is length-prefixed,
 // so ("ab", "c") and ("a", "bc") give different keys. Callers put a format

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
@@ -33,13 +34,13 @@ func TestRedisClusterSharesSelections(t *testing.T) {
 	for i := range 12 {
 		key := fmt.Sprintf("%s-%d", testKey(t), i)
 		want := []byte(fmt.Sprintf(`{"ranges":[[1,%d]]}`, i))
-		if _, out, err := a.Fetch(t.Context(), key, func(context.Context) ([]byte, error) { return want, nil }); err != nil || out != cache.Miss {
+		if _, out, err := a.Fetch(t.Context(), key, func(context.Context) ([]byte, error) { return want, nil }); err != nil || out != focusgate.CacheMiss {
 			t.Fatalf("replica a: %q, %v", out, err)
 		}
 		got, out, err := b.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
 			return nil, errors.New("replica b computed a stored value")
 		})
-		if err != nil || out != cache.Hit || string(got) != string(want) {
+		if err != nil || out != focusgate.CacheHit || string(got) != string(want) {
 			t.Fatalf("replica b: %q, %q, %v; want a hit with a's bytes", got, out, err)
 		}
 	}

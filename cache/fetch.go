@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+
+	"github.com/focusgate/focusgate"
 )
 
 // claimer is implemented by stores that several replicas share, so that one
@@ -45,7 +47,7 @@ type Cache struct {
 type flight struct {
 	done    chan struct{} // closed once val, outcome and err are final
 	val     []byte
-	outcome Outcome
+	outcome focusgate.CacheOutcome
 	err     error
 
 	waiters int                // callers still waiting; guarded by Cache.mu
@@ -66,8 +68,8 @@ func New(store Store, logger *slog.Logger) *Cache {
 
 // Fetch returns the value stored under key, or computes, stores and returns
 // it. Identical concurrent calls share one computation; the Outcome tells each
-// caller whether the value was stored (Hit), computed for it (Miss) or
-// computed for another caller while it waited (Shared).
+// caller whether the value was stored (focusgate.CacheHit), computed for it (focusgate.CacheMiss) or
+// computed for another caller while it waited (focusgate.CacheShared).
 //
 // compute runs with a context that keeps ctx's values but not its deadline or
 // cancellation, because a caller that gives up must not fail the others: the
@@ -77,11 +79,11 @@ func New(store Store, logger *slog.Logger) *Cache {
 //
 // The store's failures are never returned, since a cache must not be the
 // reason a request fails: the value is then computed and returned uncached.
-// When compute fails, the Outcome still says who paid for the attempt (Miss
-// or Shared); it is empty when the caller gave up or the store's
+// When compute fails, the Outcome still says who paid for the attempt (CacheMiss
+// or CacheShared); it is empty when the caller gave up or the store's
 // coordination failed before computing. The returned slice is
 // shared with other callers and must not be modified.
-func (c *Cache) Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, Outcome, error) {
+func (c *Cache) Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, focusgate.CacheOutcome, error) {
 	c.mu.Lock()
 	f, joined := c.flights[key]
 	if !joined {
@@ -95,8 +97,8 @@ func (c *Cache) Fetch(ctx context.Context, key string, compute func(context.Cont
 
 	select {
 	case <-f.done:
-		if joined && f.outcome == Miss {
-			return f.val, Shared, f.err
+		if joined && f.outcome == focusgate.CacheMiss {
+			return f.val, focusgate.CacheShared, f.err
 		}
 		return f.val, f.outcome, f.err
 	case <-ctx.Done():
@@ -153,10 +155,10 @@ func (c *Cache) run(ctx context.Context, key string, f *flight, compute func(con
 	f.val, f.outcome, f.err = c.getOrCompute(ctx, key, compute)
 }
 
-func (c *Cache) getOrCompute(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, Outcome, error) {
+func (c *Cache) getOrCompute(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, focusgate.CacheOutcome, error) {
 	val, err := c.store.Get(ctx, key)
 	if err == nil {
-		return val, Hit, nil
+		return val, focusgate.CacheHit, nil
 	}
 	// Coordinate only on a clean miss: a store that just failed is unlikely
 	// to coordinate either.
@@ -167,7 +169,7 @@ func (c *Cache) getOrCompute(ctx context.Context, key string, compute func(conte
 		switch {
 		case release != nil:
 		case err == nil:
-			return shared, Shared, nil
+			return shared, focusgate.CacheShared, nil
 		case ctx.Err() != nil:
 			return nil, "", ctx.Err()
 		}
@@ -180,19 +182,19 @@ func (c *Cache) getOrCompute(ctx context.Context, key string, compute func(conte
 		defer func() { release(stored) }()
 		val, err = compute(ctx)
 		if err != nil {
-			return nil, Miss, err
+			return nil, focusgate.CacheMiss, err
 		}
 		// The release stores the value, even if every caller left
 		// meanwhile: it has been paid for.
 		stored = val
-		return val, Miss, nil
+		return val, focusgate.CacheMiss, nil
 	}
 	val, err = compute(ctx)
 	if err != nil {
-		return nil, Miss, err
+		return nil, focusgate.CacheMiss, err
 	}
 	// The value has been paid for, so it is stored even if every caller left
 	// meanwhile. Stores count and log their own failures.
 	_ = c.store.Set(context.WithoutCancel(ctx), key, val)
-	return val, Miss, nil
+	return val, focusgate.CacheMiss, nil
 }

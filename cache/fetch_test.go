@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
@@ -34,7 +35,7 @@ func testKey(t testing.TB) string {
 
 type result struct {
 	val []byte
-	out cache.Outcome
+	out focusgate.CacheOutcome
 	err error
 }
 
@@ -97,7 +98,7 @@ func TestFetchSecondIdenticalCallIsAHit(t *testing.T) {
 				calls.Add(1)
 				return []byte("selection"), nil
 			}
-			for _, want := range []cache.Outcome{cache.Miss, cache.Hit} {
+			for _, want := range []focusgate.CacheOutcome{focusgate.CacheMiss, focusgate.CacheHit} {
 				val, out, err := c.Fetch(t.Context(), key, compute)
 				if err != nil || out != want || string(val) != "selection" {
 					t.Fatalf("Fetch = %q, %q, %v; want %q, %q, nil", val, out, err, "selection", want)
@@ -130,7 +131,7 @@ func TestFetchComputesOnceForConcurrentCalls(t *testing.T) {
 			waitFor(t, "every caller to wait", func() bool { return c.Waiting(key) == callers })
 			close(release)
 
-			outcomes := map[cache.Outcome]int{}
+			outcomes := map[focusgate.CacheOutcome]int{}
 			for _, ch := range results {
 				r := receive(t, ch)
 				if r.err != nil || string(r.val) != "selection" {
@@ -141,7 +142,7 @@ func TestFetchComputesOnceForConcurrentCalls(t *testing.T) {
 			if n := calls.Load(); n != 1 {
 				t.Errorf("compute ran %d times, want 1", n)
 			}
-			if want := map[cache.Outcome]int{cache.Miss: 1, cache.Shared: callers - 1}; fmt.Sprint(outcomes) != fmt.Sprint(want) {
+			if want := map[focusgate.CacheOutcome]int{focusgate.CacheMiss: 1, focusgate.CacheShared: callers - 1}; fmt.Sprint(outcomes) != fmt.Sprint(want) {
 				t.Errorf("outcomes %v, want %v", outcomes, want)
 			}
 		})
@@ -175,7 +176,7 @@ func TestFetchCallerThatGivesUpDoesNotCancelOthers(t *testing.T) {
 				t.Fatalf("caller that gave up got %q, %q, %v; want context.Canceled", r.val, r.out, r.err)
 			}
 			close(release)
-			if r := receive(t, second); r.err != nil || r.out != cache.Shared || string(r.val) != "selection" {
+			if r := receive(t, second); r.err != nil || r.out != focusgate.CacheShared || string(r.val) != "selection" {
 				t.Fatalf("remaining caller got %q, %q, %v; want the shared selection", r.val, r.out, r.err)
 			}
 		})
@@ -213,7 +214,7 @@ func TestFetchCancelsComputationWhenEveryCallerGivesUp(t *testing.T) {
 			val, out, err := c.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
 				return []byte("fresh"), nil
 			})
-			if err != nil || out != cache.Miss || string(val) != "fresh" {
+			if err != nil || out != focusgate.CacheMiss || string(val) != "fresh" {
 				t.Fatalf("Fetch after abandonment = %q, %q, %v; want a fresh miss", val, out, err)
 			}
 		})
@@ -241,7 +242,7 @@ func TestFetchDoesNotStoreFailures(t *testing.T) {
 			val, out, err := c.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
 				return []byte("retried"), nil
 			})
-			if err != nil || out != cache.Miss || string(val) != "retried" {
+			if err != nil || out != focusgate.CacheMiss || string(val) != "retried" {
 				t.Fatalf("Fetch after failure = %q, %q, %v; want a new computation", val, out, err)
 			}
 		})
@@ -263,7 +264,7 @@ func TestFetchFailureOutcomes(t *testing.T) {
 		return nil, errDown
 	}
 	type result struct {
-		out cache.Outcome
+		out focusgate.CacheOutcome
 		err error
 	}
 	first := make(chan result)
@@ -279,10 +280,10 @@ func TestFetchFailureOutcomes(t *testing.T) {
 	}()
 	waitFor(t, "the second caller to join", func() bool { return c.Waiting(key) == 2 })
 	close(release)
-	if r := <-first; r.out != cache.Miss || !errors.Is(r.err, errDown) {
+	if r := <-first; r.out != focusgate.CacheMiss || !errors.Is(r.err, errDown) {
 		t.Errorf("computing caller: %q, %v; want miss and the error", r.out, r.err)
 	}
-	if r := <-second; r.out != cache.Shared || !errors.Is(r.err, errDown) {
+	if r := <-second; r.out != focusgate.CacheShared || !errors.Is(r.err, errDown) {
 		t.Errorf("waiting caller: %q, %v; want shared and the error", r.out, r.err)
 	}
 }

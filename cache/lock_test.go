@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
@@ -73,10 +74,10 @@ func TestHolderThatDistrustsRedisStillReleasesItsLock(t *testing.T) {
 		return nil, errors.New("computed again what the holder had computed")
 	})
 
-	if r := receive(t, holder); r.err != nil || r.out != cache.Miss || string(r.val) != "from a" {
+	if r := receive(t, holder); r.err != nil || r.out != focusgate.CacheMiss || string(r.val) != "from a" {
 		t.Fatalf("holder got %q, %q, %v", r.val, r.out, r.err)
 	}
-	if r := receive(t, waiter); r.err != nil || r.out != cache.Shared || string(r.val) != "from a" {
+	if r := receive(t, waiter); r.err != nil || r.out != focusgate.CacheShared || string(r.val) != "from a" {
 		t.Fatalf("waiter got %q, %q, %v; want the holder's value as soon as it ended", r.val, r.out, r.err)
 	}
 	if n := raw.Exists(t.Context(), cache.LockKey(key)).Val(); n != 0 {
@@ -108,7 +109,7 @@ func TestWaiterTakesOverALockNoLongerExtended(t *testing.T) {
 		}
 		return []byte("selection"), nil
 	})
-	if r := receive(t, got); r.err != nil || r.out != cache.Miss || string(r.val) != "selection" {
+	if r := receive(t, got); r.err != nil || r.out != focusgate.CacheMiss || string(r.val) != "selection" {
 		t.Fatalf("Fetch = %q, %q, %v; want to take the stalled lock over and compute", r.val, r.out, r.err)
 	}
 }

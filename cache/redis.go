@@ -300,12 +300,9 @@ func (r *Redis) Status() error {
 	return r.lastErr
 }
 
-// RedisStats is a snapshot of the Redis store's health, for metrics.
-type RedisStats = focusgate.RedisStats
-
 // Stats returns the counters accumulated since NewRedis.
-func (r *Redis) Stats() RedisStats {
-	s := RedisStats{Up: r.up.Load(), Skipped: r.skipped.Load(), Errors: make(map[string]int64, numOps)}
+func (r *Redis) Stats() focusgate.RedisStats {
+	s := focusgate.RedisStats{Up: r.up.Load(), Skipped: r.skipped.Load(), Errors: make(map[string]int64, numOps)}
 	for o := range numOps {
 		s.Errors[o.String()] = r.errs[o].Load()
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
@@ -99,13 +100,13 @@ func TestFetchOnOneReplicaIsAHitOnAnother(t *testing.T) {
 	key := testKey(t)
 	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
 
-	if _, out, err := a.Fetch(t.Context(), key, compute); err != nil || out != cache.Miss {
+	if _, out, err := a.Fetch(t.Context(), key, compute); err != nil || out != focusgate.CacheMiss {
 		t.Fatalf("first replica: %q, %v; want a miss", out, err)
 	}
 	val, out, err := b.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
 		return nil, errors.New("second replica computed a stored value")
 	})
-	if err != nil || out != cache.Hit || string(val) != "selection" {
+	if err != nil || out != focusgate.CacheHit || string(val) != "selection" {
 		t.Fatalf("second replica: %q, %q, %v; want a hit", val, out, err)
 	}
 }
@@ -139,7 +140,7 @@ func TestFetchComputesOnceAcrossReplicas(t *testing.T) {
 	})
 	close(release)
 
-	outcomes := map[cache.Outcome]int{}
+	outcomes := map[focusgate.CacheOutcome]int{}
 	for _, ch := range results {
 		r := receive(t, ch)
 		if r.err != nil || string(r.val) != "selection" {
@@ -150,7 +151,7 @@ func TestFetchComputesOnceAcrossReplicas(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Errorf("compute ran %d times across replicas, want 1", n)
 	}
-	if want := map[cache.Outcome]int{cache.Miss: 1, cache.Shared: callers - 1}; fmt.Sprint(outcomes) != fmt.Sprint(want) {
+	if want := map[focusgate.CacheOutcome]int{focusgate.CacheMiss: 1, focusgate.CacheShared: callers - 1}; fmt.Sprint(outcomes) != fmt.Sprint(want) {
 		t.Errorf("outcomes %v, want %v", outcomes, want)
 	}
 }
@@ -166,7 +167,7 @@ func TestReplicaDoesNotRecomputeWhatTheHolderStoredAfterItsLook(t *testing.T) {
 	// and before b tries to take the lock.
 	b := cache.New(cache.AfterFirstGet(cachetest.NewStore(t, url), func() {
 		val, out, err := a.Fetch(t.Context(), key, func(context.Context) ([]byte, error) { return []byte("from a"), nil })
-		if err != nil || out != cache.Miss || string(val) != "from a" {
+		if err != nil || out != focusgate.CacheMiss || string(val) != "from a" {
 			t.Errorf("holder got %q, %q, %v; want to compute and store the value", val, out, err)
 		}
 	}), nil)
@@ -174,7 +175,7 @@ func TestReplicaDoesNotRecomputeWhatTheHolderStoredAfterItsLook(t *testing.T) {
 	val, out, err := b.Fetch(t.Context(), key, func(context.Context) ([]byte, error) {
 		return nil, errors.New("computed again a value another replica had stored")
 	})
-	if err != nil || out != cache.Shared || string(val) != "from a" {
+	if err != nil || out != focusgate.CacheShared || string(val) != "from a" {
 		t.Errorf("second replica got %q, %q, %v; want the holder's value", val, out, err)
 	}
 }
@@ -203,7 +204,7 @@ func TestWaitingReplicaComputesWhenHolderFails(t *testing.T) {
 	if r := receive(t, first); !errors.Is(r.err, errRetriever) {
 		t.Errorf("holder got %q, %v; want its own error", r.out, r.err)
 	}
-	if r := receive(t, second); r.err != nil || r.out != cache.Miss || string(r.val) != "from b" {
+	if r := receive(t, second); r.err != nil || r.out != focusgate.CacheMiss || string(r.val) != "from b" {
 		t.Errorf("waiter got %q, %q, %v; want to compute the value itself", r.val, r.out, r.err)
 	}
 }
@@ -224,7 +225,7 @@ func TestWaitingReplicaTakesOverFromDeadHolder(t *testing.T) {
 		}
 		return []byte("selection"), nil
 	})
-	if err != nil || out != cache.Miss || string(val) != "selection" {
+	if err != nil || out != focusgate.CacheMiss || string(val) != "selection" {
 		t.Fatalf("Fetch = %q, %q, %v; want to compute once the dead lock expired", val, out, err)
 	}
 }
@@ -266,10 +267,10 @@ func TestHolderKeepsItsLockWhileComputing(t *testing.T) {
 		return nil, errors.New("took over from a live holder")
 	})
 
-	if r := receive(t, holder); r.err != nil || r.out != cache.Miss {
+	if r := receive(t, holder); r.err != nil || r.out != focusgate.CacheMiss {
 		t.Fatalf("holder got %q, %v", r.out, r.err)
 	}
-	if r := receive(t, waiter); r.err != nil || r.out != cache.Shared || string(r.val) != "from a" {
+	if r := receive(t, waiter); r.err != nil || r.out != focusgate.CacheShared || string(r.val) != "from a" {
 		t.Fatalf("waiter got %q, %q, %v; want the holder's value", r.val, r.out, r.err)
 	}
 }
@@ -287,7 +288,7 @@ func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 		return strings.Contains(raw.ClientList(ctx).Val(), "cmd=ping")
 	})
 	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
-	fetch := func(key string, want cache.Outcome) {
+	fetch := func(key string, want focusgate.CacheOutcome) {
 		t.Helper()
 		val, out, err := c.Fetch(ctx, key, compute)
 		if err != nil || out != want || string(val) != "selection" {
@@ -300,7 +301,7 @@ func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 		srv.Stop()
 		return []byte("selection"), nil
 	})
-	if err != nil || out != cache.Miss || string(val) != "selection" {
+	if err != nil || out != focusgate.CacheMiss || string(val) != "selection" {
 		t.Fatalf("Fetch across Redis's death = %q, %q, %v; want the computed value", val, out, err)
 	}
 	// The value is stored by the release of the lock taken to compute it.
@@ -314,7 +315,7 @@ func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 
 	// While it is known to be down, Fetch computes without calling it.
 	for range 5 {
-		fetch(testKey(t), cache.Miss)
+		fetch(testKey(t), focusgate.CacheMiss)
 	}
 	after := r.Stats()
 	if got := after.Skipped - down.Skipped; got != 10 {
@@ -330,8 +331,8 @@ func TestFetchSurvivesRedisDeathAndResumesCaching(t *testing.T) {
 	srv.Restart()
 	waitFor(t, "the probe to see Redis up", func() bool { return r.Status() == nil })
 	key := testKey(t)
-	fetch(key, cache.Miss)
-	fetch(key, cache.Hit)
+	fetch(key, focusgate.CacheMiss)
+	fetch(key, focusgate.CacheHit)
 }
 
 func TestRedisDownAtStartIsProbedUntilUp(t *testing.T) {
@@ -341,14 +342,14 @@ func TestRedisDownAtStartIsProbedUntilUp(t *testing.T) {
 	waitFor(t, "the first probe to find Redis down", func() bool { return r.Status() != nil })
 	c := cache.New(r, nil)
 	compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
-	if _, out, err := c.Fetch(t.Context(), testKey(t), compute); err != nil || out != cache.Miss {
+	if _, out, err := c.Fetch(t.Context(), testKey(t), compute); err != nil || out != focusgate.CacheMiss {
 		t.Fatalf("Fetch with Redis down = %q, %v; want an uncached miss", out, err)
 	}
 
 	srv.Restart()
 	waitFor(t, "the probe to see Redis up", func() bool { return r.Status() == nil })
 	key := testKey(t)
-	for _, want := range []cache.Outcome{cache.Miss, cache.Hit} {
+	for _, want := range []focusgate.CacheOutcome{focusgate.CacheMiss, focusgate.CacheHit} {
 		if _, out, err := c.Fetch(t.Context(), key, compute); err != nil || out != want {
 			t.Fatalf("Fetch = %q, %v; want %q", out, err, want)
 		}

@@ -62,7 +62,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("defaults do not validate: %v", err)
 	}
-	if got := cfg.RetrieverFor(focusgate.Chat).URL; got != cfg.UpstreamURL {
+	if got := cfg.RetrieverFor(focusgate.APIChat).URL; got != cfg.UpstreamURL {
 		t.Errorf("retriever URL defaults to %q, want the upstream's", got)
 	}
 }
@@ -86,7 +86,7 @@ func TestLoadEnvironment(t *testing.T) {
 		!cfg.PruneAll || cfg.MaxBodyBytes != 1024 {
 		t.Errorf("environment not applied: %+v", cfg)
 	}
-	if got := cfg.RetrieverFor(focusgate.Chat).Key; got != "sk-up" {
+	if got := cfg.RetrieverFor(focusgate.APIChat).Key; got != "sk-up" {
 		t.Errorf("retriever key falls back to %q, want the upstream key", got)
 	}
 }
@@ -238,7 +238,7 @@ func TestModesAndPromptsReadLikeHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Mode != focusgate.Remove || cfg.Prompt != focusgate.Defender {
+	if cfg.Mode != focusgate.ModeRemove || cfg.Prompt != focusgate.VariantDefender {
 		t.Errorf("mode %q, prompt %q: want remove and defender", cfg.Mode, cfg.Prompt)
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -247,7 +247,7 @@ func TestModesAndPromptsReadLikeHeaders(t *testing.T) {
 	if err := fs.Parse([]string{"--mode", "AnCeStOrS", "--prompt", "Neutral"}); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Mode != focusgate.Ancestors || cfg.Prompt != focusgate.Neutral {
+	if cfg.Mode != focusgate.ModeAncestors || cfg.Prompt != focusgate.VariantNeutral {
 		t.Errorf("after flags: mode %q, prompt %q: want ancestors and neutral", cfg.Mode, cfg.Prompt)
 	}
 	if err := fs.Parse([]string{"--mode", "shrink"}); err == nil {
@@ -274,25 +274,25 @@ func TestRetrieverFor(t *testing.T) {
 		api  focusgate.API
 		want config.Retriever
 	}{
-		{"chat, defaults", nil, focusgate.Chat,
+		{"chat, defaults", nil, focusgate.APIChat,
 			config.Retriever{API: "openai", URL: "https://api.openai.com/v1", Model: "gpt-4.1-mini", ClientKey: true}},
-		{"messages, only an Anthropic key", map[string]string{"FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.Messages,
+		{"messages, only an Anthropic key", map[string]string{"FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.APIMessages,
 			config.Retriever{API: "anthropic", URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", Key: "sk-ant", ClientKey: true}},
-		{"messages, the client's own credential", nil, focusgate.Messages,
+		{"messages, the client's own credential", nil, focusgate.APIMessages,
 			config.Retriever{API: "anthropic", URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", ClientKey: true}},
-		{"messages through an OpenAI retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://r/v1", "FOCUSGATE_UPSTREAM_API_KEY": "sk-up"}, focusgate.Messages,
+		{"messages through an OpenAI retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://r/v1", "FOCUSGATE_UPSTREAM_API_KEY": "sk-up"}, focusgate.APIMessages,
 			config.Retriever{API: "openai", URL: "http://r/v1", Model: "gpt-4.1-mini", Key: "sk-up"}},
-		{"chat through an Anthropic retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://claude", "FOCUSGATE_RETRIEVER_API": "anthropic", "FOCUSGATE_RETRIEVER_MODEL": "claude-haiku-4-5", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.Chat,
+		{"chat through an Anthropic retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://claude", "FOCUSGATE_RETRIEVER_API": "anthropic", "FOCUSGATE_RETRIEVER_MODEL": "claude-haiku-4-5", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.APIChat,
 			config.Retriever{API: "anthropic", URL: "http://claude", Model: "claude-haiku-4-5", Key: "sk-ant"}},
-		{"the retriever's own key first", map[string]string{"FOCUSGATE_RETRIEVER_API_KEY": "sk-r", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.Messages,
+		{"the retriever's own key first", map[string]string{"FOCUSGATE_RETRIEVER_API_KEY": "sk-r", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.APIMessages,
 			config.Retriever{API: "anthropic", URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", Key: "sk-r", ClientKey: true}},
-		{"gemini, defaults: the client's own Gemini key", nil, focusgate.Gemini,
+		{"gemini, defaults: the client's own Gemini key", nil, focusgate.APIGemini,
 			config.Retriever{API: "gemini", URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash-lite", ClientKey: true}},
-		{"gemini, only a Gemini key", map[string]string{"FOCUSGATE_GEMINI_API_KEY": "AIza-up", "FOCUSGATE_GEMINI_RETRIEVER_MODEL": "gemini-2.5-flash"}, focusgate.Gemini,
+		{"gemini, only a Gemini key", map[string]string{"FOCUSGATE_GEMINI_API_KEY": "AIza-up", "FOCUSGATE_GEMINI_RETRIEVER_MODEL": "gemini-2.5-flash"}, focusgate.APIGemini,
 			config.Retriever{API: "gemini", URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash", Key: "AIza-up", ClientKey: true}},
-		{"gemini, the retriever's own key first", map[string]string{"FOCUSGATE_RETRIEVER_API_KEY": "sk-r", "FOCUSGATE_GEMINI_API_KEY": "AIza-up"}, focusgate.Gemini,
+		{"gemini, the retriever's own key first", map[string]string{"FOCUSGATE_RETRIEVER_API_KEY": "sk-r", "FOCUSGATE_GEMINI_API_KEY": "AIza-up"}, focusgate.APIGemini,
 			config.Retriever{API: "gemini", URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash-lite", Key: "sk-r", ClientKey: true}},
-		{"chat through a Gemini retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://gemini", "FOCUSGATE_RETRIEVER_API": "gemini", "FOCUSGATE_RETRIEVER_MODEL": "gemini-2.5-flash-lite", "FOCUSGATE_GEMINI_API_KEY": "AIza-up"}, focusgate.Responses,
+		{"chat through a Gemini retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://gemini", "FOCUSGATE_RETRIEVER_API": "gemini", "FOCUSGATE_RETRIEVER_MODEL": "gemini-2.5-flash-lite", "FOCUSGATE_GEMINI_API_KEY": "AIza-up"}, focusgate.APIResponses,
 			config.Retriever{API: "gemini", URL: "http://gemini", Model: "gemini-2.5-flash-lite", Key: "AIza-up"}},
 	}
 	for _, tt := range tests {

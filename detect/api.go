@@ -19,11 +19,11 @@ func APIOf(body []byte) focusgate.API {
 	messages, input, instructions, system := top[0], top[1], top[2], top[3]
 	switch {
 	case !messages.Exists() && (top[4].Exists() || top[5].Exists()):
-		return focusgate.Gemini
+		return focusgate.APIGemini
 	case !messages.Exists() && (input.Exists() || instructions.Exists()):
-		return focusgate.Responses
+		return focusgate.APIResponses
 	case system.Exists():
-		return focusgate.Messages
+		return focusgate.APIMessages
 	}
 	anthropic := false
 	messages.ForEach(func(_, m gjson.Result) bool {
@@ -37,7 +37,7 @@ func APIOf(body []byte) focusgate.API {
 		return !anthropic
 	})
 	if anthropic {
-		return focusgate.Messages
+		return focusgate.APIMessages
 	}
-	return focusgate.Chat
+	return focusgate.APIChat
 }

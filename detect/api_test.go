@@ -17,15 +17,15 @@ func TestAPIOf(t *testing.T) {
 		body string
 		want focusgate.API
 	}{
-		{"chat", `{"model":"gpt-4.1","messages":[{"role":"system","content":"x"},{"role":"user","content":"y"}]}`, focusgate.Chat},
-		{"chat tool loop", `{"messages":[{"role":"assistant","tool_calls":[]},{"role":"tool","tool_call_id":"1","content":"z"}]}`, focusgate.Chat},
-		{"user and assistant strings only", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":10}`, focusgate.Chat},
-		{"responses input", `{"model":"gpt-4.1","input":"hi"}`, focusgate.Responses},
-		{"responses instructions only", `{"instructions":"be brief"}`, focusgate.Responses},
-		{"messages with system", `{"model":"claude","system":"x","messages":[{"role":"user","content":"y"}]}`, focusgate.Messages},
-		{"messages with tool_result", `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"p"}]}]}`, focusgate.Messages},
-		{"messages with thinking", `{"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"}]}]}`, focusgate.Messages},
-		{"not JSON", `nope`, focusgate.Chat},
+		{"chat", `{"model":"gpt-4.1","messages":[{"role":"system","content":"x"},{"role":"user","content":"y"}]}`, focusgate.APIChat},
+		{"chat tool loop", `{"messages":[{"role":"assistant","tool_calls":[]},{"role":"tool","tool_call_id":"1","content":"z"}]}`, focusgate.APIChat},
+		{"user and assistant strings only", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":10}`, focusgate.APIChat},
+		{"responses input", `{"model":"gpt-4.1","input":"hi"}`, focusgate.APIResponses},
+		{"responses instructions only", `{"instructions":"be brief"}`, focusgate.APIResponses},
+		{"messages with system", `{"model":"claude","system":"x","messages":[{"role":"user","content":"y"}]}`, focusgate.APIMessages},
+		{"messages with tool_result", `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"p"}]}]}`, focusgate.APIMessages},
+		{"messages with thinking", `{"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"}]}]}`, focusgate.APIMessages},
+		{"not JSON", `nope`, focusgate.APIChat},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,18 +48,18 @@ func TestAPIOfCapturedBodies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := focusgate.Chat
+		want := focusgate.APIChat
 		switch base := filepath.Base(f); {
 		case strings.Contains(base, "GenerateContent") || strings.Contains(base, "countTokens"):
-			want = focusgate.Gemini
+			want = focusgate.APIGemini
 		case strings.Contains(base, "responses"):
-			want = focusgate.Responses
+			want = focusgate.APIResponses
 		case bothShapes(body):
 			// Valid as a chat body and as a Messages body (a lone
 			// count_tokens message with string content): chat, as APIOf
 			// says; the gateway knows such a body's API from its route.
 		case strings.Contains(base, "messages") || strings.Contains(base, "count_tokens"):
-			want = focusgate.Messages
+			want = focusgate.APIMessages
 		}
 		if got := APIOf(body); got != want {
 			t.Errorf("%s: APIOf = %s, want %s", f, got, want)

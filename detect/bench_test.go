@@ -70,7 +70,7 @@ func BenchmarkNoPage(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if obs, err := f.Find(body, focusgate.Chat, Options{All: true}); err != nil || len(obs) != 0 {
+				if obs, err := f.Find(body, focusgate.APIChat, Options{All: true}); err != nil || len(obs) != 0 {
 					b.Fatalf("Find = %d observations, %v; want none", len(obs), err)
 				}
 			}
@@ -92,14 +92,14 @@ func BenchmarkFind(b *testing.B) {
 		{"genericagent-175KB-tree", single, Options{}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			obs, err := Find(bc.body, focusgate.Chat, bc.opts)
+			obs, err := Find(bc.body, focusgate.APIChat, bc.opts)
 			if err != nil || len(obs) == 0 && bc.name != "prose-1MB" {
 				b.Fatalf("Find = %d observations, %v", len(obs), err)
 			}
 			b.SetBytes(int64(len(bc.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Find(bc.body, focusgate.Chat, bc.opts); err != nil {
+				if _, err := Find(bc.body, focusgate.APIChat, bc.opts); err != nil {
 					b.Fatal(err)
 				}
 			}

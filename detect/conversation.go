@@ -128,13 +128,13 @@ type member func(c *conversation, v int, instructions **unit) (int, error)
 // prunes and counts must be what the upstream reads, so each reader first
 // forgets what an earlier duplicate gave.
 var walkers = map[focusgate.API]map[string]member{
-	focusgate.Chat: {
+	focusgate.APIChat: {
 		"messages": func(c *conversation, v int, _ **unit) (int, error) {
 			c.forget("messages")
 			return c.messages(v)
 		},
 	},
-	focusgate.Responses: {
+	focusgate.APIResponses: {
 		"input": func(c *conversation, v int, _ **unit) (int, error) {
 			c.forget("input")
 			return c.input(v)
@@ -149,7 +149,7 @@ var walkers = map[focusgate.API]map[string]member{
 			return next, err
 		},
 	},
-	focusgate.Messages: {
+	focusgate.APIMessages: {
 		"messages": func(c *conversation, v int, _ **unit) (int, error) {
 			c.forget("messages")
 			return c.anthropicMessages(v)
@@ -163,7 +163,7 @@ var walkers = map[focusgate.API]map[string]member{
 			return next, err
 		},
 	},
-	focusgate.Gemini: {
+	focusgate.APIGemini: {
 		"contents": func(c *conversation, v int, _ **unit) (int, error) {
 			c.forget("contents")
 			return c.geminiContents("contents", v, 1)

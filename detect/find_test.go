@@ -69,7 +69,7 @@ func TestFindAXTrees(t *testing.T) {
 				goal, hist = "What is the phone number in my default shipping address?", "click [3987] where [3987] is link 'My Account'"
 				body = agentOccamBody(t, goal, hist, tree)
 			}
-			obs, err := Find(body, focusgate.Chat, Options{})
+			obs, err := Find(body, focusgate.APIChat, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestFindAgentLabRequests(t *testing.T) {
 			_, hist, _ := strings.Cut(obsPart, "# History of interaction with the task:\n")
 			hist, _, _ = strings.Cut(hist, "\n# Action space:")
 
-			obs, err := Find(body, focusgate.Chat, Options{})
+			obs, err := Find(body, focusgate.APIChat, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,7 +231,7 @@ func TestFindTraces(t *testing.T) {
 	for _, tr := range traces {
 		hist := genericAgentHistory(tr)
 		body := genericAgentBody(t, tr.Goal, tr.AXTree, "None", hist)
-		obs, err := Find(body, focusgate.Chat, Options{})
+		obs, err := Find(body, focusgate.APIChat, Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", tr.ID, err)
 		}
@@ -284,9 +284,9 @@ func TestFindNegative(t *testing.T) {
 				t.Errorf("Blocks found %d trees; the first starts with %.80q", len(b), text[b[0].Start:])
 			}
 			bodies := map[focusgate.API][]byte{
-				focusgate.Chat: chatBody(t, message{Role: "user", Content: text}, message{Role: "assistant", Content: "Done."},
+				focusgate.APIChat: chatBody(t, message{Role: "user", Content: text}, message{Role: "assistant", Content: "Done."},
 					message{Role: "tool", Content: []part{{"text", text}}}),
-				focusgate.Responses: mustJSON(t, map[string]any{"instructions": text, "input": []any{
+				focusgate.APIResponses: mustJSON(t, map[string]any{"instructions": text, "input": []any{
 					map[string]any{"role": "user", "content": []part{{"input_text", text}}},
 					map[string]any{"type": "function_call_output", "call_id": "c1", "output": text},
 				}}),
@@ -306,7 +306,7 @@ func TestFindRejectsNonObjects(t *testing.T) {
 		`{"messages": [{"role": "user", "content": "a` + "\x01" + `b"}]}`, `{"a": tru}`, `{"a": 01}`, `{"a": "\x"}`,
 		`{"a": "\ud83d"` /* unterminated */, `{"a" 1}`, `{"a": 1,}`, `{"a": [1 2]}`,
 	} {
-		for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
+		for _, api := range []focusgate.API{focusgate.APIChat, focusgate.APIResponses} {
 			if obs, err := Find([]byte(body), api, Options{}); !errors.Is(err, ErrNotJSON) || obs != nil {
 				t.Errorf("Find(%q) = %v, %v; want ErrNotJSON", body, obs, err)
 			}
@@ -331,21 +331,21 @@ func TestFind(t *testing.T) {
 		hists []string // when set, the history of every observation
 	}{
 		{
-			name: "body without messages", api: focusgate.Chat,
+			name: "body without messages", api: focusgate.APIChat,
 			body: `{"model": "gpt-4.1", "input": "x"}`,
 		},
 		{
-			name: "messages that are not an array", api: focusgate.Chat,
+			name: "messages that are not an array", api: focusgate.APIChat,
 			body: `{"messages": {"role": "user"}}`,
 		},
 		{
-			name: "tree in a plain user message", api: focusgate.Chat,
+			name: "tree in a plain user message", api: focusgate.APIChat,
 			body:  string(chatBody(t, message{Role: "user", Content: "Task: buy a phone case\n\nPage:\n" + bgTree + "\n\nNext action?"})),
 			paths: []string{"messages.0.content"}, texts: []string{bgTree},
 			goals: []string{"Task: buy a phone case\n\nPage:\n\nNext action?"}, hists: []string{""},
 		},
 		{
-			name: "only the newest observation by default", api: focusgate.Chat,
+			name: "only the newest observation by default", api: focusgate.APIChat,
 			body: string(chatBody(t,
 				message{Role: "user", Content: bgTree},
 				message{Role: "assistant", Content: "click('13')"},
@@ -354,7 +354,7 @@ func TestFind(t *testing.T) {
 			hists: []string{"click('13')"},
 		},
 		{
-			name: "every observation on request, each with its own history", api: focusgate.Chat, opts: Options{All: true},
+			name: "every observation on request, each with its own history", api: focusgate.APIChat, opts: Options{All: true},
 			body: string(chatBody(t,
 				message{Role: "system", Content: "You are a web agent."},
 				message{Role: "user", Content: "Buy a phone case."},
@@ -368,7 +368,7 @@ func TestFind(t *testing.T) {
 			hists: []string{"", "click('13')", "click('13')\n\nclick('15')"},
 		},
 		{
-			name: "several trees in one string; a section never reaches across a tree", api: focusgate.Chat, opts: Options{All: true},
+			name: "several trees in one string; a section never reaches across a tree", api: focusgate.APIChat, opts: Options{All: true},
 			body: string(chatBody(t, message{Role: "user", Content: "# Goal\nBuy a phone case.\n\n# Pages\n" + bgTree + "\n\n" + tree2 +
 				"\n\n# Goal\nThen check out.\n" + tree3 + "\n\n# History of past actions\nclick('13')\n"})),
 			paths: []string{"messages.0.content", "messages.0.content", "messages.0.content"}, texts: []string{bgTree, tree2, tree3},
@@ -376,37 +376,37 @@ func TestFind(t *testing.T) {
 			hists: []string{"click('13')", "click('13')", "click('13')"},
 		},
 		{
-			name: "a tree quoted by the assistant is not an observation", api: focusgate.Chat,
+			name: "a tree quoted by the assistant is not an observation", api: focusgate.APIChat,
 			body:  string(chatBody(t, message{Role: "user", Content: bgTree}, message{Role: "assistant", Content: tree2})),
 			paths: []string{"messages.0.content"}, texts: []string{bgTree},
 		},
 		{
-			name: "part indices count image parts", api: focusgate.Chat,
+			name: "part indices count image parts", api: focusgate.APIChat,
 			body: `{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}, {"type": "text", "text": ` +
 				string(mustJSON(t, bgTree)) + `}]}]}`,
 			paths: []string{"messages.0.content.1.text"}, texts: []string{bgTree},
 		},
 		{
-			name: "escapes: \\u000a newlines, \\/ and surrogate pairs", api: focusgate.Chat,
+			name: "escapes: \\u000a newlines, \\/ and surrogate pairs", api: focusgate.APIChat,
 			body: `{"messages":[{"role":"user","content":"\ud83d\ude00 caf\u00e9\u000a` +
 				strings.NewReplacer("\n", `\u000a`, "\t", `\t`, "'Home'", `'H\/ome \ud83c\udfe0'`).Replace(bgTree) + `\n\u00e9"}]}`,
 			paths: []string{"messages.0.content"}, texts: []string{strings.Replace(bgTree, "'Home'", "'H/ome \U0001F3E0'", 1)},
 			goals: []string{"\U0001F600 café\n\né"},
 		},
 		{
-			name: "invalid UTF-8 and lone surrogates are kept as they came", api: focusgate.Chat,
+			name: "invalid UTF-8 and lone surrogates are kept as they came", api: focusgate.APIChat,
 			body:  "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\\n" + strings.NewReplacer("\n", `\n`, "\t", `\t`, "Deals", "De\xffals", "Footer", `Foo\ud83dter`).Replace(bgTree) + "\"}]}",
 			paths: []string{"messages.0.content"}, texts: []string{strings.NewReplacer("Deals", "De\xffals", "Footer", "Foo\xed\xa0\xbdter").Replace(bgTree)},
 			goals: []string{"\xff\xfe"},
 		},
 		{
-			name: "Responses: instructions and an input string", api: focusgate.Responses, opts: Options{All: true},
+			name: "Responses: instructions and an input string", api: focusgate.APIResponses, opts: Options{All: true},
 			body:  string(mustJSON(t, map[string]any{"input": "Now this page:\n" + tree2, "instructions": "Example page:\n" + bgTree})),
 			paths: []string{"instructions", "input"}, texts: []string{bgTree, tree2},
 			goals: []string{"Example page:", "Now this page:"},
 		},
 		{
-			name: "Responses: assistant output_text is history, not an observation", api: focusgate.Responses,
+			name: "Responses: assistant output_text is history, not an observation", api: focusgate.APIResponses,
 			body: string(mustJSON(t, map[string]any{"input": []any{
 				map[string]any{"role": "user", "content": []part{{"input_text", "Buy a phone case."}}},
 				map[string]any{"type": "message", "role": "assistant", "content": []part{{"output_text", bgTree}}},
@@ -449,7 +449,7 @@ func TestFindBoundsGoalAndHistory(t *testing.T) {
 	}
 	hist.WriteString("## step last\n\n<action>\nclick('99')\n</action>\n")
 	body := genericAgentBody(t, goal, bgTree, "None", hist.String())
-	obs, err := Find(body, focusgate.Chat, Options{})
+	obs, err := Find(body, focusgate.APIChat, Options{})
 	if err != nil || len(obs) != 1 {
 		t.Fatalf("Find = %d, %v", len(obs), err)
 	}

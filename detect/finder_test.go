@@ -26,7 +26,7 @@ func corpus(t *testing.T) (paths []string, apis []focusgate.API) {
 	for _, p := range paths {
 		api := apiOf(p)
 		if strings.Contains(filepath.Base(p), "responses") {
-			api = focusgate.Responses
+			api = focusgate.APIResponses
 		}
 		apis = append(apis, api)
 	}
@@ -66,13 +66,13 @@ func TestFinderOwnsWhatItRemembers(t *testing.T) {
 	}
 	f := NewFinder(64 << 20)
 	buf := bytes.Clone(a)
-	first, err := f.Find(buf, focusgate.Chat, Options{})
+	first, err := f.Find(buf, focusgate.APIChat, Options{})
 	if err != nil || len(first) != 1 {
 		t.Fatalf("Find(a) = %d observations, %v", len(first), err)
 	}
 	text := strings.Clone(first[0].Text)
 	copy(buf, b) // the gateway reads the next request into reused memory
-	second, err := f.Find(buf, focusgate.Chat, Options{})
+	second, err := f.Find(buf, focusgate.APIChat, Options{})
 	if err != nil || len(second) != 1 {
 		t.Fatalf("Find(b) = %d observations, %v", len(second), err)
 	}
@@ -82,7 +82,7 @@ func TestFinderOwnsWhatItRemembers(t *testing.T) {
 	if first[0].Text != text {
 		t.Errorf("the first page's text changed with the buffer it was read from")
 	}
-	again, err := f.Find(a, focusgate.Chat, Options{})
+	again, err := f.Find(a, focusgate.APIChat, Options{})
 	if err != nil || !reflect.DeepEqual(again, first) {
 		t.Errorf("the first body found again differs: %v", err)
 	}
@@ -91,8 +91,8 @@ func TestFinderOwnsWhatItRemembers(t *testing.T) {
 func TestNilFinderIsFind(t *testing.T) {
 	body := genericAgentBody(t, "Open the catalog", readFile(t, "testdata/formats/browsergym.txt"), "", "")
 	var f *Finder
-	got, err := f.Find(body, focusgate.Chat, Options{})
-	want, _ := Find(body, focusgate.Chat, Options{})
+	got, err := f.Find(body, focusgate.APIChat, Options{})
+	want, _ := Find(body, focusgate.APIChat, Options{})
 	if err != nil || !reflect.DeepEqual(got, want) || len(got) != 1 {
 		t.Errorf("nil Finder found %d observations (%v), Find %d", len(got), err, len(want))
 	}

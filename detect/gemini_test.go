@@ -92,10 +92,10 @@ func TestGeminiBodies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := APIOf(tt.body); got != focusgate.Gemini {
+			if got := APIOf(tt.body); got != focusgate.APIGemini {
 				t.Fatalf("APIOf = %v, want gemini", got)
 			}
-			obs, err := Find(tt.body, focusgate.Gemini, Options{All: true})
+			obs, err := Find(tt.body, focusgate.APIGemini, Options{All: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,12 +144,12 @@ func TestWalkersReadOnlyTheirAPIsMembers(t *testing.T) {
 	page := readFile(t, "testdata/formats/playwright.txt")
 	gemini := geminiCLIBody(t, page)
 	chat := chatBody(t, message{Role: "user", Content: "Find the parka.\n" + page})
-	for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses, focusgate.Messages} {
+	for _, api := range []focusgate.API{focusgate.APIChat, focusgate.APIResponses, focusgate.APIMessages} {
 		if obs, err := Find(gemini, api, Options{All: true}); err != nil || len(obs) != 0 {
 			t.Errorf("a Gemini body read as %v: %d observations, %v", api, len(obs), err)
 		}
 	}
-	if obs, err := Find(chat, focusgate.Gemini, Options{All: true}); err != nil || len(obs) != 0 {
+	if obs, err := Find(chat, focusgate.APIGemini, Options{All: true}); err != nil || len(obs) != 0 {
 		t.Errorf("a chat body read as gemini: %d observations, %v", len(obs), err)
 	}
 }

@@ -219,9 +219,9 @@ func requestFiles(t testing.TB) []string {
 
 func apiOf(path string) focusgate.API {
 	if strings.HasPrefix(filepath.Base(path), "responses_") {
-		return focusgate.Responses
+		return focusgate.APIResponses
 	}
-	return focusgate.Chat
+	return focusgate.APIChat
 }
 
 // splice replaces body[start:end] with text JSON-escaped nested+1 times, as the

@@ -260,7 +260,7 @@ func TestRepeatedPageOnOneEscapedLine(t *testing.T) {
 				map[string]any{"role": "user", "content": "Save the form."},
 				map[string]any{"role": "tool", "tool_call_id": "c1", "content": read},
 			}})
-			obs, err := Find(body, focusgate.Chat, Options{All: true})
+			obs, err := Find(body, focusgate.APIChat, Options{All: true})
 			if err != nil || len(obs) != 2 {
 				t.Fatalf("Find = %d observations, %v; want the two copies", len(obs), err)
 			}
@@ -351,7 +351,7 @@ func TestRealWrapperCaptures(t *testing.T) {
 			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "t1", "name": "Read", "input": map[string]any{}}}},
 			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": s}}},
 		}})
-		obs, err := Find(body, focusgate.Messages, Options{All: true})
+		obs, err := Find(body, focusgate.APIMessages, Options{All: true})
 		if err != nil || len(obs) != tt.trees || obs[len(obs)-1].Text != tail || obs[0].Goal != "Open the catalogue and click Place order." {
 			t.Fatalf("%s in a Messages body: %d observations, %v", tt.file, len(obs), err)
 		}

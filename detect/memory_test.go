@@ -41,7 +41,7 @@ func TestReserveIsChargedWhatDetectionHolds(t *testing.T) {
 	const parts = 100_000
 	body := manyParts(parts)
 	r := &tally{limit: 1 << 40}
-	if _, err := (*Finder)(nil).Read(body, focusgate.Chat, Options{All: true, Reserve: r.reserve}); err != nil {
+	if _, err := (*Finder)(nil).Read(body, focusgate.APIChat, Options{All: true, Reserve: r.reserve}); err != nil {
 		t.Fatal(err)
 	}
 	// A segment per part, and the arrays the list outgrew on the way.
@@ -56,7 +56,7 @@ func TestReserveIsChargedWhatDetectionHolds(t *testing.T) {
 func TestRefusedReserveStopsDetection(t *testing.T) {
 	body := manyParts(100_000)
 	r := &tally{limit: int64(len(body))}
-	_, err := (*Finder)(nil).Read(body, focusgate.Chat, Options{All: true, Reserve: r.reserve})
+	_, err := (*Finder)(nil).Read(body, focusgate.APIChat, Options{All: true, Reserve: r.reserve})
 	if !errors.Is(err, ErrOverBudget) {
 		t.Fatalf("Read = %v, want ErrOverBudget", err)
 	}

@@ -107,7 +107,7 @@ func TestClaudeCodeGoalAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs, err := Find(body, focusgate.Messages, Options{})
+	obs, err := Find(body, focusgate.APIMessages, Options{})
 	if err != nil || len(obs) != 1 {
 		t.Fatalf("%d observations, %v", len(obs), err)
 	}
@@ -148,7 +148,7 @@ func TestMessagesBlocksSearched(t *testing.T) {
 		{"unknown block with content", `{"messages":[{"role":"user","content":[{"type":"search_result","content":[{"type":"text","text":` + js(tree) + `}]}]}]}`, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			obs, err := Find([]byte(tt.body), focusgate.Messages, Options{All: true})
+			obs, err := Find([]byte(tt.body), focusgate.APIMessages, Options{All: true})
 			if err != nil || len(obs) != tt.want {
 				t.Fatalf("%d observations, %v; want %d", len(obs), err, tt.want)
 			}
@@ -175,23 +175,23 @@ func TestDuplicateAndEscapedMembers(t *testing.T) {
 		pages int
 		model string
 	}{
-		{"model: the last wins", focusgate.Chat, `{"model":"gpt-3.5-turbo","messages":[],"model":"gpt-4.1"}`, 0, "gpt-4.1"},
-		{"model: an escaped name", focusgate.Chat, `{"mod\u0065l":"gpt-4.1","messages":[]}`, 0, "gpt-4.1"},
-		{"messages: the last wins, without a page", focusgate.Chat, `{"messages":` + msg(js(tree)) + `,"messages":` + msg(`"hi"`) + `}`, 0, ""},
-		{"messages: the last wins, with a page", focusgate.Chat, `{"messages":` + msg(`"hi"`) + `,"messages":` + msg(js(tree)) + `}`, 1, ""},
-		{"messages: an escaped name", focusgate.Chat, `{"m\u0065ssages":` + msg(js(tree)) + `}`, 1, ""},
-		{"content: the last wins", focusgate.Chat, `{"messages":[{"role":"user","content":` + js(tree) + `,"content":"hi"}]}`, 0, ""},
-		{"role: the last wins", focusgate.Chat, `{"messages":[{"role":"user","content":` + js(tree) + `,"role":"assistant"}]}`, 0, ""},
-		{"Messages content: the last wins", focusgate.Messages, `{"messages":[{"role":"user","content":[{"type":"text","text":` + js(tree) + `}],"content":"hi"}]}`, 0, ""},
-		{"input: the last wins", focusgate.Responses, `{"input":` + js(tree) + `,"input":"hi"}`, 0, ""},
+		{"model: the last wins", focusgate.APIChat, `{"model":"gpt-3.5-turbo","messages":[],"model":"gpt-4.1"}`, 0, "gpt-4.1"},
+		{"model: an escaped name", focusgate.APIChat, `{"mod\u0065l":"gpt-4.1","messages":[]}`, 0, "gpt-4.1"},
+		{"messages: the last wins, without a page", focusgate.APIChat, `{"messages":` + msg(js(tree)) + `,"messages":` + msg(`"hi"`) + `}`, 0, ""},
+		{"messages: the last wins, with a page", focusgate.APIChat, `{"messages":` + msg(`"hi"`) + `,"messages":` + msg(js(tree)) + `}`, 1, ""},
+		{"messages: an escaped name", focusgate.APIChat, `{"m\u0065ssages":` + msg(js(tree)) + `}`, 1, ""},
+		{"content: the last wins", focusgate.APIChat, `{"messages":[{"role":"user","content":` + js(tree) + `,"content":"hi"}]}`, 0, ""},
+		{"role: the last wins", focusgate.APIChat, `{"messages":[{"role":"user","content":` + js(tree) + `,"role":"assistant"}]}`, 0, ""},
+		{"Messages content: the last wins", focusgate.APIMessages, `{"messages":[{"role":"user","content":[{"type":"text","text":` + js(tree) + `}],"content":"hi"}]}`, 0, ""},
+		{"input: the last wins", focusgate.APIResponses, `{"input":` + js(tree) + `,"input":"hi"}`, 0, ""},
 		// Escaped values of role and type read as the upstream reads them.
-		{"role: escaped user", focusgate.Chat, `{"messages":[{"role":"u\u0073er","content":` + js(tree) + `}]}`, 1, ""},
-		{"role: escaped tool, content part type escaped", focusgate.Chat, `{"messages":[{"role":"t\u006fol","content":[{"type":"t\u0065xt","text":` + js(tree) + `}]}]}`, 1, ""},
-		{"Responses: escaped item type and role", focusgate.Responses, `{"input":[{"role":"\u0075ser","content":"Find it"},{"type":"function_c\u0061ll_output","call_id":"c","output":` + js(tree) + `}]}`, 1, ""},
-		{"Responses: escaped part type", focusgate.Responses, `{"input":[{"role":"user","content":[{"type":"input_t\u0065xt","text":` + js(tree) + `}]}]}`, 1, ""},
-		{"Messages: escaped role and tool_result", focusgate.Messages, `{"messages":[{"role":"us\u0065r","content":[{"type":"tool_r\u0065sult","tool_use_id":"t","content":` + js(tree) + `}]}]}`, 1, ""},
-		{"Messages: escaped text block", focusgate.Messages, `{"messages":[{"role":"user","content":[{"type":"\u0074ext","text":` + js(tree) + `}]}]}`, 1, ""},
-		{"Gemini: escaped user", focusgate.Gemini, `{"contents":[{"role":"u\u0073er","parts":[{"text":` + js(tree) + `}]}]}`, 1, ""},
+		{"role: escaped user", focusgate.APIChat, `{"messages":[{"role":"u\u0073er","content":` + js(tree) + `}]}`, 1, ""},
+		{"role: escaped tool, content part type escaped", focusgate.APIChat, `{"messages":[{"role":"t\u006fol","content":[{"type":"t\u0065xt","text":` + js(tree) + `}]}]}`, 1, ""},
+		{"Responses: escaped item type and role", focusgate.APIResponses, `{"input":[{"role":"\u0075ser","content":"Find it"},{"type":"function_c\u0061ll_output","call_id":"c","output":` + js(tree) + `}]}`, 1, ""},
+		{"Responses: escaped part type", focusgate.APIResponses, `{"input":[{"role":"user","content":[{"type":"input_t\u0065xt","text":` + js(tree) + `}]}]}`, 1, ""},
+		{"Messages: escaped role and tool_result", focusgate.APIMessages, `{"messages":[{"role":"us\u0065r","content":[{"type":"tool_r\u0065sult","tool_use_id":"t","content":` + js(tree) + `}]}]}`, 1, ""},
+		{"Messages: escaped text block", focusgate.APIMessages, `{"messages":[{"role":"user","content":[{"type":"\u0074ext","text":` + js(tree) + `}]}]}`, 1, ""},
+		{"Gemini: escaped user", focusgate.APIGemini, `{"contents":[{"role":"u\u0073er","parts":[{"text":` + js(tree) + `}]}]}`, 1, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs, err := Find([]byte(tt.body), tt.api, Options{All: true})
@@ -212,11 +212,11 @@ func TestDuplicateAndEscapedMembers(t *testing.T) {
 		api  focusgate.API
 		body string
 	}{
-		{"chat", focusgate.Chat, `{"messages":[{"role":"user","content":"Order a laptop"},{"role":"\u0061ssistant","content":` + js(tree) + `},` +
+		{"chat", focusgate.APIChat, `{"messages":[{"role":"user","content":"Order a laptop"},{"role":"\u0061ssistant","content":` + js(tree) + `},` +
 			`{"role":"\u0061ssistant","content":"Opening the catalog."},{"role":"user","content":` + js(tree) + `}]}`},
-		{"Messages", focusgate.Messages, `{"messages":[{"role":"user","content":"Order a laptop"},{"role":"assist\u0061nt","content":[{"type":"text","text":` + js(tree) + `}]},` +
+		{"Messages", focusgate.APIMessages, `{"messages":[{"role":"user","content":"Order a laptop"},{"role":"assist\u0061nt","content":[{"type":"text","text":` + js(tree) + `}]},` +
 			`{"role":"assist\u0061nt","content":[{"type":"text","text":"Opening the catalog."}]},{"role":"user","content":[{"type":"text","text":` + js(tree) + `}]}]}`},
-		{"Gemini", focusgate.Gemini, `{"contents":[{"role":"user","parts":[{"text":"Order a laptop"}]},{"role":"m\u006fdel","parts":[{"text":` + js(tree) + `}]},` +
+		{"Gemini", focusgate.APIGemini, `{"contents":[{"role":"user","parts":[{"text":"Order a laptop"}]},{"role":"m\u006fdel","parts":[{"text":` + js(tree) + `}]},` +
 			`{"role":"m\u006fdel","parts":[{"text":"Opening the catalog."}]},{"role":"user","parts":[{"text":` + js(tree) + `}]}]}`},
 	} {
 		t.Run("escaped assistant: "+tt.name, func(t *testing.T) {
@@ -241,24 +241,24 @@ func TestReadCountsMessages(t *testing.T) {
 		body string
 		want int
 	}{
-		{"messages: one tool output", focusgate.Messages,
+		{"messages: one tool output", focusgate.APIMessages,
 			`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}]}`, 1},
-		{"messages: one message with system", focusgate.Messages,
+		{"messages: one message with system", focusgate.APIMessages,
 			`{"system":"Order a laptop","messages":[{"role":"user","content":"x"}]}`, 1},
-		{"messages: system blocks after the message", focusgate.Messages,
+		{"messages: system blocks after the message", focusgate.APIMessages,
 			`{"messages":[{"role":"user","content":"x"}],"system":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`, 1},
-		{"messages: text, tool results and text in one message", focusgate.Messages,
+		{"messages: text, tool results and text in one message", focusgate.APIMessages,
 			`{"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t","content":"x"},{"type":"text","text":"b"}]}]}`, 1},
-		{"messages: a conversation", focusgate.Messages,
+		{"messages: a conversation", focusgate.APIMessages,
 			`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`, 3},
-		{"messages: system alone", focusgate.Messages, `{"system":"s","messages":[]}`, 0},
-		{"chat: a system message is a message", focusgate.Chat,
+		{"messages: system alone", focusgate.APIMessages, `{"system":"s","messages":[]}`, 0},
+		{"chat: a system message is a message", focusgate.APIChat,
 			`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"x"}]}`, 2},
-		{"responses: instructions and a string", focusgate.Responses, `{"instructions":"s","input":"x"}`, 1},
-		{"gemini: a turn of text and a function response, with a system instruction", focusgate.Gemini,
+		{"responses: instructions and a string", focusgate.APIResponses, `{"instructions":"s","input":"x"}`, 1},
+		{"gemini: a turn of text and a function response, with a system instruction", focusgate.APIGemini,
 			`{"systemInstruction":{"parts":[{"text":"s"}]},"contents":[{"role":"user","parts":[{"text":"a"},{"functionResponse":{"name":"f","response":{"output":"o"}}},{"text":"b"}]}]}`, 1},
-		{"gemini: two turns", focusgate.Gemini, `{"contents":[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"b"}]}]}`, 2},
-		{"responses: items", focusgate.Responses,
+		{"gemini: two turns", focusgate.APIGemini, `{"contents":[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"b"}]}]}`, 2},
+		{"responses: items", focusgate.APIResponses,
 			`{"instructions":"s","input":[{"role":"user","content":"a"},{"type":"function_call_output","call_id":"c","output":"o"}]}`, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

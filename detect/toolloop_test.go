@@ -86,7 +86,7 @@ func toolLoops(t testing.TB) []struct {
 		goals, hists []string
 	}{
 		{
-			name: "chat: task in the first user message, pages from tools", api: focusgate.Chat,
+			name: "chat: task in the first user message, pages from tools", api: focusgate.APIChat,
 			body: chat(
 				map[string]any{"role": "system", "content": loopSystem},
 				map[string]any{"role": "user", "content": loopTask},
@@ -105,7 +105,7 @@ func toolLoops(t testing.TB) []struct {
 			},
 		},
 		{
-			name: "chat: a follow-up from the user joins the task", api: focusgate.Chat,
+			name: "chat: a follow-up from the user joins the task", api: focusgate.APIChat,
 			body: chat(
 				map[string]any{"role": "system", "content": loopSystem},
 				map[string]any{"role": "user", "content": loopTask},
@@ -119,7 +119,7 @@ func toolLoops(t testing.TB) []struct {
 			hists: []string{navigate, navigate + "\n\n" + clickLink},
 		},
 		{
-			name: "chat: no user text, the system prompt is the task", api: focusgate.Chat,
+			name: "chat: no user text, the system prompt is the task", api: focusgate.APIChat,
 			body: chat(
 				map[string]any{"role": "system", "content": loopSystem},
 				toolCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`, nil),
@@ -129,7 +129,7 @@ func toolLoops(t testing.TB) []struct {
 			hists: []string{navigate},
 		},
 		{
-			name: "responses: task in the first input message", api: focusgate.Responses,
+			name: "responses: task in the first input message", api: focusgate.APIResponses,
 			body: mustJSON(t, map[string]any{"model": "gpt-4.1", "instructions": loopSystem, "input": []any{
 				map[string]any{"role": "user", "content": []part{{"input_text", loopTask}}},
 				functionCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`),
@@ -142,7 +142,7 @@ func toolLoops(t testing.TB) []struct {
 			hists: []string{navigate, navigate + "\n\nThe shop is open; I open the 14-inch laptop.\n\n" + clickLink},
 		},
 		{
-			name: "responses: no user text, the instructions are the task", api: focusgate.Responses,
+			name: "responses: no user text, the instructions are the task", api: focusgate.APIResponses,
 			body: mustJSON(t, map[string]any{"model": "gpt-4.1", "instructions": loopSystem, "input": []any{
 				functionCall("c1", "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`),
 				functionOutput("c1", snap(1)),
@@ -195,9 +195,9 @@ func TestObservationDependsOnlyOnItsPrefix(t *testing.T) {
 	}
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
-			api, member := focusgate.Chat, "messages"
+			api, member := focusgate.APIChat, "messages"
 			if !gjson.GetBytes(body, member).IsArray() {
-				api, member = focusgate.Responses, "input"
+				api, member = focusgate.APIResponses, "input"
 			}
 			full, err := Find(body, api, Options{All: true})
 			if err != nil {

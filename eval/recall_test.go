@@ -59,7 +59,7 @@ type everything struct{}
 func (everything) Name() string { return "everything" }
 
 func (everything) Select(_ context.Context, s *Step) (prune.Selection, error) {
-	return prune.Selection{Ranges: []prune.Range{{From: 1, To: len(s.Tree.Lines)}}}, nil
+	return prune.Selection{Ranges: []focusgate.Range{{From: 1, To: len(s.Tree.Lines)}}}, nil
 }
 
 // What Run reports is what the pruned page shows: in every mode, a step is
@@ -95,7 +95,7 @@ func TestRecallIsWhatThePrunedPageShows(t *testing.T) {
 		t.Fatalf("%d steps with %d IDs; the test finds steps by ID", len(sample), len(byID))
 	}
 
-	for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
+	for _, mode := range []focusgate.Mode{focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs} {
 		t.Run(string(mode), func(t *testing.T) {
 			strategies := []*recording{{Strategy: BM25{Budget: 500}}, {Strategy: Truncate{Budget: 2000}}, {Strategy: rootOnly{}}, {Strategy: everything{}}}
 			var sts []Strategy
@@ -178,9 +178,9 @@ func TestRunRefusesOptionsThatPruneNothing(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"mode off", Options{Strategies: []Strategy{rec}, Mode: focusgate.Off}, "eval: mode off prunes nothing"},
+		{"mode off", Options{Strategies: []Strategy{rec}, Mode: focusgate.ModeOff}, "eval: mode off prunes nothing"},
 		{"unknown mode", Options{Strategies: []Strategy{rec}, Mode: "shrink"}, `eval: unknown mode "shrink"`},
-		{"unknown variant", Options{Strategies: []Strategy{rec, &LLM{Variant: "polite"}}, Mode: focusgate.Stubs}, `eval: llm: unknown prompt variant "polite"`},
+		{"unknown variant", Options{Strategies: []Strategy{rec, &LLM{Variant: "polite"}}, Mode: focusgate.ModeStubs}, `eval: llm: unknown prompt variant "polite"`},
 	} {
 		tt.opts.Model, tt.opts.Counter = testModel, testCounter
 		results, _, err := Run(context.Background(), devTraces(t, 2), tt.opts)
@@ -201,7 +201,7 @@ func TestFailureKeepsTheRetrieversStatus(t *testing.T) {
 		llm := &LLM{Retriever: retrieverFunc(func(context.Context, prune.Query) (prune.Selection, error) {
 			return prune.Selection{}, &prune.StatusError{Code: code, Err: fmt.Errorf("status %d", code)}
 		})}
-		results, _, err := Run(context.Background(), devTraces(t, 1), Options{Strategies: []Strategy{llm}, Mode: focusgate.Remove, Model: testModel, Counter: testCounter})
+		results, _, err := Run(context.Background(), devTraces(t, 1), Options{Strategies: []Strategy{llm}, Mode: focusgate.ModeRemove, Model: testModel, Counter: testCounter})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/pricing"
-	"github.com/focusgate/focusgate/prune"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -42,7 +41,7 @@ func golden(t *testing.T, name string, got []byte) {
 func handMade() []StepResult {
 	llm := func(bench string, before, after int, recalled bool, ms int, failure string) StepResult {
 		r := StepResult{Strategy: "llm", Benchmark: bench, RetrieverModel: "gpt-4.1-mini", TokensBefore: before, TokensAfter: after,
-			Recalled: recalled, Latency: time.Duration(ms) * time.Millisecond, Usage: prune.Usage{PromptTokens: 1000, CompletionTokens: 100}}
+			Recalled: recalled, Latency: time.Duration(ms) * time.Millisecond, Usage: focusgate.RetrieverUsage{PromptTokens: 1000, CompletionTokens: 100}}
 		if failure != "" {
 			r.Failure, r.Err = failure, errors.New("retriever said "+failure)
 		}
@@ -155,7 +154,7 @@ func TestReportGolden(t *testing.T) {
 		}
 		results, skipped, err := Run(context.Background(), sample, Options{
 			Strategies: []Strategy{Truncate{Budget: 1000}, BM25{Budget: 1000}},
-			Mode:       focusgate.Remove,
+			Mode:       focusgate.ModeRemove,
 			Model:      testModel,
 			Counter:    testCounter,
 		})

@@ -46,8 +46,8 @@ func (opts Options) check() error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	if mode == focusgate.Off {
-		return fmt.Errorf("eval: mode %s prunes nothing to measure (use %s, %s or %s)", mode, focusgate.Remove, focusgate.Ancestors, focusgate.Stubs)
+	if mode == focusgate.ModeOff {
+		return fmt.Errorf("eval: mode %s prunes nothing to measure (use %s, %s or %s)", mode, focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs)
 	}
 	for _, st := range opts.Strategies {
 		if l, ok := st.(*LLM); ok {
@@ -84,7 +84,7 @@ type StepResult struct {
 	Latency time.Duration
 	// Usage is what the strategy's model calls spent, a failed call's
 	// included.
-	Usage prune.Usage
+	Usage focusgate.RetrieverUsage
 	// Failure is why the strategy failed, in which case the step went
 	// unpruned, as the gateway fails open; empty when it did not fail.
 	Failure string
@@ -193,14 +193,14 @@ func evaluate(ctx context.Context, t *Trace, opts Options) ([]StepResult, string
 			r.Usage = call.sel.Usage
 		}
 		switch {
-		case res.Status == focusgate.FailedOpen && call != nil && call.err != nil:
+		case res.Status == focusgate.StatusFailedOpen && call != nil && call.err != nil:
 			r.Failure, r.Err = failureReason(call.err), call.err
-		case res.Status == focusgate.FailedOpen:
+		case res.Status == focusgate.StatusFailedOpen:
 			r.Failure = string(res.Reason)
 		}
 		// What is not pruned goes on whole, the target with it.
 		r.Recalled, r.RecalledWithoutFocus = true, true
-		if res.Status == focusgate.Pruned {
+		if res.Status == focusgate.StatusPruned {
 			r.Recalled = kept(res.Kept, target)
 			r.RecalledWithoutFocus = r.Recalled
 			if targetFocused {
@@ -209,7 +209,7 @@ func evaluate(ctx context.Context, t *Trace, opts Options) ([]StepResult, string
 				// tree without its focus.
 				alone := in
 				alone.Tree.FocusedBID = ""
-				if res := p.Prune(ctx, alone); res.Status == focusgate.Pruned {
+				if res := p.Prune(ctx, alone); res.Status == focusgate.StatusPruned {
 					r.RecalledWithoutFocus = kept(res.Kept, target)
 				}
 			}
@@ -256,8 +256,8 @@ func (sr *strategyRetriever) Select(ctx context.Context, q prune.Query) (prune.S
 
 // kept reports whether the line at index i (0-based) is in ranges, the lines
 // the pruner kept verbatim.
-func kept(ranges []prune.Range, i int) bool {
-	return slices.ContainsFunc(ranges, func(r prune.Range) bool { return r.From <= i+1 && i+1 <= r.To })
+func kept(ranges []focusgate.Range, i int) bool {
+	return slices.ContainsFunc(ranges, func(r focusgate.Range) bool { return r.From <= i+1 && i+1 <= r.To })
 }
 
 // lineTokens counts each line of t with what separates it from the next.

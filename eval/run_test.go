@@ -80,11 +80,11 @@ func devTraces(t testing.TB, n int) []Trace {
 
 // targetRanges keeps the line holding target and two lines either side, as a
 // good retriever would.
-func targetRanges(q prune.Query, target string) []prune.Range {
+func targetRanges(q prune.Query, target string) []focusgate.Range {
 	for l := range strings.Lines(q.Numbered) {
 		var n int
 		if _, err := fmt.Sscan(l, &n); err == nil && strings.Contains(l, "["+target+"] ") {
-			return []prune.Range{{From: max(n-2, 1), To: min(n+2, q.Lines)}}
+			return []focusgate.Range{{From: max(n-2, 1), To: min(n+2, q.Lines)}}
 		}
 	}
 	return nil
@@ -104,18 +104,18 @@ func TestRun(t *testing.T) {
 		Retriever: retrieverFunc(func(_ context.Context, q prune.Query) (prune.Selection, error) {
 			calls.Add(1)
 			if q.Goal == "fail" {
-				return prune.Selection{Usage: prune.Usage{PromptTokens: 9}}, &prune.StatusError{Code: 429, Err: errors.New("rate limited")}
+				return prune.Selection{Usage: focusgate.RetrieverUsage{PromptTokens: 9}}, &prune.StatusError{Code: 429, Err: errors.New("rate limited")}
 			}
 			if !strings.HasPrefix(q.Numbered, "   1 RootWebArea") || q.Lines == 0 {
 				return prune.Selection{}, fmt.Errorf("not a numbered tree: %.40q", q.Numbered)
 			}
-			return prune.Selection{Ranges: targetRanges(q, traces[0].TargetBID), Usage: prune.Usage{PromptTokens: 1000, CompletionTokens: 20}}, nil
+			return prune.Selection{Ranges: targetRanges(q, traces[0].TargetBID), Usage: focusgate.RetrieverUsage{PromptTokens: 1000, CompletionTokens: 20}}, nil
 		}),
 	}
 	var bar bytes.Buffer
 	results, skipped, err := Run(context.Background(), traces, Options{
 		Strategies:  []Strategy{llm, Truncate{Budget: 100}},
-		Mode:        focusgate.Remove,
+		Mode:        focusgate.ModeRemove,
 		Model:       testModel,
 		Counter:     testCounter,
 		Concurrency: 2,
@@ -164,7 +164,7 @@ type rootOnly struct{}
 func (rootOnly) Name() string { return "root-only" }
 
 func (rootOnly) Select(context.Context, *Step) (prune.Selection, error) {
-	return prune.Selection{Ranges: []prune.Range{{From: 1, To: 1}}}, nil
+	return prune.Selection{Ranges: []focusgate.Range{{From: 1, To: 1}}}, nil
 }
 
 // The focused element's line is always kept, so a step whose target is the
@@ -187,7 +187,7 @@ func TestRecallWithAndWithoutTheFocusRule(t *testing.T) {
 	}
 	results, _, err := Run(context.Background(), append(focused, other...), Options{
 		Strategies: []Strategy{rootOnly{}},
-		Mode:       focusgate.Remove,
+		Mode:       focusgate.ModeRemove,
 		Model:      testModel,
 		Counter:    testCounter,
 	})

@@ -48,7 +48,7 @@ func (t Truncate) Select(_ context.Context, s *Step) (prune.Selection, error) {
 		n++
 	}
 	// Apply keeps the root anyway; a selection never names zero lines.
-	return prune.Selection{Ranges: []prune.Range{{From: 1, To: max(n, 1)}}}, nil
+	return prune.Selection{Ranges: []focusgate.Range{{From: 1, To: max(n, 1)}}}, nil
 }
 
 // BM25 ranks the lines of the tree against the goal with Okapi BM25 and
@@ -81,15 +81,15 @@ func (b BM25) Select(_ context.Context, s *Step) (prune.Selection, error) {
 }
 
 // keptRanges turns one flag per line into the ranges of a Selection.
-func keptRanges(keep []bool) []prune.Range {
-	var rs []prune.Range
+func keptRanges(keep []bool) []focusgate.Range {
+	var rs []focusgate.Range
 	for i, k := range keep {
 		switch {
 		case !k:
 		case len(rs) > 0 && rs[len(rs)-1].To == i:
 			rs[len(rs)-1].To = i + 1
 		default:
-			rs = append(rs, prune.Range{From: i + 1, To: i + 1})
+			rs = append(rs, focusgate.Range{From: i + 1, To: i + 1})
 		}
 	}
 	return rs

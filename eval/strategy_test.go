@@ -132,10 +132,10 @@ func TestBM25KeepsTheBestLinesWithinBudget(t *testing.T) {
 func TestKeptRanges(t *testing.T) {
 	for _, tt := range []struct {
 		keep []bool
-		want []prune.Range
+		want []focusgate.Range
 	}{
-		{[]bool{true}, []prune.Range{{From: 1, To: 1}}},
-		{[]bool{true, true, false, true, false, false, true, true}, []prune.Range{{From: 1, To: 2}, {From: 4, To: 4}, {From: 7, To: 8}}},
+		{[]bool{true}, []focusgate.Range{{From: 1, To: 1}}},
+		{[]bool{true, true, false, true, false, false, true, true}, []focusgate.Range{{From: 1, To: 2}, {From: 4, To: 4}, {From: 7, To: 8}}},
 		{[]bool{false, false}, nil},
 	} {
 		if got := keptRanges(tt.keep); !slices.Equal(got, tt.want) {
@@ -172,7 +172,7 @@ func FuzzBaselines(f *testing.F) {
 			if used > budget && used != s.LineTokens[0] {
 				t.Fatalf("%s: %d tokens kept for a budget of %d", st.Name(), used, budget)
 			}
-			if _, err := prune.Apply(s.Tree, sel, focusgate.Ancestors); err != nil {
+			if _, err := prune.Apply(s.Tree, sel, focusgate.ModeAncestors); err != nil {
 				t.Fatalf("%s: Apply: %v", st.Name(), err)
 			}
 		}

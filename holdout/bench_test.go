@@ -18,9 +18,9 @@ func BenchmarkAssign(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		api := focusgate.Chat
+		api := focusgate.APIChat
 		if name == "claude-code-step7" {
-			api = focusgate.Messages
+			api = focusgate.APIMessages
 		}
 		h := New(Options{Share: 0.05})
 		b.Run(name, func(b *testing.B) {

@@ -29,22 +29,11 @@ import (
 	"github.com/focusgate/focusgate/pricing"
 )
 
-// Arm is the side of the comparison a conversation is on.
-type Arm = focusgate.Arm
-
-const (
-	// Pruned is the usual arm: the conversation's pages are pruned.
-	Pruned = focusgate.PrunedArm
-	// Held is the holdout: the conversation goes through whole, as if
-	// focusgate only counted.
-	Held = focusgate.HoldoutArm
-)
-
 // Arms lists the arms, in the order the dashboard shows them.
-var Arms = []Arm{Pruned, Held}
+var Arms = []focusgate.Arm{focusgate.ArmPruned, focusgate.ArmHoldout}
 
 // parseArm reads an arm's name, as String writes it.
-func parseArm(s string) (Arm, error) {
+func parseArm(s string) (focusgate.Arm, error) {
 	for _, a := range Arms {
 		if s == a.String() {
 			return a, nil
@@ -96,16 +85,9 @@ type Holdout struct {
 	mac       []byte
 
 	mu    sync.Mutex
-	open  map[ID]*list.Element // of *openConversation
-	order *list.List           // least recently seen first
+	open  map[focusgate.ConversationID]*list.Element // of *openConversation
+	order *list.List                                 // least recently seen first
 }
-
-// ID names a conversation by a keyed hash of its key: its text is never
-// kept.
-type ID = focusgate.ConversationID
-
-// Ticket is a request's conversation and arm.
-type Ticket = focusgate.Ticket
 
 // New returns a Holdout.
 func New(opts Options) *Holdout {
@@ -124,7 +106,7 @@ func New(opts Options) *Holdout {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Holdout{opts: opts, mac: []byte(opts.Key), open: map[ID]*list.Element{}, order: list.New()}
+	h := &Holdout{opts: opts, mac: []byte(opts.Key), open: map[focusgate.ConversationID]*list.Element{}, order: list.New()}
 	switch share := opts.Share; {
 	case share >= 1:
 		h.threshold = math.MaxUint64
@@ -137,31 +119,21 @@ func New(opts Options) *Holdout {
 // Assign says which conversation a request body of api belongs to, and in
 // which arm it is. It reads only the body and the key, so that every replica
 // with the same key decides the same.
-func (h *Holdout) Assign(api focusgate.API, body []byte) Ticket {
+func (h *Holdout) Assign(api focusgate.API, body []byte) focusgate.Ticket {
 	key, ok := conversationKey(api, body)
 	if !ok {
-		return Ticket{}
+		return focusgate.Ticket{}
 	}
 	m := hmac.New(sha256.New, h.mac)
 	m.Write([]byte(key))
 	sum := m.Sum(nil)
-	t := Ticket{OK: true, Model: gjson.GetBytes(body, "model").String()}
+	t := focusgate.Ticket{OK: true, Model: gjson.GetBytes(body, "model").String()}
 	copy(t.ID[:], sum)
 	if binary.BigEndian.Uint64(sum[16:24]) < h.threshold {
-		t.Arm = Held
+		t.Arm = focusgate.ArmHoldout
 	}
 	return t
 }
-
-// Step is one model call of a conversation, as the gateway saw it.
-type Step = focusgate.Step
-
-// StatusClientGone is the status of a step whose client went away before
-// the answer was whole: the client's doing, no upstream error.
-const StatusClientGone = focusgate.StatusClientGone
-
-// Usage is what the upstream reported a call cost, in tokens.
-type Usage = focusgate.UpstreamUsage
 
 // bytesPerToken estimates input tokens from bytes when the upstream reports
 // none: about four bytes a token for English text and JSON.
@@ -169,7 +141,7 @@ const bytesPerToken = 4
 
 // Record accounts for one step of the conversation t names. Conversations
 // that have gone quiet meanwhile are ended first.
-func (h *Holdout) Record(t Ticket, s Step) {
+func (h *Holdout) Record(t focusgate.Ticket, s focusgate.Step) {
 	if !t.OK {
 		return
 	}
@@ -262,14 +234,14 @@ func (h *Holdout) tell(ended []Conversation) {
 }
 
 type openConversation struct {
-	id ID
+	id focusgate.ConversationID
 	Conversation
 }
 
 // Conversation is the figures of one conversation: counters, and the names
 // of its model and agent for the breakdowns. Nothing of its content.
 type Conversation struct {
-	Arm   Arm
+	Arm   focusgate.Arm
 	Model string // of its first step
 	Agent string // of its first step
 	Steps int
@@ -291,12 +263,12 @@ type Conversation struct {
 	Start, End   time.Time
 }
 
-func (c *Conversation) add(s Step, now time.Time, prices *pricing.Table) {
+func (c *Conversation) add(s focusgate.Step, now time.Time, prices *pricing.Table) {
 	c.Steps++
 	c.End = now
 	u := s.Usage
 	if !u.Reported {
-		u = Usage{Input: s.SentBytes / bytesPerToken}
+		u = focusgate.UpstreamUsage{Input: s.SentBytes / bytesPerToken}
 		c.EstimatedSteps++
 	}
 	c.InputTokens += u.Input
@@ -305,7 +277,7 @@ func (c *Conversation) add(s Step, now time.Time, prices *pricing.Table) {
 	if s.Repeat {
 		c.RepeatSteps++
 	}
-	if s.Status == 0 || s.Status >= 400 && s.Status != StatusClientGone {
+	if s.Status == 0 || s.Status >= 400 && s.Status != focusgate.StatusClientGone {
 		c.Errors++
 	}
 	c.RetrieverUSD += s.RetrieverUSD

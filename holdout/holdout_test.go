@@ -23,12 +23,12 @@ func TestAssignmentIsStickyAcrossReplicas(t *testing.T) {
 	other := New(Options{Share: 0.3, Key: "another"})
 	differ := 0
 	for task := range 2000 {
-		first := a.Assign(focusgate.Chat, chatBody(task, ""))
-		later := b.Assign(focusgate.Chat, chatBody(task, `,{"role":"assistant","content":"clicked"},{"role":"tool","content":"page"}`))
+		first := a.Assign(focusgate.APIChat, chatBody(task, ""))
+		later := b.Assign(focusgate.APIChat, chatBody(task, `,{"role":"assistant","content":"clicked"},{"role":"tool","content":"page"}`))
 		if !first.OK || first != later {
 			t.Fatalf("task %d: first request %+v, a later one on another replica %+v", task, first, later)
 		}
-		if other.Assign(focusgate.Chat, chatBody(task, "")).Arm != first.Arm {
+		if other.Assign(focusgate.APIChat, chatBody(task, "")).Arm != first.Arm {
 			differ++
 		}
 	}
@@ -47,7 +47,7 @@ func TestShareWithinBinomialBounds(t *testing.T) {
 		h := New(Options{Share: share})
 		held := 0
 		for task := range n {
-			if h.Assign(focusgate.Chat, chatBody(task, "")).Arm == Held {
+			if h.Assign(focusgate.APIChat, chatBody(task, "")).Arm == focusgate.ArmHoldout {
 				held++
 			}
 		}
@@ -75,12 +75,12 @@ func TestConversationCountsOnceQuiet(t *testing.T) {
 	clk := &clock{now: time.Unix(1000, 0)}
 	s := &sink{}
 	h := New(Options{Share: 0.5, Idle: time.Minute, Sinks: []Sink{s}, Now: clk.Now})
-	tk := h.Assign(focusgate.Chat, chatBody(1, ""))
-	steps := []Step{
-		{Model: "gpt-4.1", Agent: "codex", Status: 200, Usage: Usage{Input: 1000, CacheRead: 0, Output: 50, Reported: true}},
-		{Model: "gpt-4.1", Agent: "codex", Status: 200, Repeat: true, RetrieverUSD: 0.001, Usage: Usage{Input: 3000, CacheRead: 1000, Output: 50, Reported: true}},
+	tk := h.Assign(focusgate.APIChat, chatBody(1, ""))
+	steps := []focusgate.Step{
+		{Model: "gpt-4.1", Agent: "codex", Status: 200, Usage: focusgate.UpstreamUsage{Input: 1000, CacheRead: 0, Output: 50, Reported: true}},
+		{Model: "gpt-4.1", Agent: "codex", Status: 200, Repeat: true, RetrieverUSD: 0.001, Usage: focusgate.UpstreamUsage{Input: 3000, CacheRead: 1000, Output: 50, Reported: true}},
 		{Model: "gpt-4.1", Agent: "codex", Status: 529, SentBytes: 4000},
-		{Model: "gpt-4.1", Agent: "codex", Status: StatusClientGone, Usage: Usage{Reported: true}},
+		{Model: "gpt-4.1", Agent: "codex", Status: focusgate.StatusClientGone, Usage: focusgate.UpstreamUsage{Reported: true}},
 	}
 	for _, st := range steps {
 		h.Record(tk, st)
@@ -124,10 +124,10 @@ func TestOpenConversationsAreCapped(t *testing.T) {
 	s := &sink{}
 	h := New(Options{Share: 0.5, MaxOpen: 3, Sinks: []Sink{s}, Now: clk.Now})
 	for task := range 5 {
-		h.Record(h.Assign(focusgate.Chat, chatBody(task, "")), Step{Model: "m", Status: 200})
+		h.Record(h.Assign(focusgate.APIChat, chatBody(task, "")), focusgate.Step{Model: "m", Status: 200})
 		clk.now = clk.now.Add(time.Second)
 	}
-	h.Record(Ticket{}, Step{Model: "m", Status: 200})
+	h.Record(focusgate.Ticket{}, focusgate.Step{Model: "m", Status: 200})
 	if h.Open() != 3 || len(s.ended) != 2 {
 		t.Fatalf("%d open, %d ended; want 3 and 2", h.Open(), len(s.ended))
 	}

@@ -19,9 +19,9 @@ import (
 // keyers says, per API, where that text is. A new API is one more entry
 // (Gemini's generateContent is geminiKey, registered below).
 var keyers = map[focusgate.API]func(body []byte) (instructions, firstUser string){
-	focusgate.Chat:      chatKey,
-	focusgate.Responses: responsesKey,
-	focusgate.Messages:  messagesKey,
+	focusgate.APIChat:      chatKey,
+	focusgate.APIResponses: responsesKey,
+	focusgate.APIMessages:  messagesKey,
 }
 
 // Gemini's generateContent joins keyers by its name, so that the entry holds

@@ -21,37 +21,37 @@ func TestConversationKeyPerAPI(t *testing.T) {
 		other       string // another conversation
 	}{
 		{
-			"chat, multi-turn", focusgate.Chat,
+			"chat, multi-turn", focusgate.APIChat,
 			`{"model":"gpt-4.1","messages":[{"role":"system","content":"You browse."},{"role":"user","content":"Buy a laptop."}]}`,
 			`{"model":"gpt-4.1","stream":true,"messages":[{"role":"system","content":"You browse."},{"role":"user","content":[{"type":"text","text":"Buy a laptop."}]},{"role":"assistant","tool_calls":[{"id":"c1"}]},{"role":"tool","content":"- button \"Buy\" [ref=e1]"}]}`,
 			`{"model":"gpt-4.1","messages":[{"role":"system","content":"You browse."},{"role":"user","content":"Buy a phone."}]}`,
 		},
 		{
-			"chat, one prompt per step (AgentLab)", focusgate.Chat,
+			"chat, one prompt per step (AgentLab)", focusgate.APIChat,
 			`{"messages":[{"role":"system","content":"You are a web agent."},{"role":"user","content":[{"type":"text","text":"# Instructions\nAct.\n\n## Goal:\n"},{"type":"text","text":"Order 10 laptops"},{"type":"text","text":"\n# Observation of current step:\n[12] button 'A'"}]}]}`,
 			`{"messages":[{"role":"system","content":"You are a web agent."},{"role":"user","content":[{"type":"text","text":"# Instructions\nAct.\n\n## Goal:\n"},{"type":"text","text":"Order 10 laptops"},{"type":"text","text":"\n# Observation of current step:\n[40] link 'B'\n# History of interaction with the task:\nclick('12')"}]}]}`,
 			`{"messages":[{"role":"system","content":"You are a web agent."},{"role":"user","content":[{"type":"text","text":"# Instructions\nAct.\n\n## Goal:\n"},{"type":"text","text":"Order 2 laptops"},{"type":"text","text":"\n# Observation of current step:\n[12] button 'A'"}]}]}`,
 		},
 		{
-			"chat, WebArena objective", focusgate.Chat,
+			"chat, WebArena objective", focusgate.APIChat,
 			`{"messages":[{"role":"user","content":"OBSERVATION:\n[1] link 'a'\nURL: http://x/1\nOBJECTIVE: Find the cheapest TV\nPREVIOUS ACTION: None"}]}`,
 			`{"messages":[{"role":"user","content":"OBSERVATION:\n[7] link 'b'\nURL: http://x/2\nOBJECTIVE: Find the cheapest TV\nPREVIOUS ACTION: click [1]"}]}`,
 			`{"messages":[{"role":"user","content":"OBSERVATION:\n[1] link 'a'\nURL: http://x/1\nOBJECTIVE: Find the dearest TV\nPREVIOUS ACTION: None"}]}`,
 		},
 		{
-			"responses", focusgate.Responses,
+			"responses", focusgate.APIResponses,
 			`{"model":"gpt-5","instructions":"You are Codex.","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"sandbox"}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"Fix the login page."}]}]}`,
 			`{"model":"gpt-5","instructions":"You are Codex.","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"sandbox"}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"Fix the login page."}]},{"type":"function_call","call_id":"a"},{"type":"function_call_output","call_id":"a","output":"ok"}]}`,
 			`{"model":"gpt-5","instructions":"You are Codex.","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"sandbox"}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"Fix the signup page."}]}]}`,
 		},
 		{
-			"responses, a named conversation", focusgate.Responses,
+			"responses, a named conversation", focusgate.APIResponses,
 			`{"conversation":"conv_1","input":"Hello"}`,
 			`{"conversation":{"id":"conv_1"},"input":[{"type":"function_call_output","call_id":"a","output":"ok"}]}`,
 			`{"conversation":"conv_2","input":"Hello"}`,
 		},
 		{
-			"messages", focusgate.Messages,
+			"messages", focusgate.APIMessages,
 			`{"model":"claude-sonnet-4-5","system":[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"Book a flight.","cache_control":{"type":"ephemeral"}}]}]}`,
 			`{"model":"claude-sonnet-4-5","system":[{"type":"text","text":"You are Claude Code."}],"messages":[{"role":"user","content":[{"type":"text","text":"Book a flight."}]},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"browser_snapshot","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"- Page Snapshot:","cache_control":{"type":"ephemeral"}}]}]}`,
 			`{"model":"claude-sonnet-4-5","system":[{"type":"text","text":"You are Claude Code."}],"messages":[{"role":"user","content":"Book a hotel."}]}`,
@@ -96,7 +96,7 @@ func TestNoKey(t *testing.T) {
 		"lone tool result": `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}]}`,
 		"empty user":       `{"messages":[{"role":"user","content":""}]}`,
 	} {
-		if key, ok := conversationKey(focusgate.Messages, []byte(body)); ok {
+		if key, ok := conversationKey(focusgate.APIMessages, []byte(body)); ok {
 			t.Errorf("%s: key %q, want none", name, key)
 		}
 	}
@@ -104,11 +104,11 @@ func TestNoKey(t *testing.T) {
 	// its instructions alone would make all of the agent's conversations
 	// one.
 	chained := `{"instructions":"You browse.","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"a","output":"ok"}]}`
-	if key, ok := conversationKey(focusgate.Responses, []byte(chained)); ok {
+	if key, ok := conversationKey(focusgate.APIResponses, []byte(chained)); ok {
 		t.Errorf("chained step: key %q, want none", key)
 	}
 	withTurn := `{"instructions":"You browse.","previous_response_id":"resp_1","input":[{"role":"user","content":"Go on."}]}`
-	if _, ok := conversationKey(focusgate.Responses, []byte(withTurn)); !ok {
+	if _, ok := conversationKey(focusgate.APIResponses, []byte(withTurn)); !ok {
 		t.Error("a chained step with a user turn has no key")
 	}
 }
@@ -120,7 +120,7 @@ func TestRecordedAgentLabRequestKeysOnItsGoal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, ok := conversationKey(focusgate.Chat, body)
+	key, ok := conversationKey(focusgate.APIChat, body)
 	if !ok {
 		t.Fatal("no key")
 	}
@@ -194,9 +194,9 @@ func recordedAPI(name string) (focusgate.API, bool) {
 		api, err := focusgate.ParseAPI("gemini")
 		return api, err == nil
 	case strings.Contains(name, "responses"):
-		return focusgate.Responses, true
+		return focusgate.APIResponses, true
 	case strings.Contains(name, "messages"):
-		return focusgate.Messages, true
+		return focusgate.APIMessages, true
 	}
-	return focusgate.Chat, true
+	return focusgate.APIChat, true
 }

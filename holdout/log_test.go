@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/focusgate/focusgate"
 )
 
 // The conversation lines of the gateway's log, in either format and
@@ -15,9 +17,9 @@ import (
 func TestLogRoundTrip(t *testing.T) {
 	start := time.Unix(1700000000, 0)
 	convs := []Conversation{
-		{Arm: Pruned, Model: "gpt-4.1", Agent: "claude-cli", Steps: 12, InputTokens: 1234567, CacheReadTokens: 1000000, OutputTokens: 800,
+		{Arm: focusgate.ArmPruned, Model: "gpt-4.1", Agent: "claude-cli", Steps: 12, InputTokens: 1234567, CacheReadTokens: 1000000, OutputTokens: 800,
 			EstimatedSteps: 1, RepeatSteps: 2, Errors: 1, USD: 2.5, RetrieverUSD: 0.1, Priced: true, Start: start, End: start.Add(90 * time.Second)},
-		{Arm: Held, Model: "my model", Agent: `agent "x"`, Steps: 3, InputTokens: 30, Start: start, End: start},
+		{Arm: focusgate.ArmHoldout, Model: "my model", Agent: `agent "x"`, Steps: 3, InputTokens: 30, Start: start, End: start},
 	}
 	for name, handler := range map[string]func(*bytes.Buffer) slog.Handler{
 		"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },

@@ -15,9 +15,9 @@ func TestMetrics(t *testing.T) {
 	m := NewMetrics(reg)
 	h := New(Options{Share: 0.5})
 	RegisterOpen(reg, h)
-	h.Record(h.Assign(focusgate.Chat, chatBody(1, "")), Step{Model: "m", Status: 200})
-	m.End(Conversation{Arm: Pruned, Steps: 4, InputTokens: 5000, USD: 0.02, Priced: true, Errors: 1, RepeatSteps: 2})
-	m.End(Conversation{Arm: Held, Steps: 6, InputTokens: 9000})
+	h.Record(h.Assign(focusgate.APIChat, chatBody(1, "")), focusgate.Step{Model: "m", Status: 200})
+	m.End(Conversation{Arm: focusgate.ArmPruned, Steps: 4, InputTokens: 5000, USD: 0.02, Priced: true, Errors: 1, RepeatSteps: 2})
+	m.End(Conversation{Arm: focusgate.ArmHoldout, Steps: 6, InputTokens: 9000})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -142,45 +142,32 @@ func (t *Tally) End(c Conversation) {
 	}
 }
 
-// Report is the comparison of the two arms, as the dashboard shows it and
-// `focusgate eval --conversations` prints it.
-type Report = focusgate.HoldoutReport
-
-// ArmTotal counts one arm's conversations and their steps.
-type ArmTotal = focusgate.ArmTotal
-
-// Comparison is one figure in both arms.
-type Comparison = focusgate.Comparison
-
-// Group is the comparison of one model's or agent's conversations.
-type Group = focusgate.Group
-
 // Report compares the arms as they stand.
-func (t *Tally) Report() Report {
+func (t *Tally) Report() focusgate.HoldoutReport {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r := Report{Share: t.share, Metrics: compare(t.all)}
+	r := focusgate.HoldoutReport{Share: t.share, Metrics: compare(t.all)}
 	for _, a := range Arms {
-		r.Arms = append(r.Arms, ArmTotal{Arm: a.String(), Conversations: t.all[a].conversations, Steps: t.all[a].steps})
+		r.Arms = append(r.Arms, focusgate.ArmTotal{Arm: a.String(), Conversations: t.all[a].conversations, Steps: t.all[a].steps})
 	}
-	for kind, out := range [2]*[]Group{&r.ByModel, &r.ByAgent} {
+	for kind, out := range [2]*[]focusgate.Group{&r.ByModel, &r.ByAgent} {
 		for name, p := range t.groups[kind] {
-			if p[Pruned].conversations < MinGroupConversations || p[Held].conversations < MinGroupConversations {
+			if p[focusgate.ArmPruned].conversations < MinGroupConversations || p[focusgate.ArmHoldout].conversations < MinGroupConversations {
 				continue
 			}
-			*out = append(*out, Group{Name: name, Conversations: [2]int{p[Pruned].conversations, p[Held].conversations}, Metrics: compare(*p)})
+			*out = append(*out, focusgate.Group{Name: name, Conversations: [2]int{p[focusgate.ArmPruned].conversations, p[focusgate.ArmHoldout].conversations}, Metrics: compare(*p)})
 		}
-		slices.SortFunc(*out, func(a, b Group) int {
+		slices.SortFunc(*out, func(a, b focusgate.Group) int {
 			return cmp.Or(cmp.Compare(b.Conversations[0]+b.Conversations[1], a.Conversations[0]+a.Conversations[1]), cmp.Compare(a.Name, b.Name))
 		})
 	}
 	return r
 }
 
-func compare(p pair) []Comparison {
-	out := make([]Comparison, numMetrics)
+func compare(p pair) []focusgate.Comparison {
+	out := make([]focusgate.Comparison, numMetrics)
 	for i := range out {
-		out[i] = comparison(p[Pruned].metrics[i], p[Held].metrics[i])
+		out[i] = comparison(p[focusgate.ArmPruned].metrics[i], p[focusgate.ArmHoldout].metrics[i])
 		out[i].Name, out[i].Label = metricInfo[i].name, metricInfo[i].label
 	}
 	return out
@@ -191,8 +178,8 @@ const z95 = 1.959963984540054
 
 // comparison is Welch's interval for the difference of two means, and how
 // many conversations would settle it.
-func comparison(pruned, held stat) Comparison {
-	c := Comparison{Pruned: pruned.Mean, Holdout: held.Mean, N: [2]int{pruned.N, held.N}, Diff: pruned.Mean - held.Mean, More: -1}
+func comparison(pruned, held stat) focusgate.Comparison {
+	c := focusgate.Comparison{Pruned: pruned.Mean, Holdout: held.Mean, N: [2]int{pruned.N, held.N}, Diff: pruned.Mean - held.Mean, More: -1}
 	if held.Mean != 0 {
 		rel := c.Diff / held.Mean
 		c.Relative = &rel

@@ -4,16 +4,18 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+
+	"github.com/focusgate/focusgate"
 )
 
 func tallyOf(pruned, held []Conversation) *Tally {
 	t := NewTally(0.05)
 	for _, c := range pruned {
-		c.Arm = Pruned
+		c.Arm = focusgate.ArmPruned
 		t.End(c)
 	}
 	for _, c := range held {
-		c.Arm = Held
+		c.Arm = focusgate.ArmHoldout
 		t.End(c)
 	}
 	return t
@@ -27,7 +29,7 @@ func withSteps(model string, steps ...int) []Conversation {
 	return out
 }
 
-func metric(t *testing.T, r Report, name string) Comparison {
+func metric(t *testing.T, r focusgate.HoldoutReport, name string) focusgate.Comparison {
 	t.Helper()
 	for _, m := range r.Metrics {
 		if m.Name == name {
@@ -35,7 +37,7 @@ func metric(t *testing.T, r Report, name string) Comparison {
 		}
 	}
 	t.Fatalf("no metric %q", name)
-	return Comparison{}
+	return focusgate.Comparison{}
 }
 
 // The difference of the arms' means, with Welch's 95% interval: here
@@ -59,7 +61,7 @@ func TestWelchInterval(t *testing.T) {
 	if got := metric(t, r, "input_tokens_per_step"); got.Pruned != 1000 || got.Verdict != "unclear" || got.More != -1 {
 		t.Errorf("a figure equal in both arms, with no spread: %+v", got)
 	}
-	if r.Arms[0] != (ArmTotal{Arm: "pruned", Conversations: 4, Steps: 52}) || r.Arms[1] != (ArmTotal{Arm: "holdout", Conversations: 4, Steps: 92}) {
+	if r.Arms[0] != (focusgate.ArmTotal{Arm: "pruned", Conversations: 4, Steps: 52}) || r.Arms[1] != (focusgate.ArmTotal{Arm: "holdout", Conversations: 4, Steps: 92}) {
 		t.Errorf("arms %+v", r.Arms)
 	}
 }
@@ -129,9 +131,9 @@ func FuzzReport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, heldEvery uint8) {
 		tally := NewTally(0.05)
 		for i, b := range data {
-			arm := Pruned
+			arm := focusgate.ArmPruned
 			if heldEvery > 0 && i%int(heldEvery) == 0 {
-				arm = Held
+				arm = focusgate.ArmHoldout
 			}
 			tally.End(Conversation{Arm: arm, Model: string(rune('a' + b%3)), Steps: int(b % 7), InputTokens: int(b) * 997,
 				CacheReadTokens: int(b) * 13, USD: float64(b) / 3, Priced: b%5 != 0, RepeatSteps: int(b % 2), Errors: int(b % 3)})

@@ -34,13 +34,13 @@ func TestUnusableAnswersLeaveThePageWhole(t *testing.T) {
 		reason       focusgate.Reason
 		calls        int
 	}{
-		{"element id in prose", "The agent should click [a405] 'Order Now' to finish the order.", focusgate.FailedOpen, focusgate.BadAnswer, 2},
-		{"element ids in the answer tag", "<think>The price and the cart button.</think><answer>['a252', 'a524']</answer>", focusgate.FailedOpen, focusgate.BadAnswer, 2},
-		{"cut off inside the reasoning", "<think>The page lists the catalog. The relevant element is [a49] and then the", focusgate.FailedOpen, focusgate.BadAnswer, 2},
-		{"negative ranges", "[(-5,-1), (-100,-50)]", focusgate.FailedOpen, focusgate.BadAnswer, 2},
-		{"empty answer", "", focusgate.FailedOpen, focusgate.BadAnswer, 2},
+		{"element id in prose", "The agent should click [a405] 'Order Now' to finish the order.", focusgate.StatusFailedOpen, focusgate.ReasonBadAnswer, 2},
+		{"element ids in the answer tag", "<think>The price and the cart button.</think><answer>['a252', 'a524']</answer>", focusgate.StatusFailedOpen, focusgate.ReasonBadAnswer, 2},
+		{"cut off inside the reasoning", "<think>The page lists the catalog. The relevant element is [a49] and then the", focusgate.StatusFailedOpen, focusgate.ReasonBadAnswer, 2},
+		{"negative ranges", "[(-5,-1), (-100,-50)]", focusgate.StatusFailedOpen, focusgate.ReasonBadAnswer, 2},
+		{"empty answer", "", focusgate.StatusFailedOpen, focusgate.ReasonBadAnswer, 2},
 		// The control: the same page and pipeline prune a usable answer.
-		{"usable answer", "<think>The results are near the top.</think><answer>[(1,60), (300,320)]</answer>", focusgate.Pruned, "", 1},
+		{"usable answer", "<think>The results are near the top.</think><answer>[(1,60), (300,320)]</answer>", focusgate.StatusPruned, "", 1},
 	}
 	// One token counter for every case: counting the 80k-token page once is
 	// enough.
@@ -56,7 +56,7 @@ func TestUnusableAnswersLeaveThePageWhole(t *testing.T) {
 			if out.Status != tt.status || out.Reason != tt.reason {
 				t.Errorf("%s %s, want %s %s", out.Status, out.Reason, tt.status, tt.reason)
 			}
-			if pruned := tt.status == focusgate.Pruned; pruned == bytes.Equal(sent, body) {
+			if pruned := tt.status == focusgate.StatusPruned; pruned == bytes.Equal(sent, body) {
 				t.Errorf("the pipeline returned %d bytes of the agent's %d; want them unchanged: %v", len(sent), len(body), !pruned)
 			}
 

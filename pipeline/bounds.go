@@ -30,7 +30,7 @@ const inlineBytes = 64 << 10
 // check, and the abandoned goroutine holds its share of the byte budget until
 // it has returned: the work left running after a deadline is bounded by the
 // budget.
-func (p *Pipeline) Rewrite(ctx context.Context, req Request) ([]byte, Outcome) {
+func (p *Pipeline) Rewrite(ctx context.Context, req focusgate.Request) ([]byte, focusgate.Outcome) {
 	body, out := req.Body, skipped(req.Unread)
 	if req.Unread == "" {
 		body, out = p.rewriteBounded(ctx, req)
@@ -39,22 +39,22 @@ func (p *Pipeline) Rewrite(ctx context.Context, req Request) ([]byte, Outcome) {
 	return body, out
 }
 
-func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Outcome) {
+func (p *Pipeline) rewriteBounded(ctx context.Context, req focusgate.Request) ([]byte, focusgate.Outcome) {
 	body := req.Body
 	if p.stopping.Err() != nil {
-		return body, skipped(focusgate.Shutdown)
+		return body, skipped(focusgate.ReasonShutdown)
 	}
 	// The tab holds the body's bytes, and what detection holds beyond them
 	// as it grows, until the work is done.
 	tab := p.inspecting.Open()
 	if !tab.Acquire(int64(len(body))) {
-		return body, skipped(focusgate.Busy)
+		return body, skipped(focusgate.ReasonBusy)
 	}
 	var pl plan
 	planned := false
 	if len(body) <= inlineBytes {
-		b, out := p.guarded(ctx, body, func() ([]byte, Outcome) {
-			var out Outcome
+		b, out := p.guarded(ctx, body, func() ([]byte, focusgate.Outcome) {
+			var out focusgate.Outcome
 			pl, out, planned = p.plan(ctx, req, tab)
 			return body, out
 		})
@@ -70,13 +70,13 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 
 	type result struct {
 		body []byte
-		out  Outcome
+		out  focusgate.Outcome
 	}
 	done := make(chan result, 1)
 	go func() {
-		b, out := p.guarded(ctx, body, func() ([]byte, Outcome) {
+		b, out := p.guarded(ctx, body, func() ([]byte, focusgate.Outcome) {
 			if !planned {
-				var out Outcome
+				var out focusgate.Outcome
 				var ok bool
 				if pl, out, ok = p.plan(ctx, req, tab); !ok {
 					return body, out
@@ -102,16 +102,16 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req Request) ([]byte, Out
 		return r.body, p.blame(ctx, r.out)
 	default:
 	}
-	return body, Outcome{Status: focusgate.FailedOpen, Reason: p.endReason(ctx)}
+	return body, focusgate.Outcome{Status: focusgate.StatusFailedOpen, Reason: p.endReason(ctx)}
 }
 
 // guarded runs f, turning a panic into a fail-open outcome: the request is
 // forwarded as it came.
-func (p *Pipeline) guarded(ctx context.Context, body []byte, f func() ([]byte, Outcome)) (b []byte, out Outcome) {
+func (p *Pipeline) guarded(ctx context.Context, body []byte, f func() ([]byte, focusgate.Outcome)) (b []byte, out focusgate.Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.logPanic(ctx, v)
-			b, out = body, Outcome{Status: focusgate.FailedOpen, Reason: focusgate.InternalError}
+			b, out = body, focusgate.Outcome{Status: focusgate.StatusFailedOpen, Reason: focusgate.ReasonInternalError}
 		}
 	}()
 	return f()
@@ -120,8 +120,8 @@ func (p *Pipeline) guarded(ctx context.Context, body []byte, f func() ([]byte, O
 // blame names the real cause of an inspection that failed open because its
 // context ended: the work itself only sees a cancelled context, which the
 // deadline, the shutdown and a client that left all look like.
-func (p *Pipeline) blame(ctx context.Context, out Outcome) Outcome {
-	if out.Status == focusgate.FailedOpen && (out.Reason == focusgate.Canceled || out.Reason == focusgate.Timeout) && ctx.Err() != nil {
+func (p *Pipeline) blame(ctx context.Context, out focusgate.Outcome) focusgate.Outcome {
+	if out.Status == focusgate.StatusFailedOpen && (out.Reason == focusgate.ReasonCanceled || out.Reason == focusgate.ReasonTimeout) && ctx.Err() != nil {
 		out.Reason = p.endReason(ctx)
 	}
 	return out
@@ -131,10 +131,10 @@ func (p *Pipeline) blame(ctx context.Context, out Outcome) Outcome {
 func (p *Pipeline) endReason(ctx context.Context) focusgate.Reason {
 	switch {
 	case p.stopping.Err() != nil:
-		return focusgate.Shutdown
+		return focusgate.ReasonShutdown
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return focusgate.Timeout
+		return focusgate.ReasonTimeout
 	default:
-		return focusgate.Canceled
+		return focusgate.ReasonCanceled
 	}
 }

@@ -35,16 +35,16 @@ func TestDetectionMemoryCountsAgainstTheBudget(t *testing.T) {
 	}{
 		// 5 MB of body indexed by 200,000 segments: about six times the
 		// body's size.
-		{"many parts", parts, focusgate.Skipped, focusgate.Busy},
+		{"many parts", parts, focusgate.StatusSkipped, focusgate.ReasonBusy},
 		// A page holds its decoded text and a record per line: about
 		// two and a half times its size.
-		{"a page", page, focusgate.Pruned, ""},
+		{"a page", page, focusgate.StatusPruned, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := goldenOptions()
 			opts.Memory = budget.New(5 * int64(len(tt.body)))
 			p := pipeline.New(opts)
-			_, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: tt.body})
+			_, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: tt.body})
 			if out.Status != tt.status || out.Reason != tt.reason {
 				t.Errorf("with a budget of five bodies: %s %s, want %s %s", out.Status, out.Reason, tt.status, tt.reason)
 			}

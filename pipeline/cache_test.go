@@ -59,7 +59,7 @@ func TestSecondIdenticalRequestIsACacheHit(t *testing.T) {
 	body := readFile(t, laptopRequest)
 
 	var sent [][]byte
-	for _, want := range []cache.Outcome{cache.Miss, cache.Hit} {
+	for _, want := range []focusgate.CacheOutcome{focusgate.CacheMiss, focusgate.CacheHit} {
 		got, out := rewrite(p, chat(body))
 		if out.Cache != want {
 			t.Errorf("cache %q, want %q", out.Cache, want)
@@ -77,16 +77,16 @@ func TestSecondIdenticalRequestIsACacheHit(t *testing.T) {
 // twentyAtOnce sends 20 identical requests, spread over the pipelines, while
 // the retriever holds its answer until all of them are being pruned. It
 // returns how many requests had each cache outcome. len(ps) must divide 20.
-func twentyAtOnce(t *testing.T, body []byte, ps []*pipeline.Pipeline, pruners []*countingPruner, release chan struct{}) map[cache.Outcome]int {
+func twentyAtOnce(t *testing.T, body []byte, ps []*pipeline.Pipeline, pruners []*countingPruner, release chan struct{}) map[focusgate.CacheOutcome]int {
 	t.Helper()
 	const n = 20
-	outcomes := make([]cache.Outcome, n)
+	outcomes := make([]focusgate.CacheOutcome, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		p := ps[i%len(ps)]
 		wg.Go(func() {
 			_, out := rewrite(p, chat(body))
-			if out.Status != focusgate.Pruned {
+			if out.Status != focusgate.StatusPruned {
 				t.Errorf("request %d: %s %s", i, out.Status, out.Reason)
 			}
 			outcomes[i] = out.Cache
@@ -97,7 +97,7 @@ func twentyAtOnce(t *testing.T, body []byte, ps []*pipeline.Pipeline, pruners []
 	}
 	close(release)
 	wg.Wait()
-	count := map[cache.Outcome]int{}
+	count := map[focusgate.CacheOutcome]int{}
 	for _, o := range outcomes {
 		count[o]++
 	}
@@ -121,7 +121,7 @@ func TestConcurrentIdenticalRequestsCallTheRetrieverOnce(t *testing.T) {
 		if n := len(rt.Calls()); n != 1 {
 			t.Errorf("retriever called %d times, want 1", n)
 		}
-		if got[cache.Miss] != 1 || got[cache.Shared]+got[cache.Hit] != 19 {
+		if got[focusgate.CacheMiss] != 1 || got[focusgate.CacheShared]+got[focusgate.CacheHit] != 19 {
 			t.Errorf("cache outcomes %v, want one miss and 19 shared or hits", got)
 		}
 	})
@@ -137,7 +137,7 @@ func TestConcurrentIdenticalRequestsCallTheRetrieverOnce(t *testing.T) {
 		if n := len(rt.Calls()); n != 1 {
 			t.Errorf("retriever called %d times across two replicas, want 1", n)
 		}
-		if got[cache.Miss] != 1 || got[cache.Shared]+got[cache.Hit] != 19 {
+		if got[focusgate.CacheMiss] != 1 || got[focusgate.CacheShared]+got[focusgate.CacheHit] != 19 {
 			t.Errorf("cache outcomes %v, want one miss and 19 shared or hits", got)
 		}
 	})
@@ -151,18 +151,18 @@ func TestRedisOutageNeverFailsARequest(t *testing.T) {
 	rt := newRetriever(t, keep("[a237] combobox"))
 	p, _ := replica(rt, "m", store)
 	body := readFile(t, laptopRequest)
-	send := func(want cache.Outcome) {
+	send := func(want focusgate.CacheOutcome) {
 		t.Helper()
-		if _, out := rewrite(p, chat(body)); out.Status != focusgate.Pruned || out.Cache != want {
+		if _, out := rewrite(p, chat(body)); out.Status != focusgate.StatusPruned || out.Cache != want {
 			t.Errorf("%s %s, cache %q; want pruned, cache %q", out.Status, out.Reason, out.Cache, want)
 		}
 	}
-	send(cache.Miss)
-	send(cache.Hit)
+	send(focusgate.CacheMiss)
+	send(focusgate.CacheHit)
 
 	srv.Stop()
 	for range 5 {
-		send(cache.Miss) // computed without Redis, still pruned
+		send(focusgate.CacheMiss) // computed without Redis, still pruned
 	}
 	if store.Status() == nil {
 		t.Error("Redis is reported up while it is stopped")
@@ -170,6 +170,6 @@ func TestRedisOutageNeverFailsARequest(t *testing.T) {
 
 	srv.Restart()
 	waitUntil(t, func() bool { return store.Status() == nil }, "Redis to be seen up again")
-	send(cache.Miss) // the restarted server is empty
-	send(cache.Hit)
+	send(focusgate.CacheMiss) // the restarted server is empty
+	send(focusgate.CacheHit)
 }

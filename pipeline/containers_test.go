@@ -47,8 +47,8 @@ func TestCodexOutputHeaderAndTruncation(t *testing.T) {
 	marker := lines[n/2][:10] + "…4210 tokens truncated…" + lines[n/2+20][8:]
 	header := "Chunk ID: 3c1a9f\nWall time: 1.2040 seconds\nProcess exited with code 0\nOriginal token count: 9120\nOutput:\n"
 	output := header + strings.Join(lines[:n/2], "\n") + "\n" + marker + "\n" + strings.Join(lines[n/2+21:], "\n")
-	got, out := newGoldenPipeline().Rewrite(context.Background(), pipeline.Request{API: focusgate.Responses, Body: codexExec(t, output)})
-	if out.Status != focusgate.Pruned || len(out.Pages) != 2 {
+	got, out := newGoldenPipeline().Rewrite(context.Background(), focusgate.Request{API: focusgate.APIResponses, Body: codexExec(t, output)})
+	if out.Status != focusgate.StatusPruned || len(out.Pages) != 2 {
 		t.Fatalf("%s %s, %d pages: want both halves found and pruned", out.Status, out.Reason, len(out.Pages))
 	}
 	sent := gjson.GetBytes(got, "input.2.output").String()
@@ -69,8 +69,8 @@ func TestPreviewsAndLinksAreLeftAlone(t *testing.T) {
 	p := pipeline.New(opts)
 	for name, text := range map[string]string{"persisted-output preview": preview, "snapshot file link": link} {
 		body := claudeRead(t, text)
-		got, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: body})
-		if out.Status != focusgate.Skipped || out.Reason != focusgate.NoObservation || !bytes.Equal(got, body) {
+		got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIMessages, Body: body})
+		if out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonNoObservation || !bytes.Equal(got, body) {
 			t.Errorf("%s: %s %s, changed %v; want skipped no-observation, unchanged", name, out.Status, out.Reason, !bytes.Equal(got, body))
 		}
 	}
@@ -82,8 +82,8 @@ func TestAgentBrowserWrapperStaysIntact(t *testing.T) {
 	open := "--- AGENT_BROWSER_PAGE_CONTENT nonce=9f2c41d0 origin=http://127.0.0.1:19081 ---"
 	end := "--- END_AGENT_BROWSER_PAGE_CONTENT nonce=9f2c41d0 ---"
 	output := open + "\n" + adminPage(t) + "\n" + end
-	got, out := newGoldenPipeline().Rewrite(context.Background(), pipeline.Request{API: focusgate.Responses, Body: codexExec(t, output)})
-	if out.Status != focusgate.Pruned {
+	got, out := newGoldenPipeline().Rewrite(context.Background(), focusgate.Request{API: focusgate.APIResponses, Body: codexExec(t, output)})
+	if out.Status != focusgate.StatusPruned {
 		t.Fatalf("%s %s: want pruned", out.Status, out.Reason)
 	}
 	sent := gjson.GetBytes(got, "input.2.output").String()

@@ -199,7 +199,7 @@ func newConversation(t *testing.T, api focusgate.API, steps []loopStep) *convers
 	c := &conversation{api: api}
 	tools := `"tools":[{"type":"function","function":{"name":"browser_click","description":"Perform click on a web page","parameters":{"type":"object","properties":{"element":{"type":"string"},"ref":{"type":"string"}},"required":["element","ref"]}}},` +
 		`{"type":"function","function":{"name":"browser_navigate","description":"Navigate to a URL","parameters":{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}}}]`
-	if api == focusgate.Chat {
+	if api == focusgate.APIChat {
 		c.head = `{"model":"gpt-4.1","messages":[`
 		c.tail = `],` + tools + `,"tool_choice":"auto","parallel_tool_calls":false}`
 		c.items = append(c.items,
@@ -233,9 +233,9 @@ func newConversation(t *testing.T, api focusgate.API, steps []loopStep) *convers
 		id := fmt.Sprintf("call_%d", i+1)
 		var content any = result
 		if i%2 == 1 {
-			content = []map[string]string{{"type": map[focusgate.API]string{focusgate.Chat: "text", focusgate.Responses: "input_text"}[api], "text": result}}
+			content = []map[string]string{{"type": map[focusgate.API]string{focusgate.APIChat: "text", focusgate.APIResponses: "input_text"}[api], "text": result}}
 		}
-		if api == focusgate.Chat {
+		if api == focusgate.APIChat {
 			var say any
 			if s.say != "" {
 				say = s.say
@@ -262,7 +262,7 @@ func newConversation(t *testing.T, api focusgate.API, steps []loopStep) *convers
 // forwarded body, and the offset in body where the last one ends.
 func sentItems(t *testing.T, api focusgate.API, body []byte) ([]string, int) {
 	t.Helper()
-	member := map[focusgate.API]string{focusgate.Chat: "messages", focusgate.Responses: "input"}[api]
+	member := map[focusgate.API]string{focusgate.APIChat: "messages", focusgate.APIResponses: "input"}[api]
 	arr := gjson.GetBytes(body, member)
 	if !arr.IsArray() {
 		t.Fatalf("forwarded body has no %s array", member)
@@ -292,12 +292,12 @@ func loopPruner(rt *retriever, model string, store cache.Store) *prune.Pruner {
 type newestOnly struct{ *prune.Pruner }
 
 func (newestOnly) Reapply(_ context.Context, in prune.Input) prune.Result {
-	return prune.Result{Text: in.Tree.Text, Status: focusgate.Skipped, Reason: focusgate.NotCached}
+	return prune.Result{Text: in.Tree.Text, Status: focusgate.StatusSkipped, Reason: focusgate.ReasonNotCached}
 }
 
 // send runs request k of c through p.
-func (c *conversation) send(p *pipeline.Pipeline, k int, mode string) ([]byte, pipeline.Outcome) {
-	return rewrite(p, pipeline.Request{API: c.api, Body: c.body(k), Mode: mode})
+func (c *conversation) send(p *pipeline.Pipeline, k int, mode string) ([]byte, focusgate.Outcome) {
+	return rewrite(p, focusgate.Request{API: c.api, Body: c.body(k), Mode: mode})
 }
 
 // run sends every request of c through p and returns what would be
@@ -305,14 +305,14 @@ func (c *conversation) send(p *pipeline.Pipeline, k int, mode string) ([]byte, p
 // forwarded for request k come back byte-identical at the head of request
 // k+1, and the retriever is asked about each new page once. It also returns
 // the sum of the outcomes' counts of older observations.
-func run(t *testing.T, p *pipeline.Pipeline, rt *retriever, c *conversation) ([][]byte, pipeline.Older) {
+func run(t *testing.T, p *pipeline.Pipeline, rt *retriever, c *conversation) ([][]byte, focusgate.Older) {
 	t.Helper()
 	var sent [][]byte
-	var older pipeline.Older
+	var older focusgate.Older
 	calls0 := len(rt.Calls())
 	for k := range c.requests {
 		fwd, out := c.send(p, k, "")
-		if out.Status != focusgate.Pruned {
+		if out.Status != focusgate.StatusPruned {
 			t.Fatalf("request %d: %s %s, want pruned", k, out.Status, out.Reason)
 		}
 		if !json.Valid(fwd) {
@@ -346,7 +346,7 @@ func run(t *testing.T, p *pipeline.Pipeline, rt *retriever, c *conversation) ([]
 // checkTokens holds the outcome's token counts to their meaning: every
 // observation of the request is counted, the re-applied older ones
 // included.
-func checkTokens(t *testing.T, k int, out pipeline.Outcome, body []byte, api focusgate.API) {
+func checkTokens(t *testing.T, k int, out focusgate.Outcome, body []byte, api focusgate.API) {
 	t.Helper()
 	obs, err := detect.Find(body, api, detect.Options{All: true})
 	if err != nil || len(obs) != k+1 {
@@ -374,7 +374,7 @@ func reduction(c *conversation, sent [][]byte) float64 {
 }
 
 func TestToolLoopForwardsEveryEarlierTurnUnchanged(t *testing.T) {
-	for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
+	for _, api := range []focusgate.API{focusgate.APIChat, focusgate.APIResponses} {
 		c := newConversation(t, api, orderLaptop)
 		for _, store := range []string{"memory", "redis"} {
 			t.Run(fmt.Sprintf("%s/%s", api, store), func(t *testing.T) {
@@ -388,7 +388,7 @@ func TestToolLoopForwardsEveryEarlierTurnUnchanged(t *testing.T) {
 				sent, older := run(t, loopPipeline(loopPruner(rt, model, st)), rt, c)
 
 				n := len(c.requests)
-				if want := (pipeline.Older{Reapplied: n * (n - 1) / 2}); older != want {
+				if want := (focusgate.Older{Reapplied: n * (n - 1) / 2}); older != want {
 					t.Errorf("older observations %+v, want %+v: every older page re-applied", older, want)
 				}
 				checkRetrieverPrompts(t, rt, c)
@@ -455,7 +455,7 @@ func checkRetrieverPrompts(t *testing.T, rt *retriever, c *conversation) {
 // selection for the older pages: they go out as the agent sent them, and
 // only the newest is pruned, with one retriever call.
 func TestToolLoopAfterACacheFlushLeavesOlderPages(t *testing.T) {
-	for _, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
+	for _, api := range []focusgate.API{focusgate.APIChat, focusgate.APIResponses} {
 		c := newConversation(t, api, orderLaptop)
 		t.Run(api.String(), func(t *testing.T) {
 			rt := newRetriever(t, keep(loopNeedles...))
@@ -465,14 +465,14 @@ func TestToolLoopAfterACacheFlushLeavesOlderPages(t *testing.T) {
 			calls := len(rt.Calls())
 			last := len(c.requests) - 1
 			fwd, out := c.send(restarted, last, "")
-			if out.Status != focusgate.Pruned {
+			if out.Status != focusgate.StatusPruned {
 				t.Fatalf("%s %s, want pruned (the newest page)", out.Status, out.Reason)
 			}
 			if n := len(rt.Calls()) - calls; n != 1 {
 				t.Errorf("retriever called %d times after the restart, want 1 (the newest page only)", n)
 			}
 			checkOlderAsSent(t, c, c.body(last), fwd)
-			if want := (pipeline.Older{Left: last}); out.Older != want {
+			if want := (focusgate.Older{Left: last}); out.Older != want {
 				t.Errorf("older observations %+v, want %+v", out.Older, want)
 			}
 		})
@@ -500,7 +500,7 @@ func checkOlderAsSent(t *testing.T, c *conversation, body, fwd []byte) {
 // them (a restart without persistence), the older pages go out as they came.
 func TestToolLoopOlderPagesFromRedis(t *testing.T) {
 	srv := redistest.Start(t)
-	c := newConversation(t, focusgate.Chat, orderLaptop)
+	c := newConversation(t, focusgate.APIChat, orderLaptop)
 	rt := newRetriever(t, keep(loopNeedles...))
 	last := len(c.requests) - 1
 
@@ -521,7 +521,7 @@ func TestToolLoopOlderPagesFromRedis(t *testing.T) {
 	if n := len(rt.Calls()); n != len(c.requests) {
 		t.Errorf("retriever called %d times, want %d (once per page, across replicas)", n, len(c.requests))
 	}
-	if want := (pipeline.Older{Reapplied: last}); out.Older != want {
+	if want := (focusgate.Older{Reapplied: last}); out.Older != want {
 		t.Errorf("the other replica: older observations %+v, want %+v", out.Older, want)
 	}
 
@@ -529,7 +529,7 @@ func TestToolLoopOlderPagesFromRedis(t *testing.T) {
 	waitUntil(t, func() bool { return store.Status() == nil }, "Redis to be seen up again")
 	fwd, out = c.send(b, last, "")
 	checkOlderAsSent(t, c, c.body(last), fwd)
-	if want := (pipeline.Older{Left: last}); out.Older != want {
+	if want := (focusgate.Older{Left: last}); out.Older != want {
 		t.Errorf("after Redis lost its data: older observations %+v, want %+v", out.Older, want)
 	}
 }
@@ -538,7 +538,7 @@ func TestToolLoopOlderPagesFromRedis(t *testing.T) {
 // older pages are re-applied from their stored selections, rendered anew,
 // without a retriever call.
 func TestToolLoopModeChangeReappliesInTheNewMode(t *testing.T) {
-	c := newConversation(t, focusgate.Chat, orderLaptop)
+	c := newConversation(t, focusgate.APIChat, orderLaptop)
 	rt := newRetriever(t, keep(loopNeedles...))
 	p := loopPipeline(loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)))
 	last := len(c.requests) - 1
@@ -551,7 +551,7 @@ func TestToolLoopModeChangeReappliesInTheNewMode(t *testing.T) {
 	var ancestors [][]string
 	for _, k := range []int{last - 1, last} {
 		fwd, out := c.send(p, k, "ancestors")
-		if out.Mode != focusgate.Ancestors {
+		if out.Mode != focusgate.ModeAncestors {
 			t.Errorf("request %d: outcome in mode %q, want ancestors", k, out.Mode)
 		}
 		items, _ := sentItems(t, c.api, fwd)
@@ -574,7 +574,7 @@ func TestToolLoopModeChangeReappliesInTheNewMode(t *testing.T) {
 // With FOCUSGATE_PRUNE_ALL, older pages without a stored selection are
 // pruned anew instead of being left.
 func TestToolLoopPruneAllPrunesUnknownOlderPages(t *testing.T) {
-	c := newConversation(t, focusgate.Responses, orderLaptop)
+	c := newConversation(t, focusgate.APIResponses, orderLaptop)
 	rt := newRetriever(t, keep(loopNeedles...))
 	p := loopPipeline(loopPruner(rt, "m", cache.NewMemory(16<<20, time.Hour)), func(o *pipeline.Options) { o.PruneAll = true })
 	last := len(c.requests) - 1
@@ -589,7 +589,7 @@ func TestToolLoopPruneAllPrunesUnknownOlderPages(t *testing.T) {
 			t.Errorf("page %d was not pruned", k)
 		}
 	}
-	if want := (pipeline.Older{Pruned: last}); out.Older != want {
+	if want := (focusgate.Older{Pruned: last}); out.Older != want {
 		t.Errorf("older observations %+v, want %+v", out.Older, want)
 	}
 }
@@ -598,7 +598,7 @@ func TestToolLoopPruneAllPrunesUnknownOlderPages(t *testing.T) {
 // and the request reports the failure; the older pages are still re-applied,
 // so the prefix the provider cached is unchanged.
 func TestToolLoopNewestFailsOlderStillReapplied(t *testing.T) {
-	c := newConversation(t, focusgate.Chat, orderLaptop)
+	c := newConversation(t, focusgate.APIChat, orderLaptop)
 	last := len(c.requests) - 1
 	var calls atomic.Int32
 	rt := newRetriever(t, func(lines []string) (int, string) {
@@ -615,7 +615,7 @@ func TestToolLoopNewestFailsOlderStillReapplied(t *testing.T) {
 	_, prevEnd := sentItems(t, c.api, prev)
 
 	fwd, out := c.send(p, last, "")
-	if out.Status != focusgate.FailedOpen || out.Reason != focusgate.RetrieverHTTP5xx {
+	if out.Status != focusgate.StatusFailedOpen || out.Reason != focusgate.ReasonRetrieverHTTP5xx {
 		t.Errorf("%s %s, want failed-open retriever-http-5xx", out.Status, out.Reason)
 	}
 	if out.Older.Reapplied != last {

@@ -30,10 +30,10 @@ func TestClientKeyReachesOnlyARetrieverOfTheClientsProvider(t *testing.T) {
 			t.Cleanup(srv.Close)
 			pr := retrieverPruner(&retriever{URL: srv.URL + "/v1"}, "gpt-4.1-mini", cache.NewMemory(1<<20, time.Hour))
 			p := retrieverPipeline(pr, func(o *pipeline.Options) {
-				o.ByAPI = map[focusgate.API]pipeline.Retrieval{focusgate.Chat: {Pruner: pr, RetrieverModel: "gpt-4.1-mini", ClientKey: clientKey}}
+				o.ByAPI = map[focusgate.API]pipeline.Retrieval{focusgate.APIChat: {Pruner: pr, RetrieverModel: "gpt-4.1-mini", ClientKey: clientKey}}
 			})
-			_, out := rewrite(p, pipeline.Request{API: focusgate.Chat, Body: body, Credential: "sk-client-own"})
-			if out.Status != focusgate.FailedOpen || out.Reason != focusgate.RetrieverHTTP4xx {
+			_, out := rewrite(p, focusgate.Request{API: focusgate.APIChat, Body: body, Credential: "sk-client-own"})
+			if out.Status != focusgate.StatusFailedOpen || out.Reason != focusgate.ReasonRetrieverHTTP4xx {
 				t.Fatalf("%s %s, want failed-open retriever-http-4xx", out.Status, out.Reason)
 			}
 			mu.Lock()

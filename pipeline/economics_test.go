@@ -21,12 +21,12 @@ func TestUneconomicPairsAreSkipped(t *testing.T) {
 		status          focusgate.Status
 		reason          focusgate.Reason
 	}{
-		{"as dear as the action model", "gpt-4.1", true, "", focusgate.Skipped, focusgate.Uneconomic},
-		{"dearer than the action model", "gpt-4o", true, "", focusgate.Skipped, focusgate.Uneconomic},
-		{"a fifth of the price", "gpt-4.1-mini", true, "", focusgate.Pruned, ""},
-		{"unknown price", "my-local-model", true, "", focusgate.Pruned, ""},
-		{"defender prompt prunes anyway", "gpt-4.1", true, "defender", focusgate.Pruned, ""},
-		{"gate turned off", "gpt-4.1", false, "", focusgate.Pruned, ""},
+		{"as dear as the action model", "gpt-4.1", true, "", focusgate.StatusSkipped, focusgate.ReasonUneconomic},
+		{"dearer than the action model", "gpt-4o", true, "", focusgate.StatusSkipped, focusgate.ReasonUneconomic},
+		{"a fifth of the price", "gpt-4.1-mini", true, "", focusgate.StatusPruned, ""},
+		{"unknown price", "my-local-model", true, "", focusgate.StatusPruned, ""},
+		{"defender prompt prunes anyway", "gpt-4.1", true, "defender", focusgate.StatusPruned, ""},
+		{"gate turned off", "gpt-4.1", false, "", focusgate.StatusPruned, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,11 +36,11 @@ func TestUneconomicPairsAreSkipped(t *testing.T) {
 				o.RetrieverModel = tt.retriever
 				o.SkipUneconomic, o.ExpectedReduction = tt.skip, 0.5
 			})
-			_, out := rewrite(p, pipeline.Request{API: focusgate.Chat, Body: body, Prompt: tt.prompt})
+			_, out := rewrite(p, focusgate.Request{API: focusgate.APIChat, Body: body, Prompt: tt.prompt})
 			if out.Status != tt.status || out.Reason != tt.reason {
 				t.Errorf("%s %s, want %s %s", out.Status, out.Reason, tt.status, tt.reason)
 			}
-			if calls := len(rt.Calls()); (calls == 0) != (tt.status != focusgate.Pruned) {
+			if calls := len(rt.Calls()); (calls == 0) != (tt.status != focusgate.StatusPruned) {
 				t.Errorf("retriever called %d times", calls)
 			}
 		})

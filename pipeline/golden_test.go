@@ -36,11 +36,11 @@ func (wordRetriever) Select(_ context.Context, q prune.Query) (prune.Selection, 
 			words = append(words, w)
 		}
 	}
-	sel := prune.Selection{Ranges: []prune.Range{{From: 1, To: 1}}}
+	sel := prune.Selection{Ranges: []focusgate.Range{{From: 1, To: 1}}}
 	for i, line := range strings.Split(q.Numbered, "\n") {
 		line = strings.ToLower(line)
 		if slices.ContainsFunc(words, func(w string) bool { return strings.Contains(line, w) }) {
-			sel.Ranges = append(sel.Ranges, prune.Range{From: i + 1, To: i + 1})
+			sel.Ranges = append(sel.Ranges, focusgate.Range{From: i + 1, To: i + 1})
 		}
 	}
 	return sel, nil
@@ -59,8 +59,8 @@ func goldenOptions() pipeline.Options {
 	return pipeline.Options{
 		Pruner:            pr,
 		Finder:            detect.NewFinder(16 << 20),
-		Mode:              focusgate.Remove,
-		Variant:           focusgate.LineVariant,
+		Mode:              focusgate.ModeRemove,
+		Variant:           focusgate.VariantLine,
 		Budget:            time.Hour, // a busy machine must not turn a prune into a timeout
 		RetrieverModel:    "gpt-4.1-mini",
 		SkipUneconomic:    true,
@@ -115,9 +115,9 @@ func TestGoldenConversations(t *testing.T) {
 				api := detect.APIOf(body)
 				base := filepath.Base(f)
 				// count_tokens bodies are sized as they came (see Request.Sizing).
-				got, out := p.Rewrite(context.Background(), pipeline.Request{API: api, Body: body, Sizing: strings.Contains(base, "count_tokens")})
+				got, out := p.Rewrite(context.Background(), focusgate.Request{API: api, Body: body, Sizing: strings.Contains(base, "count_tokens")})
 				fmt.Fprintf(&outcomes, "%s: %s\n", base, describe(out))
-				if out.Status != focusgate.Pruned {
+				if out.Status != focusgate.StatusPruned {
 					// Any other outcome sends the body as it came.
 					if !bytes.Equal(got, body) {
 						t.Errorf("%s: %s, yet the body changed", base, describe(out))
@@ -234,12 +234,12 @@ func decodeRaw(raw []byte, times int) (string, error) {
 }
 
 // describe is an outcome without its timings, which vary from run to run.
-func describe(o pipeline.Outcome) string {
+func describe(o focusgate.Outcome) string {
 	s := fmt.Sprintf("%s api=%s pages=%d tokens=%d->%d cache=%s", o.Status, o.API, len(o.Pages), o.TokensBefore, o.TokensAfter, o.Cache)
 	if o.Reason != "" {
 		s += " reason=" + string(o.Reason)
 	}
-	if o.Older != (pipeline.Older{}) {
+	if o.Older != (focusgate.Older{}) {
 		s += fmt.Sprintf(" older=%+v", o.Older)
 	}
 	return s

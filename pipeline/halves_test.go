@@ -10,7 +10,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/pipeline"
 )
 
 // geminiCall is a Gemini CLI conversation whose one function response holds
@@ -38,16 +37,16 @@ func TestEveryTreeOfACutOutputIsPruned(t *testing.T) {
 		strings.Join(lines[:n/2], "\n") + "\n\n... [18,230 characters omitted] ...\n\n" + strings.Join(lines[n/2+20:], "\n") + "\n</untrusted_context>"
 	p := newGoldenPipeline()
 	first := geminiCall(t, output)
-	got, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Gemini, Body: first})
-	if out.Status != focusgate.Pruned || len(out.Pages) != 2 {
+	got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIGemini, Body: first})
+	if out.Status != focusgate.StatusPruned || len(out.Pages) != 2 {
 		t.Fatalf("%s %s, %d pages: want both sides of the cut found and pruned", out.Status, out.Reason, len(out.Pages))
 	}
 	for i, pg := range out.Pages {
-		if pg.Status != focusgate.Pruned {
+		if pg.Status != focusgate.StatusPruned {
 			t.Errorf("page %d of the cut output: %s %s, want pruned", i, pg.Status, pg.Reason)
 		}
 	}
-	if out.Older != (pipeline.Older{}) {
+	if out.Older != (focusgate.Older{}) {
 		t.Errorf("older pages %+v: both sides are the newest output", out.Older)
 	}
 	const sent = "contents.2.parts.0.functionResponse.response.output"
@@ -57,7 +56,7 @@ func TestEveryTreeOfACutOutputIsPruned(t *testing.T) {
 
 	next := geminiCall(t, output, `{"parts":[{"functionCall":{"id":"c1","args":{"ref":"e90"},"name":"mcp_playwright_browser_click"}}],"role":"model"}`,
 		`{"parts":[{"functionResponse":{"name":"mcp_playwright_browser_click","response":{"output":"Clicked."},"id":"c1"}}],"role":"user"}`)
-	again, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Gemini, Body: next})
+	again, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIGemini, Body: next})
 	if a, b := gjson.GetBytes(got, "contents.2").Raw, gjson.GetBytes(again, "contents.2").Raw; a != b {
 		t.Errorf("the cut output went out differently in the next request (%s): the prompt cache misses from there on", out.Status)
 	}

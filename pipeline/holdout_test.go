@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/pipeline"
 )
 
 // A held-out request goes as it came, with no retriever call and nothing
@@ -29,7 +28,7 @@ func TestHeldOutRequestsAreOnlyRead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			body := toolLoop(t, "gpt-4.1", tt.steps...)
 			for _, held := range []bool{true, false} {
-				got, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: body, Holdout: held})
+				got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body, Holdout: held})
 				if out.Repeated != tt.repeated {
 					t.Errorf("held out %v: repeated %v, want %v", held, out.Repeated, tt.repeated)
 				}
@@ -39,7 +38,7 @@ func TestHeldOutRequestsAreOnlyRead(t *testing.T) {
 				if !bytes.Equal(got, body) {
 					t.Error("a held-out body was changed")
 				}
-				if out.Status != focusgate.Skipped || out.Reason != focusgate.Holdout || out.Model != "gpt-4.1" || out.Usage.PromptTokens != 0 || len(out.Pages) != 0 {
+				if out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonHoldout || out.Model != "gpt-4.1" || out.Usage.PromptTokens != 0 || len(out.Pages) != 0 {
 					t.Errorf("outcome %s %s, model %q, retriever tokens %d, %d pages; want skipped holdout, gpt-4.1, none, none",
 						out.Status, out.Reason, out.Model, out.Usage.PromptTokens, len(out.Pages))
 				}

@@ -39,9 +39,9 @@ func unboundedPruner(rt *retriever, model string, store cache.Store) *prune.Prun
 
 // assertFailedOpen checks that a body came back as it went in, with the
 // reason.
-func assertFailedOpen(t *testing.T, got, body []byte, out pipeline.Outcome, reason focusgate.Reason) {
+func assertFailedOpen(t *testing.T, got, body []byte, out focusgate.Outcome, reason focusgate.Reason) {
 	t.Helper()
-	if out.Status != focusgate.FailedOpen || out.Reason != reason {
+	if out.Status != focusgate.StatusFailedOpen || out.Reason != reason {
 		t.Errorf("%s %s, want failed-open %s", out.Status, out.Reason, reason)
 	}
 	if !bytes.Equal(got, body) {
@@ -64,7 +64,7 @@ func TestDeadlineBoundsAllOfFocusgatesWork(t *testing.T) {
 		start := time.Now()
 		got, out := rewrite(p, chat(body))
 		t.Logf("%d MB page returned after %v", len(body)>>20, time.Since(start))
-		assertFailedOpen(t, got, body, out, focusgate.Timeout)
+		assertFailedOpen(t, got, body, out, focusgate.ReasonTimeout)
 	})
 
 	t.Run("three replicas sharing Redis, hanging retriever", func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestDeadlineBoundsAllOfFocusgatesWork(t *testing.T) {
 				start := time.Now()
 				got, out := rewrite(p, chat(body))
 				t.Logf("replica %d returned after %v", i, time.Since(start))
-				assertFailedOpen(t, got, body, out, focusgate.Timeout)
+				assertFailedOpen(t, got, body, out, focusgate.ReasonTimeout)
 			})
 		}
 		wg.Wait()
@@ -104,7 +104,7 @@ func TestAPanicWhileInspectingReturnsTheOriginal(t *testing.T) {
 			p := retrieverPipeline(defect{}, func(o *pipeline.Options) { o.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 			body := bigPage(t, size)
 			got, out := rewrite(p, chat(body))
-			assertFailedOpen(t, got, body, out, focusgate.InternalError)
+			assertFailedOpen(t, got, body, out, focusgate.ReasonInternalError)
 			logs.WaitFor(t, "panic inspecting a request")
 		})
 	}
@@ -127,7 +127,7 @@ func TestRequestsOverTheInspectionBudgetGoOutUninspected(t *testing.T) {
 		o.InspectBudgetBytes = int64(len(body)) * 4
 	})
 
-	first := make(chan pipeline.Outcome, 1)
+	first := make(chan focusgate.Outcome, 1)
 	go func() {
 		_, out := rewrite(p, chat(body))
 		first <- out
@@ -140,7 +140,7 @@ func TestRequestsOverTheInspectionBudgetGoOutUninspected(t *testing.T) {
 
 	other := bytes.Replace(body, []byte("Standard Laptop"), []byte("Standard Desktop"), 1)
 	got, out := rewrite(p, chat(other))
-	if out.Status != focusgate.Skipped || out.Reason != focusgate.Busy {
+	if out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonBusy {
 		t.Errorf("%s %s, want skipped busy", out.Status, out.Reason)
 	}
 	if !bytes.Equal(got, other) {
@@ -148,11 +148,11 @@ func TestRequestsOverTheInspectionBudgetGoOutUninspected(t *testing.T) {
 	}
 
 	close(release)
-	if out := <-first; out.Status != focusgate.Pruned {
+	if out := <-first; out.Status != focusgate.StatusPruned {
 		t.Errorf("the request within the budget: %s %s, want pruned", out.Status, out.Reason)
 	}
 	// The budget is free again.
-	if _, out := rewrite(p, chat(other)); out.Reason == focusgate.Busy {
+	if _, out := rewrite(p, chat(other)); out.Reason == focusgate.ReasonBusy {
 		t.Error("the budget was not given back")
 	}
 }
@@ -170,7 +170,7 @@ func TestStopSendsWaitingRequestsOnUnpruned(t *testing.T) {
 
 	type result struct {
 		body []byte
-		out  pipeline.Outcome
+		out  focusgate.Outcome
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -180,9 +180,9 @@ func TestStopSendsWaitingRequestsOnUnpruned(t *testing.T) {
 	<-asked
 	p.Stop()
 	r := <-done
-	assertFailedOpen(t, r.body, body, r.out, focusgate.Shutdown)
+	assertFailedOpen(t, r.body, body, r.out, focusgate.ReasonShutdown)
 
-	if got, out := rewrite(p, chat(body)); out.Status != focusgate.Skipped || out.Reason != focusgate.Shutdown || !bytes.Equal(got, body) {
+	if got, out := rewrite(p, chat(body)); out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonShutdown || !bytes.Equal(got, body) {
 		t.Errorf("after Stop: %s %s, want skipped shutdown and the body as it came", out.Status, out.Reason)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
-	"github.com/focusgate/focusgate/pipeline"
 )
 
 // playwrightPage is a Playwright MCP snapshot of a product list large enough
@@ -52,7 +51,7 @@ func TestStringifiedToolResultIsPruned(t *testing.T) {
 	}
 
 	sent, out := rewrite(pruningPipeline(rt), chat(body))
-	if out.Status != focusgate.Pruned {
+	if out.Status != focusgate.StatusPruned {
 		t.Fatalf("%s %s, want pruned", out.Status, out.Reason)
 	}
 	if !json.Valid(sent) {
@@ -93,11 +92,11 @@ func TestRealToolRequestsArePruned(t *testing.T) {
 		api  focusgate.API
 		keep string // the line the retriever keeps
 	}{
-		{"chat_stagehand_observe.json", focusgate.Chat, "button: Add to cart"},
-		{"responses_stagehand_extract.json", focusgate.Responses, "button: Add to cart"},
-		{"chat_chrome_devtools_mcp.json", focusgate.Chat, `button "Add to cart"`},
-		{"chat_playwright_mcp_json_content.json", focusgate.Chat, `button "Add to cart"`},
-		{"responses_playwright_mcp_json_content.json", focusgate.Responses, `button "Add to cart"`},
+		{"chat_stagehand_observe.json", focusgate.APIChat, "button: Add to cart"},
+		{"responses_stagehand_extract.json", focusgate.APIResponses, "button: Add to cart"},
+		{"chat_chrome_devtools_mcp.json", focusgate.APIChat, `button "Add to cart"`},
+		{"chat_playwright_mcp_json_content.json", focusgate.APIChat, `button "Add to cart"`},
+		{"responses_playwright_mcp_json_content.json", focusgate.APIResponses, `button "Add to cart"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -108,8 +107,8 @@ func TestRealToolRequestsArePruned(t *testing.T) {
 				t.Fatalf("want one observation, got %d (%v)", len(obs), err)
 			}
 			o := obs[0]
-			sent, out := rewrite(pruningPipeline(rt), pipeline.Request{API: tt.api, Body: body})
-			if out.Status != focusgate.Pruned {
+			sent, out := rewrite(pruningPipeline(rt), focusgate.Request{API: tt.api, Body: body})
+			if out.Status != focusgate.StatusPruned {
 				t.Fatalf("%s %s, want pruned", out.Status, out.Reason)
 			}
 			suffix := len(body) - o.RawEnd

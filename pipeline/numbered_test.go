@@ -12,7 +12,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/pipeline"
 )
 
 // readChunk numbers lines first to last (1-based, inclusive) of text the
@@ -69,8 +68,8 @@ func TestNumberedFileReadsArePrunedWithTheirNumbers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			chunk := readChunk(page, tt.first, tt.last, tt.format)
 			body := claudeRead(t, chunk)
-			got, out := newGoldenPipeline().Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: body})
-			if out.Status != focusgate.Pruned || len(out.Pages) != 1 || out.Pages[0].Format != "playwright" {
+			got, out := newGoldenPipeline().Rewrite(context.Background(), focusgate.Request{API: focusgate.APIMessages, Body: body})
+			if out.Status != focusgate.StatusPruned || len(out.Pages) != 1 || out.Pages[0].Format != "playwright" {
 				t.Fatalf("%s %s, %d pages: want the read pruned as a playwright tree", out.Status, out.Reason, len(out.Pages))
 			}
 			if !json.Valid(got) {
@@ -130,8 +129,8 @@ func TestPageInAJSONFileRead(t *testing.T) {
 	file, _ := json.MarshalIndent(parts, "", "  ")
 	chunk := readChunk(string(file), 1, strings.Count(string(file), "\n")+1, "%d\t%s")
 	body := claudeRead(t, chunk)
-	got, out := newGoldenPipeline().Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: body})
-	if out.Status != focusgate.Pruned || len(out.Pages) != 1 || observations(t, body, focusgate.Messages)[0].Nested != 1 {
+	got, out := newGoldenPipeline().Rewrite(context.Background(), focusgate.Request{API: focusgate.APIMessages, Body: body})
+	if out.Status != focusgate.StatusPruned || len(out.Pages) != 1 || observations(t, body, focusgate.APIMessages)[0].Nested != 1 {
 		t.Fatalf("%s %s, %d pages: want the page in the JSON line found and pruned", out.Status, out.Reason, len(out.Pages))
 	}
 	sent := gjson.GetBytes(got, "messages.2.content.0.content").String()

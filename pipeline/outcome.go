@@ -2,18 +2,9 @@ package pipeline
 
 import (
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
 )
-
-// Outcome is what the pipeline did to one request; the pipeline makes every
-// one the gateway reports.
-type Outcome = focusgate.Outcome
-
-// Older counts the observations of a request that are not its newest, by
-// what happened to them.
-type Older = focusgate.Older
 
 // page is one observation of a request and what became of it, as the
 // pipeline works with them; the Outcome reports each as a flat
@@ -38,15 +29,15 @@ func summary(pg page) focusgate.Page {
 	}
 }
 
-func skipped(reason focusgate.Reason) Outcome {
-	return Outcome{Status: focusgate.Skipped, Reason: reason}
+func skipped(reason focusgate.Reason) focusgate.Outcome {
+	return focusgate.Outcome{Status: focusgate.StatusSkipped, Reason: reason}
 }
 
 // add folds one observation's result into the request's outcome. The
 // request is as pruned as its most pruned observation (pruned, then
 // failed-open, then skipped, each with the first reason met), and as
 // uncached as its least cached one (miss, then shared, then hit).
-func add(o *Outcome, r prune.Result) {
+func add(o *focusgate.Outcome, r prune.Result) {
 	if statusRank[r.Status] > statusRank[o.Status] {
 		o.Status, o.Reason = r.Status, r.Reason
 	}
@@ -65,26 +56,26 @@ func add(o *Outcome, r prune.Result) {
 // newest's failure: it turns a skipped request into a pruned one, but a
 // failed-open request stays failed-open, since the newest page went out as
 // it came.
-func addOlder(o *Outcome, r prune.Result) {
-	reapplied := r.Status == focusgate.Pruned && r.Cache == cache.Hit
+func addOlder(o *focusgate.Outcome, r prune.Result) {
+	reapplied := r.Status == focusgate.StatusPruned && r.Cache == focusgate.CacheHit
 	switch {
-	case reapplied && o.Status == focusgate.FailedOpen:
-		r.Status, r.Reason = focusgate.Skipped, ""
-	case reapplied && o.Status != focusgate.Pruned:
+	case reapplied && o.Status == focusgate.StatusFailedOpen:
+		r.Status, r.Reason = focusgate.StatusSkipped, ""
+	case reapplied && o.Status != focusgate.StatusPruned:
 		r.Reason = ""
 	}
 	add(o, r)
 	switch {
 	case reapplied:
 		o.Older.Reapplied++
-	case r.Status == focusgate.Pruned:
+	case r.Status == focusgate.StatusPruned:
 		o.Older.Pruned++
-	case r.Reason != focusgate.BelowMinTokens:
+	case r.Reason != focusgate.ReasonBelowMinTokens:
 		o.Older.Left++
 	}
 }
 
 var (
-	statusRank = map[focusgate.Status]int{focusgate.Skipped: 1, focusgate.FailedOpen: 2, focusgate.Pruned: 3}
-	cacheRank  = map[cache.Outcome]int{cache.Hit: 1, cache.Shared: 2, cache.Miss: 3}
+	statusRank = map[focusgate.Status]int{focusgate.StatusSkipped: 1, focusgate.StatusFailedOpen: 2, focusgate.StatusPruned: 3}
+	cacheRank  = map[focusgate.CacheOutcome]int{focusgate.CacheHit: 1, focusgate.CacheShared: 2, focusgate.CacheMiss: 3}
 )

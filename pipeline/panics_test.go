@@ -50,8 +50,8 @@ func TestPanicIsLoggedOncePerSite(t *testing.T) {
 	}
 	for _, goal := range []string{"Order a laptop", "Order a laptop", "Order a laptop", "Order the other one", "Order the other one"} {
 		in := body(goal)
-		got, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: in})
-		if out.Status != focusgate.FailedOpen || out.Reason != focusgate.InternalError || !bytes.Equal(got, in) {
+		got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: in})
+		if out.Status != focusgate.StatusFailedOpen || out.Reason != focusgate.ReasonInternalError || !bytes.Equal(got, in) {
 			t.Fatalf("%q: %s %s, body changed %v; want failed-open internal-error and the body as it came", goal, out.Status, out.Reason, !bytes.Equal(got, in))
 		}
 	}

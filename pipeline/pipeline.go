@@ -94,9 +94,6 @@ type Retrieval struct {
 	ClientKey bool
 }
 
-// Request is one request body and the settings it came with.
-type Request = focusgate.Request
-
 // Pipeline rewrites request bodies. It is safe for concurrent use.
 //
 // It is the gateway's focusgate.Rewriter.
@@ -117,7 +114,7 @@ var _ focusgate.Rewriter = (*Pipeline)(nil)
 // retrieval is a Retrieval with its retriever's price looked up.
 type retrieval struct {
 	Retrieval
-	price  pricing.Price
+	price  focusgate.Price
 	priced bool
 }
 

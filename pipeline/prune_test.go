@@ -12,7 +12,6 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
-	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/prune"
 )
 
@@ -22,8 +21,8 @@ func TestPrunedBodyDiffersOnlyInsideTheTree(t *testing.T) {
 	body := readFile(t, laptopRequest)
 	obs := onlyObservation(t, body)
 
-	sent, out := rewrite(p, pipeline.Request{API: focusgate.Chat, Body: body, Credential: "sk-client"})
-	if out.Status != focusgate.Pruned {
+	sent, out := rewrite(p, focusgate.Request{API: focusgate.APIChat, Body: body, Credential: "sk-client"})
+	if out.Status != focusgate.StatusPruned {
 		t.Fatalf("%s %s, want pruned", out.Status, out.Reason)
 	}
 	if !json.Valid(sent) {
@@ -47,13 +46,13 @@ func TestPrunedBodyDiffersOnlyInsideTheTree(t *testing.T) {
 	if out.TokensBefore < 1000 || out.TokensAfter <= 0 || out.TokensAfter >= out.TokensBefore/4 {
 		t.Errorf("tokens %d -> %d: want a large tree cut to a fraction", out.TokensBefore, out.TokensAfter)
 	}
-	if out.Cache != cache.Miss {
+	if out.Cache != focusgate.CacheMiss {
 		t.Errorf("cache %q, want miss", out.Cache)
 	}
 	if out.Retriever <= 0 {
 		t.Errorf("retriever wait %v: the call that was made is not reported", out.Retriever)
 	}
-	if len(out.Pages) != 1 || out.Model != "gpt-4.1-2025-04-14" || out.API != focusgate.Chat {
+	if len(out.Pages) != 1 || out.Model != "gpt-4.1-2025-04-14" || out.API != focusgate.APIChat {
 		t.Errorf("outcome names %d pages, model %q, API %s; want the one page of this gpt-4.1 chat request", len(out.Pages), out.Model, out.API)
 	}
 }
@@ -97,12 +96,12 @@ func TestRetrieverFailuresFailOpen(t *testing.T) {
 		url    string // overrides the fake retriever's
 		reason focusgate.Reason
 	}{
-		{"timeout", reply(0, ""), "", focusgate.Timeout},
-		{"connection refused", nil, deadURL, focusgate.RetrieverError},
-		{"rate limited", reply(http.StatusTooManyRequests, ""), "", focusgate.RetrieverHTTP4xx},
-		{"server error", reply(http.StatusInternalServerError, ""), "", focusgate.RetrieverHTTP5xx},
-		{"garbage answer", reply(http.StatusOK, "I would keep the search box, probably."), "", focusgate.BadAnswer},
-		{"empty answer", reply(http.StatusOK, ""), "", focusgate.BadAnswer},
+		{"timeout", reply(0, ""), "", focusgate.ReasonTimeout},
+		{"connection refused", nil, deadURL, focusgate.ReasonRetrieverError},
+		{"rate limited", reply(http.StatusTooManyRequests, ""), "", focusgate.ReasonRetrieverHTTP4xx},
+		{"server error", reply(http.StatusInternalServerError, ""), "", focusgate.ReasonRetrieverHTTP5xx},
+		{"garbage answer", reply(http.StatusOK, "I would keep the search box, probably."), "", focusgate.ReasonBadAnswer},
+		{"empty answer", reply(http.StatusOK, ""), "", focusgate.ReasonBadAnswer},
 	}
 	body := readFile(t, laptopRequest)
 	for _, tt := range tests {
@@ -115,12 +114,12 @@ func TestRetrieverFailuresFailOpen(t *testing.T) {
 			// machine must not turn the other cases into timeouts.
 			pr := retrieverPruner(rt, "m", cache.NewMemory(1<<20, time.Hour), func(c *prune.Config, r *prune.RetrieverConfig) {
 				c.UseHistory = false
-				if tt.reason == focusgate.Timeout {
+				if tt.reason == focusgate.ReasonTimeout {
 					r.Timeout = 300 * time.Millisecond
 				}
 			})
-			got, out := rewrite(retrieverPipeline(pr), pipeline.Request{API: focusgate.Chat, Body: body, Credential: "sk-client"})
-			if out.Status != focusgate.FailedOpen || out.Reason != tt.reason {
+			got, out := rewrite(retrieverPipeline(pr), focusgate.Request{API: focusgate.APIChat, Body: body, Credential: "sk-client"})
+			if out.Status != focusgate.StatusFailedOpen || out.Reason != tt.reason {
 				t.Errorf("%s %s, want failed-open %s", out.Status, out.Reason, tt.reason)
 			}
 			if !bytes.Equal(got, body) {
@@ -140,11 +139,11 @@ func TestRequestChoosesModeAndPrompt(t *testing.T) {
 		reason             focusgate.Reason
 		check              func(t *testing.T, tree string, rt *retriever)
 	}{
-		{name: "off", mode: "off", status: focusgate.Skipped, reason: focusgate.ModeOff},
-		{name: "bad mode", mode: "shrink", status: focusgate.Skipped, reason: focusgate.BadHeader},
-		{name: "bad prompt", prompt: "lenient", status: focusgate.Skipped, reason: focusgate.BadHeader},
+		{name: "off", mode: "off", status: focusgate.StatusSkipped, reason: focusgate.ReasonModeOff},
+		{name: "bad mode", mode: "shrink", status: focusgate.StatusSkipped, reason: focusgate.ReasonBadHeader},
+		{name: "bad prompt", prompt: "lenient", status: focusgate.StatusSkipped, reason: focusgate.ReasonBadHeader},
 		{
-			name: "stubs keeps every line", mode: "stubs", status: focusgate.Pruned,
+			name: "stubs keeps every line", mode: "stubs", status: focusgate.StatusPruned,
 			check: func(t *testing.T, tree string, _ *retriever) {
 				orig := onlyObservation(t, body).Text
 				if got, want := strings.Count(tree, "\n"), strings.Count(orig, "\n"); got != want {
@@ -153,7 +152,7 @@ func TestRequestChoosesModeAndPrompt(t *testing.T) {
 			},
 		},
 		{
-			name: "ancestors keeps the path to kept lines", mode: "ancestors", status: focusgate.Pruned,
+			name: "ancestors keeps the path to kept lines", mode: "ancestors", status: focusgate.StatusPruned,
 			check: func(t *testing.T, tree string, _ *retriever) {
 				if !strings.Contains(tree, "[a216] region\n") {
 					t.Errorf("ancestors mode: no stub for the region holding the quantity box:\n%s", tree)
@@ -161,7 +160,7 @@ func TestRequestChoosesModeAndPrompt(t *testing.T) {
 			},
 		},
 		{
-			name: "restrictive prompt", prompt: "restrictive", status: focusgate.Pruned,
+			name: "restrictive prompt", prompt: "restrictive", status: focusgate.StatusPruned,
 			check: func(t *testing.T, _ string, rt *retriever) {
 				if sys := rt.Calls()[0].Messages[0].Content; !strings.Contains(sys, "Be strict") {
 					t.Errorf("the restrictive variant was not used: %q", sys)
@@ -172,7 +171,7 @@ func TestRequestChoosesModeAndPrompt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := newRetriever(t, keep("[a237] combobox"))
-			got, out := rewrite(pruningPipeline(rt), pipeline.Request{API: focusgate.Chat, Body: body, Mode: tt.mode, Prompt: tt.prompt})
+			got, out := rewrite(pruningPipeline(rt), focusgate.Request{API: focusgate.APIChat, Body: body, Mode: tt.mode, Prompt: tt.prompt})
 			if out.Status != tt.status || out.Reason != tt.reason {
 				t.Fatalf("%s %s, want %s %s", out.Status, out.Reason, tt.status, tt.reason)
 			}
@@ -197,16 +196,16 @@ func TestNothingToPrune(t *testing.T) {
 		name, body string
 		reason     focusgate.Reason
 	}{
-		{"plain chat", `{"model":"gpt-4.1","messages":[{"role":"user","content":"- one\n- two\n- three"}]}`, focusgate.NoObservation},
-		{"small tree", small, focusgate.BelowMinTokens},
-		{"not JSON", `model=gpt-4.1`, focusgate.NotJSON},
+		{"plain chat", `{"model":"gpt-4.1","messages":[{"role":"user","content":"- one\n- two\n- three"}]}`, focusgate.ReasonNoObservation},
+		{"small tree", small, focusgate.ReasonBelowMinTokens},
+		{"not JSON", `model=gpt-4.1`, focusgate.ReasonNotJSON},
 	}
 	rt := newRetriever(t, keep("x"))
 	p := pruningPipeline(rt)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, out := rewrite(p, chat([]byte(tt.body)))
-			if out.Status != focusgate.Skipped || out.Reason != tt.reason {
+			if out.Status != focusgate.StatusSkipped || out.Reason != tt.reason {
 				t.Errorf("%s %s, want skipped %s", out.Status, out.Reason, tt.reason)
 			}
 			if string(got) != tt.body {
@@ -245,8 +244,8 @@ func TestDefenderKeepsInjectionsFromTheActionModel(t *testing.T) {
 					return http.StatusOK, fmt.Sprintf("<answer>[(1,%d)]</answer><injection>[(%d,%d)]</injection>", len(lines), first, last)
 				})
 				body := genericAgentBody(t, "List out reviewers, if exist, who mention about ear cups being small", string(readFile(t, file)))
-				got, out := rewrite(pruningPipeline(rt), pipeline.Request{API: focusgate.Chat, Body: body, Prompt: "defender", Mode: mode})
-				if out.Status != focusgate.Pruned {
+				got, out := rewrite(pruningPipeline(rt), focusgate.Request{API: focusgate.APIChat, Body: body, Prompt: "defender", Mode: mode})
+				if out.Status != focusgate.StatusPruned {
 					t.Fatalf("%s %s, want pruned", out.Status, out.Reason)
 				}
 				if out.Flagged < 10 {
@@ -276,8 +275,8 @@ func TestResponsesAPIIsPruned(t *testing.T) {
 			{"type": "input_text", "text": "# Goal\nOrder 10 laptops.\n\n# Observation\n\n## AXTree:\n" + tree + "\n"},
 		}}},
 	})
-	got, out := rewrite(pruningPipeline(rt), pipeline.Request{API: focusgate.Responses, Body: body})
-	if out.Status != focusgate.Pruned {
+	got, out := rewrite(pruningPipeline(rt), focusgate.Request{API: focusgate.APIResponses, Body: body})
+	if out.Status != focusgate.StatusPruned {
 		t.Fatalf("%s %s, want pruned", out.Status, out.Reason)
 	}
 	if sent := string(got); !strings.Contains(sent, "[a237] combobox") || strings.Contains(sent, "[a301] log") {

@@ -51,18 +51,18 @@ func TestRelookGoesOutWhole(t *testing.T) {
 	laptop := readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")
 	ipad := readPage(t, "bgym-pr301_workarena_ipad_pro_form.txt")
 	p := newGoldenPipeline()
-	send := func(body []byte) ([]byte, pipeline.Outcome) {
-		return p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: body})
+	send := func(body []byte) ([]byte, focusgate.Outcome) {
+		return p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body})
 	}
 
 	first, out := send(toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}))
-	if out.Status != focusgate.Pruned {
+	if out.Status != focusgate.StatusPruned {
 		t.Fatalf("first look: %s %s, want pruned", out.Status, out.Reason)
 	}
 
 	again := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop})
 	second, out := send(again)
-	if out.Status != focusgate.Skipped || out.Reason != focusgate.Relook || !out.Relook {
+	if out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonRelook || !out.Relook {
 		t.Fatalf("second look: %s %s relook=%v, want skipped re-look", out.Status, out.Reason, out.Relook)
 	}
 	if got := toolResults(t, second); got[1] != laptop || got[0] == laptop {
@@ -78,10 +78,10 @@ func TestRelookGoesOutWhole(t *testing.T) {
 
 	moved := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop}, [2]string{"click", ipad})
 	third, out := send(moved)
-	if out.Status != focusgate.Pruned || out.Relook {
+	if out.Status != focusgate.StatusPruned || out.Relook {
 		t.Fatalf("new page after an action: %s %s, want pruned", out.Status, out.Reason)
 	}
-	if got := toolResults(t, third); got[1] != laptop || out.Pages[1].Reason != focusgate.Relook {
+	if got := toolResults(t, third); got[1] != laptop || out.Pages[1].Reason != focusgate.ReasonRelook {
 		t.Errorf("the earlier re-look is now %s %s (%d bytes): it must stay whole, as it was forwarded", out.Pages[1].Status, out.Pages[1].Reason, len(got[1]))
 	}
 	assertSamePrefix(t, second, third)
@@ -89,7 +89,7 @@ func TestRelookGoesOutWhole(t *testing.T) {
 	// A third look after the whole one is pruned again: the agent saw the
 	// page whole the step before.
 	thrice := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop})
-	if _, out := send(thrice); out.Pages[2].Status != focusgate.Pruned {
+	if _, out := send(thrice); out.Pages[2].Status != focusgate.StatusPruned {
 		t.Errorf("a look after a whole one: %s %s, want pruned", out.Pages[2].Status, out.Pages[2].Reason)
 	}
 }
@@ -134,17 +134,17 @@ func TestBypassModels(t *testing.T) {
 
 	// A pruned page, stored, then the same conversation with a bypassed
 	// model: nothing is re-applied.
-	if _, out := p.Rewrite(ctx, pipeline.Request{API: focusgate.Chat, Body: toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop})}); out.Status != focusgate.Pruned {
+	if _, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop})}); out.Status != focusgate.StatusPruned {
 		t.Fatalf("gpt-4.1: %s %s, want pruned", out.Status, out.Reason)
 	}
 	for _, model := range []string{"o3", "o3-mini-2025-01-31", "azure/O3-pro", "gpt-5-mini"} {
 		body := toolLoop(t, model, [2]string{"snapshot", laptop}, [2]string{"click", ipad})
-		got, out := p.Rewrite(ctx, pipeline.Request{API: focusgate.Chat, Body: body})
-		if out.Status != focusgate.Skipped || out.Reason != focusgate.BypassModel || !bytes.Equal(got, body) {
+		got, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: body})
+		if out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonBypassModel || !bytes.Equal(got, body) {
 			t.Errorf("%s: %s %s, body changed: %v; want skipped bypass-model and the body as it came", model, out.Status, out.Reason, !bytes.Equal(got, body))
 		}
 	}
-	if _, out := p.Rewrite(ctx, pipeline.Request{API: focusgate.Chat, Body: toolLoop(t, "gpt-4.1-mini", [2]string{"click", ipad})}); out.Reason == focusgate.BypassModel {
+	if _, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: toolLoop(t, "gpt-4.1-mini", [2]string{"click", ipad})}); out.Reason == focusgate.ReasonBypassModel {
 		t.Errorf("gpt-4.1-mini bypassed by patterns that do not match it")
 	}
 }
@@ -158,25 +158,25 @@ func TestCountTokensWithoutAGoalPassesThrough(t *testing.T) {
 	js, _ := json.Marshal(laptop)
 	lone := []byte(`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":` + string(js) + `}]}]}]}`)
 	p := newGoldenPipeline()
-	got, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: lone})
-	if out.Status != focusgate.Skipped || out.Reason != focusgate.NoGoal || !bytes.Equal(got, lone) {
+	got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIMessages, Body: lone})
+	if out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonNoGoal || !bytes.Equal(got, lone) {
 		t.Errorf("a lone tool output: %s %s, changed %v; want skipped no-goal, unchanged", out.Status, out.Reason, !bytes.Equal(got, lone))
 	}
 	// What Claude Code 2.1.328 sends to count_tokens for a Playwright MCP
 	// snapshot: the tool's text, headings and all, as a user text block.
 	js, _ = json.Marshal("### Page\n- Page URL: http://localhost/laptop\n- Page Title: Standard Laptop\n### Snapshot\n```yaml\n" + laptop + "\n```")
 	output := []byte(`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":[{"type":"text","text":` + string(js) + `}]}]}`)
-	got, out = p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: output, Sizing: true})
-	if out.Status != focusgate.Skipped || out.Reason != focusgate.NoGoal || !bytes.Equal(got, output) {
+	got, out = p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIMessages, Body: output, Sizing: true})
+	if out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonNoGoal || !bytes.Equal(got, output) {
 		t.Errorf("a tool output sized alone: %s %s, changed %v; want skipped no-goal, unchanged", out.Status, out.Reason, !bytes.Equal(got, output))
 	}
-	if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: output}); out.Status != focusgate.Pruned {
+	if _, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIMessages, Body: output}); out.Status != focusgate.StatusPruned {
 		t.Errorf("the same message sent to be answered: %s %s, want pruned (its words are the only goal there is)", out.Status, out.Reason)
 	}
 	js, _ = json.Marshal(laptop)
 	withTask := []byte(`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"Order a standard laptop"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"snapshot","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":` + string(js) + `}]}]}`)
 	for _, sizing := range []bool{false, true} {
-		if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: withTask, Sizing: sizing}); out.Status != focusgate.Pruned {
+		if _, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIMessages, Body: withTask, Sizing: sizing}); out.Status != focusgate.StatusPruned {
 			t.Errorf("a conversation with its task (sizing %v): %s %s, want pruned", sizing, out.Status, out.Reason)
 		}
 	}
@@ -203,14 +203,14 @@ func TestCountTokensOfOneMessagePassesThroughWhateverTheSystemHolds(t *testing.T
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			body := []byte(tt.body)
-			got, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: body, Sizing: true})
-			if out.Status != focusgate.Skipped || out.Reason != focusgate.NoGoal || !bytes.Equal(got, body) {
+			got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIMessages, Body: body, Sizing: true})
+			if out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonNoGoal || !bytes.Equal(got, body) {
 				t.Errorf("count_tokens: %s %s, changed %v; want skipped no-goal, unchanged", out.Status, out.Reason, !bytes.Equal(got, body))
 			}
 			if !tt.answered {
 				return
 			}
-			if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: body}); out.Status != focusgate.Pruned {
+			if _, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIMessages, Body: body}); out.Status != focusgate.StatusPruned {
 				t.Errorf("sent to be answered: %s %s, want pruned", out.Status, out.Reason)
 			}
 		})
@@ -226,11 +226,11 @@ func TestDuplicateModelMembersReadAsTheUpstreamDoes(t *testing.T) {
 	p := pipeline.New(opts)
 	body := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop})
 	dup := append(bytes.TrimSuffix(body, []byte("}")), []byte(`,"model":"o3"}`)...)
-	if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: dup}); out.Reason != focusgate.BypassModel {
+	if _, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: dup}); out.Reason != focusgate.ReasonBypassModel {
 		t.Errorf("gpt-4.1 then o3: %s %s, want bypass-model (o3 is what the upstream reads)", out.Status, out.Reason)
 	}
 	dup = append(bytes.TrimSuffix(toolLoop(t, "o3", [2]string{"snapshot", laptop}), []byte("}")), []byte(`,"model":"gpt-4.1"}`)...)
-	if _, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: dup}); out.Status != focusgate.Pruned || out.Model != "gpt-4.1" {
+	if _, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: dup}); out.Status != focusgate.StatusPruned || out.Model != "gpt-4.1" {
 		t.Errorf("o3 then gpt-4.1: %s %s (model %q), want pruned for gpt-4.1", out.Status, out.Reason, out.Model)
 	}
 }

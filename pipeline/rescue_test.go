@@ -31,7 +31,7 @@ func (r *countingRetriever) Select(ctx context.Context, q prune.Query) (prune.Se
 		return prune.Selection{}, errors.New("retriever down")
 	}
 	sel, err := wordRetriever{}.Select(ctx, q)
-	sel.Usage = prune.Usage{PromptTokens: 100, CompletionTokens: 10}
+	sel.Usage = focusgate.RetrieverUsage{PromptTokens: 100, CompletionTokens: 10}
 	return sel, err
 }
 
@@ -67,21 +67,21 @@ func TestRescuePrunesEveryPageAndTheConversationGoesOn(t *testing.T) {
 	body := toolLoop(t, "gpt-4.1", steps(3)...)
 	ctx := context.Background()
 
-	_, out := p.Rewrite(ctx, pipeline.Request{API: focusgate.Chat, Body: body})
-	if out.Status != focusgate.Pruned || out.Older.Left != 2 || out.Rescue != "" {
+	_, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: body})
+	if out.Status != focusgate.StatusPruned || out.Older.Left != 2 || out.Rescue != "" {
 		t.Fatalf("first send: %s %s, older %+v, rescue %q: want the newest pruned, two older pages left whole", out.Status, out.Reason, out.Older, out.Rescue)
 	}
 	if n := r.calls.Load(); n != 1 {
 		t.Fatalf("retriever calls before the rescue: %d, want 1", n)
 	}
 
-	rescued, out := p.Rewrite(ctx, pipeline.Request{API: focusgate.Chat, Body: body, Rescue: true})
-	if out.Rescue != focusgate.Rescued || out.RescuedEarly || out.Status != focusgate.Pruned {
+	rescued, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: body, Rescue: true})
+	if out.Rescue != focusgate.RescueRescued || out.RescuedEarly || out.Status != focusgate.StatusPruned {
 		t.Fatalf("rescue: %s %s rescue=%q early=%v, want pruned and rescued", out.Status, out.Reason, out.Rescue, out.RescuedEarly)
 	}
 	results := toolResults(t, rescued)
 	for i, pg := range pages[:3] {
-		if out.Pages[i].Status != focusgate.Pruned || results[i] == pg || len(results[i]) >= len(pg) {
+		if out.Pages[i].Status != focusgate.StatusPruned || results[i] == pg || len(results[i]) >= len(pg) {
 			t.Errorf("page %d: %s %s, forwarded %d of %d bytes: want every page pruned", i, out.Pages[i].Status, out.Pages[i].Reason, len(results[i]), len(pg))
 		}
 	}
@@ -89,7 +89,7 @@ func TestRescuePrunesEveryPageAndTheConversationGoesOn(t *testing.T) {
 		t.Errorf("retriever calls after the rescue: %d, want 3 (the two older pages asked, the newest found stored)", n)
 	}
 
-	next, out := p.Rewrite(ctx, pipeline.Request{API: focusgate.Chat, Body: toolLoop(t, "gpt-4.1", steps(4)...)})
+	next, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: toolLoop(t, "gpt-4.1", steps(4)...)})
 	if out.Older.Reapplied != 3 || out.Rescue != "" {
 		t.Errorf("next request: older %+v rescue %q, want the three rescued pages re-applied", out.Older, out.Rescue)
 	}
@@ -108,15 +108,15 @@ func TestRescueStubsPagesTheRetrieverCannotServe(t *testing.T) {
 	p := rescuePipeline(r, nil)
 	body := toolLoop(t, "gpt-4.1", [2]string{"snapshot", page})
 
-	sent, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: body})
-	if out.Status != focusgate.FailedOpen || string(sent) != string(body) {
+	sent, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body})
+	if out.Status != focusgate.StatusFailedOpen || string(sent) != string(body) {
 		t.Fatalf("without rescue: %s %s, want failed-open with the body as it came", out.Status, out.Reason)
 	}
-	rescued, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: body, Rescue: true})
-	if out.Rescue != focusgate.Rescued || out.Status != focusgate.Pruned {
+	rescued, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body, Rescue: true})
+	if out.Rescue != focusgate.RescueRescued || out.Status != focusgate.StatusPruned {
 		t.Fatalf("rescue: %s %s rescue=%q, want pruned as stubs", out.Status, out.Reason, out.Rescue)
 	}
-	if got := out.Pages[0].Reason; got != focusgate.RetrieverError {
+	if got := out.Pages[0].Reason; got != focusgate.ReasonRetrieverError {
 		t.Errorf("stubbed page's reason %q, want the retriever's failure kept", got)
 	}
 	stubs := toolResults(t, rescued)[0]
@@ -124,7 +124,7 @@ func TestRescueStubsPagesTheRetrieverCannotServe(t *testing.T) {
 		t.Errorf("stubbed page has %d lines (the page %d) or lost its root:\n%.400s", strings.Count(stubs, "\n"), strings.Count(page, "\n"), stubs)
 	}
 	calls := r.calls.Load()
-	p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: body, Rescue: true})
+	p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body, Rescue: true})
 	if r.calls.Load() == calls {
 		t.Error("a stubbed page was stored: the next rescue did not ask the retriever again")
 	}
@@ -154,7 +154,7 @@ func TestRescueBeforeTheWindowIsExceeded(t *testing.T) {
 		sizing bool
 		want   focusgate.Rescue
 	}{
-		{"over its window", loop("small-model"), false, focusgate.Rescued},
+		{"over its window", loop("small-model"), false, focusgate.RescueRescued},
 		{"within its window", loop("gpt-4.1"), false, ""},
 		{"no known window", loop("my-own-model"), false, ""},
 		{"a sizing request", loop("small-model"), true, ""},
@@ -163,11 +163,11 @@ func TestRescueBeforeTheWindowIsExceeded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := rescuePipeline(&countingRetriever{}, windows)
-			_, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: tt.body, Sizing: tt.sizing})
+			_, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: tt.body, Sizing: tt.sizing})
 			if out.Rescue != tt.want || out.RescuedEarly != (tt.want != "") {
 				t.Fatalf("rescue %q early=%v (%s %s), want %q", out.Rescue, out.RescuedEarly, out.Status, out.Reason, tt.want)
 			}
-			if tt.want == focusgate.Rescued && (out.Older.Pruned != 1 || out.Usage.PromptTokens != 200) {
+			if tt.want == focusgate.RescueRescued && (out.Older.Pruned != 1 || out.Usage.PromptTokens != 200) {
 				t.Errorf("older %+v usage %+v: want the older page pruned, and two retriever calls counted (the first pass's and the older page's)", out.Older, out.Usage)
 			}
 		})

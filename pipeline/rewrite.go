@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/internal/budget"
 	"github.com/focusgate/focusgate/pricing"
@@ -32,7 +31,7 @@ type plan struct {
 	obs         []detect.Observation
 	model       string
 	credential  string
-	actionPrice pricing.Price
+	actionPrice focusgate.Price
 	priced      bool // both the action model and the retriever have a price
 	rescue      bool // every page is pruned: see Request.Rescue
 	sizing      bool
@@ -41,7 +40,7 @@ type plan struct {
 // plan reads the request's settings and finds its observations, holding
 // what detection needs on tab. It returns false, with the outcome to report,
 // when there is nothing to prune.
-func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan, Outcome, bool) {
+func (p *Pipeline) plan(ctx context.Context, req focusgate.Request, tab *budget.Tab) (plan, focusgate.Outcome, bool) {
 	pl := plan{api: req.API, retrieval: p.retrievals[req.API], mode: p.opts.Mode, variant: p.opts.Variant,
 		rescue: req.Rescue && !req.Sizing, sizing: req.Sizing}
 	if req.Holdout {
@@ -53,19 +52,19 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 	if req.Mode != "" {
 		m, err := focusgate.ParseMode(req.Mode)
 		if err != nil {
-			return pl, skipped(focusgate.BadHeader), false
+			return pl, skipped(focusgate.ReasonBadHeader), false
 		}
 		pl.mode = m
 	}
 	if req.Prompt != "" {
 		v, err := focusgate.ParseVariant(req.Prompt)
 		if err != nil {
-			return pl, skipped(focusgate.BadHeader), false
+			return pl, skipped(focusgate.ReasonBadHeader), false
 		}
 		pl.variant = v
 	}
-	if pl.mode == focusgate.Off {
-		return pl, skipped(focusgate.ModeOff), false
+	if pl.mode == focusgate.ModeOff {
+		return pl, skipped(focusgate.ReasonModeOff), false
 	}
 	body := req.Body
 	// The model decides whether the request is pruned at all (a bypassed or
@@ -99,20 +98,20 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 	span.SetAttributes(attribute.Int("focusgate.observations", len(obs)))
 	span.End()
 	if errors.Is(err, detect.ErrNotJSON) {
-		return pl, skipped(focusgate.NotJSON), false
+		return pl, skipped(focusgate.ReasonNotJSON), false
 	}
 	if errors.Is(err, detect.ErrOverBudget) {
-		return pl, skipped(focusgate.Busy), false
+		return pl, skipped(focusgate.ReasonBusy), false
 	}
 	if err != nil || len(obs) == 0 {
-		return pl, skipped(focusgate.NoObservation), false
+		return pl, skipped(focusgate.ReasonNoObservation), false
 	}
 	if obs[len(obs)-1].Goal == "" || req.Sizing && read.Messages <= 1 {
 		// Without a goal the retriever cannot tell what matters; a lone
 		// message sized by count_tokens is one tool output, whose own
 		// headings (Playwright MCP's "### Page") are no goal either, and
 		// neither is a system prompt sized with it.
-		return pl, skipped(focusgate.NoGoal), false
+		return pl, skipped(focusgate.ReasonNoGoal), false
 	}
 
 	model := read.Model
@@ -125,14 +124,14 @@ func (p *Pipeline) plan(ctx context.Context, req Request, tab *budget.Tab) (plan
 		}
 	}
 	pl.obs = obs
-	return pl, Outcome{}, true
+	return pl, focusgate.Outcome{}, true
 }
 
 // heldOut reads a held-out request for the comparison of the arms, without
 // pruning anything: its model, and whether its newest page repeats the page
 // before it, as rewrite tells for a pruned one.
-func (p *Pipeline) heldOut(req Request, tab *budget.Tab) Outcome {
-	out := skipped(focusgate.Holdout)
+func (p *Pipeline) heldOut(req focusgate.Request, tab *budget.Tab) focusgate.Outcome {
+	out := skipped(focusgate.ReasonHoldout)
 	// A nil Finder remembers nothing: no page of a held-out conversation
 	// is kept, not even in the memory of pages seen.
 	var forgetful *detect.Finder
@@ -158,7 +157,7 @@ func (p *Pipeline) modelChecks(pl plan) bool {
 // the defender prompt, chosen for safety, not savings, nor for a rescue,
 // where the alternative to pruning is a refused request.
 func (p *Pipeline) economics(pl plan) bool {
-	return p.opts.SkipUneconomic && pl.variant != focusgate.Defender && !pl.rescue
+	return p.opts.SkipUneconomic && pl.variant != focusgate.VariantDefender && !pl.rescue
 }
 
 // skipModel records model and its price in pl and says whether the request
@@ -170,11 +169,11 @@ func (p *Pipeline) skipModel(pl *plan, model string) (focusgate.Reason, bool) {
 	if len(p.opts.BypassModels) > 0 && p.bypassed(model) {
 		// Older pages are left as they came too: a conversation with such
 		// a model was never pruned, or must now go whole.
-		return focusgate.BypassModel, true
+		return focusgate.ReasonBypassModel, true
 	}
 	if p.economics(*pl) && pl.priced {
 		if be, ok := pricing.BreakEven(pl.retrieval.price, pl.actionPrice); ok && be >= p.opts.ExpectedReduction {
-			return focusgate.Uneconomic, true
+			return focusgate.ReasonUneconomic, true
 		}
 	}
 	return "", false
@@ -187,7 +186,7 @@ func (p *Pipeline) skipModel(pl *plan, model string) (focusgate.Reason, bool) {
 // once. So is the newest, unless it repeats the page before it: whether it is
 // a re-look (see relook) depends on how that page went out, so it waits for
 // it.
-func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, Outcome) {
+func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, focusgate.Outcome) {
 	pages := p.prunePages(ctx, pl)
 	proactive := false
 	if !pl.rescue && !pl.sizing && p.overWindow(body, pl.model, pages) {
@@ -200,14 +199,14 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 		for i := range pages {
 			// What the first pass spent on the retriever is spent all
 			// the same; the second found its selections stored.
-			if a, b := &first[i].res, &pages[i].res; a.Cache == cache.Miss && b.Cache == cache.Hit {
+			if a, b := &first[i].res, &pages[i].res; a.Cache == focusgate.CacheMiss && b.Cache == focusgate.CacheHit {
 				b.Cache, b.Usage, b.RetrieverTime, b.Reasoning = a.Cache, a.Usage, a.RetrieverTime, a.Reasoning
 			}
 		}
 	}
 	newest := len(pages) - 1
 
-	out := Outcome{Model: pl.model, Mode: pl.mode, Variant: pl.variant, Pages: make([]focusgate.Page, len(pages)),
+	out := focusgate.Outcome{Model: pl.model, Mode: pl.mode, Variant: pl.variant, Pages: make([]focusgate.Page, len(pages)),
 		Repeated: newest > 0 && pages[newest].obs.Text == pages[newest-1].obs.Text}
 	for i, pg := range pages {
 		out.Pages[i] = summary(pg)
@@ -223,21 +222,21 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, O
 		addOlder(&out, pg.res)
 	}
 	if pl.rescue {
-		out.Rescue, out.RescuedEarly = focusgate.NothingToPrune, proactive
+		out.Rescue, out.RescuedEarly = focusgate.RescueNothingToPrune, proactive
 		for _, pg := range pages {
-			if pg.res.Status == focusgate.Pruned {
-				out.Rescue = focusgate.Rescued
+			if pg.res.Status == focusgate.StatusPruned {
+				out.Rescue = focusgate.RescueRescued
 			}
 		}
 	}
-	if pages[newest].res.Reason == focusgate.Relook {
+	if pages[newest].res.Reason == focusgate.ReasonRelook {
 		// The step is about the newest page, which went out whole on
 		// purpose: older pages re-applied do not make the request pruned.
-		out.Status, out.Reason, out.Relook = focusgate.Skipped, focusgate.Relook, true
+		out.Status, out.Reason, out.Relook = focusgate.StatusSkipped, focusgate.ReasonRelook, true
 	}
 	var edits []edit
 	for _, pg := range pages {
-		if pg.res.Status == focusgate.Pruned {
+		if pg.res.Status == focusgate.StatusPruned {
 			o := pg.obs
 			edits = append(edits, edit{start: o.RawStart, end: o.RawEnd, text: pg.res.Text, nested: o.Nested,
 				lines: func() (string, []string, string, bool) {
@@ -316,7 +315,7 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 	defer func() {
 		if v := recover(); v != nil {
 			p.logPanic(ctx, v)
-			res = prune.Result{Text: o.Text, Status: focusgate.FailedOpen, Reason: focusgate.InternalError}
+			res = prune.Result{Text: o.Text, Status: focusgate.StatusFailedOpen, Reason: focusgate.ReasonInternalError}
 		}
 	}()
 	in := prune.Input{
@@ -345,14 +344,14 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 // decision about it and forwards the same prefix. Two copies of a tree in
 // one output (a saved result that holds the page twice) are one look.
 func relook(prev, pg page) bool {
-	return prev.res.Status == focusgate.Pruned && prev.obs.Text == pg.obs.Text && prev.obs.Path != pg.obs.Path
+	return prev.res.Status == focusgate.StatusPruned && prev.obs.Text == pg.obs.Text && prev.obs.Path != pg.obs.Path
 }
 
 // sentWhole is the result of a re-look: the page as it came, counted like
 // the page before it, which has the same text.
 func sentWhole(prev, pg page) prune.Result {
 	n := prev.res.TokensBefore
-	return prune.Result{Text: pg.obs.Text, Status: focusgate.Skipped, Reason: focusgate.Relook, TokensBefore: n, TokensAfter: n}
+	return prune.Result{Text: pg.obs.Text, Status: focusgate.StatusSkipped, Reason: focusgate.ReasonRelook, TokensBefore: n, TokensAfter: n}
 }
 
 // bypassed says whether model matches one of the BypassModels patterns.

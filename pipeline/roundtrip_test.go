@@ -40,7 +40,7 @@ func FuzzKeptTextRoundTrips(f *testing.F) {
 			t.Skip("a newline makes another line")
 		}
 		body := treeRequest(appendJSONStringContent(nil, s))
-		obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
+		obs, err := detect.Find(body, focusgate.APIChat, detect.Options{})
 		if err != nil || len(obs) != 1 {
 			t.Skipf("not one observation (%d, %v)", len(obs), err)
 		}
@@ -59,7 +59,7 @@ func FuzzKeptTextRoundTrips(f *testing.F) {
 func TestLoneSurrogateEscapesLeaveAsTheyCame(t *testing.T) {
 	for _, name := range []string{`\ud83d broken emoji`, `low \udc00 alone`, `two highs \ud800\ud801`, `reversed \ude00\ud83d`, "raw \xff\xfe bytes"} {
 		body := treeRequest([]byte(name))
-		obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
+		obs, err := detect.Find(body, focusgate.APIChat, detect.Options{})
 		if err != nil || len(obs) != 1 {
 			t.Fatalf("%s: %d observations, %v", name, len(obs), err)
 		}

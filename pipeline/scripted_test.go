@@ -45,7 +45,7 @@ func retrieverPruner(rt *retriever, model string, store cache.Store, configure .
 // busy machine must not turn a prune into a timeout.
 func retrieverPipeline(pr pipeline.Pruner, configure ...func(*pipeline.Options)) *pipeline.Pipeline {
 	opts := pipeline.Options{
-		Pruner: pr, Mode: focusgate.Remove, Variant: focusgate.LineVariant,
+		Pruner: pr, Mode: focusgate.ModeRemove, Variant: focusgate.VariantLine,
 		RetrieverModel: "gpt-4.1-mini", Budget: time.Hour,
 	}
 	for _, c := range configure {
@@ -61,13 +61,13 @@ func pruningPipeline(rt *retriever, configure ...func(*pipeline.Options)) *pipel
 }
 
 // rewrite runs one request through p.
-func rewrite(p *pipeline.Pipeline, req pipeline.Request) ([]byte, pipeline.Outcome) {
+func rewrite(p *pipeline.Pipeline, req focusgate.Request) ([]byte, focusgate.Outcome) {
 	return p.Rewrite(context.Background(), req)
 }
 
 // chat is a chat-completions request with body.
-func chat(body []byte) pipeline.Request {
-	return pipeline.Request{API: focusgate.Chat, Body: body}
+func chat(body []byte) focusgate.Request {
+	return focusgate.Request{API: focusgate.APIChat, Body: body}
 }
 
 func readFile(t testing.TB, name string) []byte {
@@ -84,7 +84,7 @@ const laptopRequest = "../testdata/requests/genericagent_workarena_standard_lapt
 // onlyObservation returns the tree span focusgate detects in body.
 func onlyObservation(t *testing.T, body []byte) detect.Observation {
 	t.Helper()
-	obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
+	obs, err := detect.Find(body, focusgate.APIChat, detect.Options{})
 	if err != nil || len(obs) != 1 {
 		t.Fatalf("want one observation in the request, got %d (%v)", len(obs), err)
 	}

@@ -124,7 +124,7 @@ func TestSpliceKeepsTheEscapesOfKeptLines(t *testing.T) {
 			content = pyEscape(`[{"type":"text","text":"` + pyEscape("Page:\n"+page) + `"}]`)
 		}
 		body := []byte(`{"model":"m","messages":[{"role":"user","content":"Open Caf\u00e9 7."},{"role":"tool","tool_call_id":"a","content":"` + content + `"}]}`)
-		obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
+		obs, err := detect.Find(body, focusgate.APIChat, detect.Options{})
 		if err != nil || len(obs) != 1 || obs[0].Nested != nested {
 			t.Fatalf("nested %d: found %d observations, %v", nested, len(obs), err)
 		}

@@ -23,10 +23,10 @@ func TestUnreadBodiesAreSkippedForTheirReason(t *testing.T) {
 		map[string]any{"role": "user", "content": "Order a laptop"},
 		map[string]any{"role": "tool", "tool_call_id": "a", "content": page},
 	}})
-	for _, reason := range []focusgate.Reason{focusgate.Undecodable, focusgate.Busy} {
+	for _, reason := range []focusgate.Reason{focusgate.ReasonUndecodable, focusgate.ReasonBusy} {
 		t.Run(string(reason), func(t *testing.T) {
-			got, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Messages, Body: body, Unread: reason})
-			if !bytes.Equal(got, body) || out.API != focusgate.Messages || out.Status != focusgate.Skipped || out.Reason != reason || len(out.Pages) != 0 {
+			got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIMessages, Body: body, Unread: reason})
+			if !bytes.Equal(got, body) || out.API != focusgate.APIMessages || out.Status != focusgate.StatusSkipped || out.Reason != reason || len(out.Pages) != 0 {
 				t.Errorf("%s %s %s, %d pages, body changed %v; want messages skipped %s, no page, the body as it came",
 					out.API, out.Status, out.Reason, len(out.Pages), !bytes.Equal(got, body), reason)
 			}

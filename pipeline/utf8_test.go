@@ -17,7 +17,7 @@ func TestKeptLinesWithBrokenTextArriveByteForByte(t *testing.T) {
 			body := bytes.Replace(readFile(t, laptopRequest), []byte("[a237] combobox 'Quantity' value='1'"), line, 1)
 
 			sent, out := rewrite(pruningPipeline(rt), chat(body))
-			if out.Status != focusgate.Pruned {
+			if out.Status != focusgate.StatusPruned {
 				t.Fatalf("%s %s, want pruned", out.Status, out.Reason)
 			}
 			if !bytes.Contains(sent, line) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
-	"github.com/focusgate/focusgate/pipeline"
 )
 
 // observations are the pages the pipeline finds in body, oldest first, with
@@ -135,13 +134,13 @@ func TestWrappedPagesArePrunedAndPutBackExactly(t *testing.T) {
 			content := tt.content()
 			p := newGoldenPipeline()
 			body := jsToolLoop(t, [2]string{"read", content})
-			got, out := p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: body})
-			if out.Status != focusgate.Pruned || !json.Valid(got) {
+			got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body})
+			if out.Status != focusgate.StatusPruned || !json.Valid(got) {
 				t.Fatalf("%s %s (valid JSON: %v): want the page pruned", out.Status, out.Reason, json.Valid(got))
 			}
 			pruned := 0
 			for _, pg := range out.Pages {
-				if pg.Status == focusgate.Pruned {
+				if pg.Status == focusgate.StatusPruned {
 					pruned++
 				}
 			}
@@ -165,12 +164,12 @@ func TestWrappedPagesArePrunedAndPutBackExactly(t *testing.T) {
 			// Outside the pruned spans, the body is as the client sent it.
 			var want []byte
 			from := 0
-			obs := observations(t, body, focusgate.Chat)
+			obs := observations(t, body, focusgate.APIChat)
 			if len(obs) != len(out.Pages) {
 				t.Fatalf("%d pages reported, %d found", len(out.Pages), len(obs))
 			}
 			for i, pg := range out.Pages {
-				if pg.Status != focusgate.Pruned {
+				if pg.Status != focusgate.StatusPruned {
 					continue
 				}
 				o, text := obs[i], pg.Forwarded
@@ -185,7 +184,7 @@ func TestWrappedPagesArePrunedAndPutBackExactly(t *testing.T) {
 			}
 			// The next request forwards this output as it went out now.
 			next := jsToolLoop(t, [2]string{"read", content}, [2]string{"snapshot", readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")})
-			got, _ = p.Rewrite(context.Background(), pipeline.Request{API: focusgate.Chat, Body: next})
+			got, _ = p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: next})
 			if again := gjson.GetBytes(got, "messages.3.content").String(); again != sent {
 				t.Errorf("the next request changed the output it had sent")
 			}

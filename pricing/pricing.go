@@ -16,14 +16,11 @@ import (
 	"github.com/focusgate/focusgate"
 )
 
-// Price is what a model costs, in US dollars per million tokens.
-type Price = focusgate.Price
-
 // defaults are the list prices of every provider's declaration
 // (focusgate.Providers), for standard (non-batch, uncached) input and
 // output. They change; users with other rates set their own.
-var defaults = func() map[string]Price {
-	m := map[string]Price{}
+var defaults = func() map[string]focusgate.Price {
+	m := map[string]focusgate.Price{}
 	for _, p := range focusgate.Providers {
 		maps.Copy(m, p.Prices)
 	}
@@ -32,7 +29,7 @@ var defaults = func() map[string]Price {
 
 // Table maps model names to prices. The zero value knows no model.
 type Table struct {
-	prices map[string]Price
+	prices map[string]focusgate.Price
 }
 
 // Default returns the built-in table.
@@ -43,13 +40,13 @@ func Default() *Table {
 // Override returns a copy of t with the prices in a JSON object such as
 // {"gpt-4.1": {"input": 2, "output": 8}} added or replaced.
 func (t *Table) Override(data []byte) (*Table, error) {
-	var extra map[string]Price
+	var extra map[string]focusgate.Price
 	if err := json.Unmarshal(data, &extra); err != nil {
 		return nil, fmt.Errorf("pricing: want a JSON object of {\"model\": {\"input\": USD, \"output\": USD}}: %w", err)
 	}
 	out := &Table{prices: maps.Clone(t.prices)}
 	if out.prices == nil {
-		out.prices = map[string]Price{}
+		out.prices = map[string]focusgate.Price{}
 	}
 	for model, p := range extra {
 		if p.Input < 0 || p.Output < 0 {
@@ -73,7 +70,7 @@ var dated = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{4})$`)
 // snapshot dates ("gpt-4.1-2025-04-14") are ignored, and a name extending a
 // known one after a dash ("gpt-4o-mini-search-preview") takes the longest
 // such known name's price.
-func (t *Table) Lookup(model string) (Price, bool) {
+func (t *Table) Lookup(model string) (focusgate.Price, bool) {
 	return lookup(t.prices, model)
 }
 
@@ -103,7 +100,7 @@ func lookup[V any](table map[string]V, model string) (V, bool) {
 // action-model input it saves (the LineRetriever paper's appendix: with $0.40
 // against $2 per million input tokens, anything above 20% saves money). It is
 // false when either price is unknown or the action model's input is free.
-func BreakEven(retriever, action Price) (float64, bool) {
+func BreakEven(retriever, action focusgate.Price) (float64, bool) {
 	if action.Input <= 0 {
 		return 0, false
 	}

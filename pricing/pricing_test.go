@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/pricing"
 )
 
@@ -11,27 +12,27 @@ func TestLookup(t *testing.T) {
 	table := pricing.Default()
 	tests := []struct {
 		model string
-		want  pricing.Price
+		want  focusgate.Price
 		ok    bool
 	}{
-		{"gpt-4.1", pricing.Price{Input: 2, Output: 8}, true},
-		{"gpt-4.1-2025-04-14", pricing.Price{Input: 2, Output: 8}, true},
-		{"gpt-4.1-mini", pricing.Price{Input: 0.4, Output: 1.6}, true},
-		{"gpt-4.1-mini-2025-04-14", pricing.Price{Input: 0.4, Output: 1.6}, true},
-		{"openai/gpt-4o-mini", pricing.Price{Input: 0.15, Output: 0.6}, true},
-		{"GPT-4o-2024-08-06", pricing.Price{Input: 2.5, Output: 10}, true},
-		{"gpt-4o-mini-search-preview", pricing.Price{Input: 0.15, Output: 0.6}, true},
-		{"gpt-4-0613", pricing.Price{Input: 30, Output: 60}, true},
-		{"o3-mini-2025-01-31", pricing.Price{Input: 1.1, Output: 4.4}, true},
-		{"gemini-2.5-pro", pricing.Price{Input: 1.25, Output: 10}, true},
-		{"models/gemini-2.5-flash", pricing.Price{Input: 0.3, Output: 2.5}, true},
-		{"gemini-2.5-flash-lite", pricing.Price{Input: 0.1, Output: 0.4}, true},
-		{"gemini-2.5-flash-preview-09-2025", pricing.Price{Input: 0.3, Output: 2.5}, true},
-		{"gemini-3-pro-preview", pricing.Price{Input: 2, Output: 12}, true},
-		{"gemini-3-flash-preview", pricing.Price{Input: 0.5, Output: 3}, true},
-		{"gemini-1.0-ultra", pricing.Price{}, false},
-		{"llama3", pricing.Price{}, false},
-		{"", pricing.Price{}, false},
+		{"gpt-4.1", focusgate.Price{Input: 2, Output: 8}, true},
+		{"gpt-4.1-2025-04-14", focusgate.Price{Input: 2, Output: 8}, true},
+		{"gpt-4.1-mini", focusgate.Price{Input: 0.4, Output: 1.6}, true},
+		{"gpt-4.1-mini-2025-04-14", focusgate.Price{Input: 0.4, Output: 1.6}, true},
+		{"openai/gpt-4o-mini", focusgate.Price{Input: 0.15, Output: 0.6}, true},
+		{"GPT-4o-2024-08-06", focusgate.Price{Input: 2.5, Output: 10}, true},
+		{"gpt-4o-mini-search-preview", focusgate.Price{Input: 0.15, Output: 0.6}, true},
+		{"gpt-4-0613", focusgate.Price{Input: 30, Output: 60}, true},
+		{"o3-mini-2025-01-31", focusgate.Price{Input: 1.1, Output: 4.4}, true},
+		{"gemini-2.5-pro", focusgate.Price{Input: 1.25, Output: 10}, true},
+		{"models/gemini-2.5-flash", focusgate.Price{Input: 0.3, Output: 2.5}, true},
+		{"gemini-2.5-flash-lite", focusgate.Price{Input: 0.1, Output: 0.4}, true},
+		{"gemini-2.5-flash-preview-09-2025", focusgate.Price{Input: 0.3, Output: 2.5}, true},
+		{"gemini-3-pro-preview", focusgate.Price{Input: 2, Output: 12}, true},
+		{"gemini-3-flash-preview", focusgate.Price{Input: 0.5, Output: 3}, true},
+		{"gemini-1.0-ultra", focusgate.Price{}, false},
+		{"llama3", focusgate.Price{}, false},
+		{"", focusgate.Price{}, false},
 	}
 	for _, tt := range tests {
 		got, ok := table.Lookup(tt.model)
@@ -46,7 +47,7 @@ func TestOverride(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := table.Lookup("gpt-4.1-2025-04-14"); p != (pricing.Price{Input: 1, Output: 4}) {
+	if p, _ := table.Lookup("gpt-4.1-2025-04-14"); p != (focusgate.Price{Input: 1, Output: 4}) {
 		t.Errorf("override not applied: %v", p)
 	}
 	if p, ok := table.Lookup("qwen3-32b"); !ok || p.Input != 0.1 {
@@ -71,7 +72,7 @@ func TestBreakEvenAndCost(t *testing.T) {
 	if be, _ := pricing.BreakEven(full, full); be != 1 {
 		t.Errorf("same model: break-even %v, want 1: pruning can never pay", be)
 	}
-	if _, ok := pricing.BreakEven(mini, pricing.Price{}); ok {
+	if _, ok := pricing.BreakEven(mini, focusgate.Price{}); ok {
 		t.Error("a free action model has no break-even")
 	}
 	if c := full.Cost(1_000_000, 500_000); c != 6 {
@@ -81,7 +82,7 @@ func TestBreakEvenAndCost(t *testing.T) {
 
 func TestClaudePrices(t *testing.T) {
 	tab := pricing.Default()
-	for model, want := range map[string]pricing.Price{
+	for model, want := range map[string]focusgate.Price{
 		"claude-sonnet-4-5-20250929": {Input: 3, Output: 15},
 		"anthropic/claude-haiku-4-5": {Input: 1, Output: 5},
 		"claude-opus-4-6":            {Input: 15, Output: 75},

@@ -73,7 +73,7 @@ func presentedKey(r *http.Request, own *focusgate.Provider) (focusgate.Credentia
 			}
 		}
 	}
-	return focusgate.Credential{Kind: focusgate.Bearer, Name: "Authorization"}, ""
+	return focusgate.Credential{Kind: focusgate.CredentialBearer, Name: "Authorization"}, ""
 }
 
 // finishCredentials is the one place that decides the credential an

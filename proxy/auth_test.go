@@ -26,7 +26,6 @@ import (
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/internal/keys"
 	"github.com/focusgate/focusgate/internal/testlog"
-	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
 )
@@ -315,7 +314,7 @@ func TestMetricsPerKey(t *testing.T) {
 		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 	f, _ := openKeys(t, teamKeys)
 	gw := newKeyedGateway(t, f, func(o *gatewayOptions) {
-		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.Remove, focusgate.LineVariant, "gpt-4.1-mini"
+		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.ModeRemove, focusgate.VariantLine, "gpt-4.1-mini"
 	})
 
 	laptop := readFile(t, laptopRequest)
@@ -639,7 +638,7 @@ func TestAmbiguousAndMalformedRequests(t *testing.T) {
 // credential (which a retriever of the client's provider may be handed):
 // the gateway takes it out before the body is inspected.
 func TestPipelineNeverGetsTheGatewayKey(t *testing.T) {
-	rw := &scripted{out: pipeline.Outcome{Status: focusgate.Skipped, Reason: focusgate.NoObservation}}
+	rw := &scripted{out: focusgate.Outcome{Status: focusgate.StatusSkipped, Reason: focusgate.ReasonNoObservation}}
 	f, _ := openKeys(t, teamKeys)
 	gw := newKeyedGateway(t, f, func(o *gatewayOptions) {
 		o.UpstreamAPIKey = ""

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/pipeline"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/pipeline"
 
 	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/cache"
@@ -83,7 +84,7 @@ func passthrough(b *testing.B, body func(n uint64) []byte) {
 		proxyOptions: proxy.Options{Upstream: base},
 		// Never consulted: the body has no observation. It is set so that
 		// focusgate reads and inspects the body, as in production.
-		pipelineOptions: pipeline.Options{Pruner: benchPruner(nil), Finder: benchFinder(), Mode: focusgate.Remove, Variant: focusgate.LineVariant},
+		pipelineOptions: pipeline.Options{Pruner: benchPruner(nil), Finder: benchFinder(), Mode: focusgate.ModeRemove, Variant: focusgate.VariantLine},
 	}.build()
 	gateway := httptest.NewServer(gw)
 	b.Cleanup(gateway.Close)
@@ -125,7 +126,7 @@ func BenchmarkCacheHitHotPath(b *testing.B) {
 	}
 	gw, _ := gatewayOptions{
 		proxyOptions:    proxy.Options{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"}, Transport: cannedTransport{}},
-		pipelineOptions: pipeline.Options{Pruner: benchPruner(workload.Keep(tree.Lines)), Finder: benchFinder(), Mode: focusgate.Remove, Variant: focusgate.LineVariant},
+		pipelineOptions: pipeline.Options{Pruner: benchPruner(workload.Keep(tree.Lines)), Finder: benchFinder(), Mode: focusgate.ModeRemove, Variant: focusgate.VariantLine},
 	}.build()
 	serve := func(mode focusgate.Mode) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(tree.Body))
@@ -137,11 +138,11 @@ func BenchmarkCacheHitHotPath(b *testing.B) {
 		return rec.ResponseRecorder
 	}
 	// The first request asks the retriever and fills the cache.
-	if got := serve(focusgate.Remove).Header().Get(proxy.HeaderCache); got != string(cache.Miss) {
-		b.Fatalf("first request: %s = %q, want %q", proxy.HeaderCache, got, cache.Miss)
+	if got := serve(focusgate.ModeRemove).Header().Get(proxy.HeaderCache); got != string(focusgate.CacheMiss) {
+		b.Fatalf("first request: %s = %q, want %q", proxy.HeaderCache, got, focusgate.CacheMiss)
 	}
 
-	for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
+	for _, mode := range []focusgate.Mode{focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs} {
 		b.Run(string(mode), func(b *testing.B) {
 			rec := serve(mode)
 			if err := checkHit(rec, tree.Tokens); err != nil {
@@ -198,7 +199,7 @@ func BenchmarkConversation(b *testing.B) {
 			}, keepRetriever{}, cache.New(cache.NewMemory(64<<20, 24*time.Hour), nil))
 			gw, _ := gatewayOptions{
 				proxyOptions:    proxy.Options{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"}, Transport: cannedTransport{}},
-				pipelineOptions: pipeline.Options{Pruner: pruner, Finder: tc.finder, Mode: focusgate.Remove, Variant: focusgate.LineVariant},
+				pipelineOptions: pipeline.Options{Pruner: pruner, Finder: tc.finder, Mode: focusgate.ModeRemove, Variant: focusgate.VariantLine},
 			}.build()
 			replay := func() (pruned int) {
 				for _, body := range bodies {
@@ -209,7 +210,7 @@ func BenchmarkConversation(b *testing.B) {
 					if rec.Code != http.StatusOK {
 						b.Fatalf("status %d: %s", rec.Code, rec.Body)
 					}
-					if rec.Header().Get(proxy.HeaderStatus) == string(focusgate.Pruned) {
+					if rec.Header().Get(proxy.HeaderStatus) == string(focusgate.StatusPruned) {
 						pruned++
 					}
 				}
@@ -269,7 +270,7 @@ func checkHit(rec *httptest.ResponseRecorder, tokens int) error {
 	switch {
 	case rec.Code != http.StatusOK:
 		return fmt.Errorf("status %d: %s", rec.Code, rec.Body)
-	case h.Get(proxy.HeaderStatus) != string(focusgate.Pruned) || h.Get(proxy.HeaderCache) != string(cache.Hit):
+	case h.Get(proxy.HeaderStatus) != string(focusgate.StatusPruned) || h.Get(proxy.HeaderCache) != string(focusgate.CacheHit):
 		return fmt.Errorf("not a pruned cache hit: status %q, cache %q", h.Get(proxy.HeaderStatus), h.Get(proxy.HeaderCache))
 	case h.Get(proxy.HeaderTokensBefore) != strconv.Itoa(tokens):
 		return fmt.Errorf("%s = %s, want %d", proxy.HeaderTokensBefore, h.Get(proxy.HeaderTokensBefore), tokens)
@@ -288,7 +289,7 @@ func (benchRecorder) CloseNotify() <-chan bool { return nil }
 // and a retriever that answers ranges at once, with the default
 // FOCUSGATE_PAGE_MEMO_BYTES (64 MiB): a quarter for token counts, a quarter
 // for page hashes; the other half is benchFinder's.
-func benchPruner(ranges []prune.Range) *prune.Pruner {
+func benchPruner(ranges []focusgate.Range) *prune.Pruner {
 	return prune.New(prune.Config{
 		RetrieverModel:   "gpt-4.1-mini",
 		MinTokens:        1000,
@@ -300,7 +301,7 @@ func benchPruner(ranges []prune.Range) *prune.Pruner {
 
 func benchFinder() *detect.Finder { return detect.NewFinder(32 << 20) }
 
-type benchRetriever []prune.Range
+type benchRetriever []focusgate.Range
 
 func (r benchRetriever) Select(context.Context, prune.Query) (prune.Selection, error) {
 	if r == nil {

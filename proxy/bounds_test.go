@@ -105,7 +105,7 @@ func TestHalfClosedClientNeverSees499(t *testing.T) {
 
 // The access log's bytes_in is what the client sent, whatever went upstream.
 func TestAccessLogCountsTheBytesTheClientSent(t *testing.T) {
-	gw := scriptedGateway(t, &scripted{body: []byte(`{"model":"gpt-4.1","messages":[]}`), out: pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(1)}})
+	gw := scriptedGateway(t, &scripted{body: []byte(`{"model":"gpt-4.1","messages":[]}`), out: focusgate.Outcome{Status: focusgate.StatusPruned, Pages: pages(1)}})
 	body := []byte(`{"model":"gpt-4.1","messages":[{"role":"user","content":"` + strings.Repeat("a line of a page\\n", 100) + `"}]}`)
 
 	post(t, gw.URL+"/v1/chat/completions", body, nil)

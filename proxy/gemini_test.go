@@ -212,8 +212,8 @@ func geminiPruningGateway(t *testing.T, f *fakeGeminiAPI, configure ...func(*gat
 	return newGeminiGateway(t, nil, append([]func(*gatewayOptions){func(o *gatewayOptions) {
 		u, _ := url.Parse(api.URL)
 		o.Upstreams["gemini"] = proxy.Upstream{URL: u, APIKey: o.Upstreams["gemini"].APIKey}
-		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.Remove, focusgate.LineVariant, "gemini-2.5-flash-lite"
-		o.ByAPI = map[focusgate.API]pipelineRetrieval{focusgate.Gemini: {Pruner: pruner, RetrieverModel: "gemini-2.5-flash-lite", ClientKey: true}}
+		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.ModeRemove, focusgate.VariantLine, "gemini-2.5-flash-lite"
+		o.ByAPI = map[focusgate.API]pipelineRetrieval{focusgate.APIGemini: {Pruner: pruner, RetrieverModel: "gemini-2.5-flash-lite", ClientKey: true}}
 	}}, configure...)...)
 }
 

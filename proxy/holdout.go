@@ -10,10 +10,6 @@ import (
 	"github.com/focusgate/focusgate/internal/usage"
 )
 
-// Holdout keeps a share of conversations whole and accounts for both arms;
-// *holdout.Holdout is the implementation.
-type Holdout = focusgate.HoldoutRecorder
-
 // recordStep tells the holdout how one step of a conversation went, once its
 // response has been copied to the client (or has failed). Sizing requests
 // (count_tokens) are no step.

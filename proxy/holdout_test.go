@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/proxy"
 )
@@ -157,7 +158,7 @@ func TestPerArmFiguresOnRecordedConversations(t *testing.T) {
 		"claude-code/playwright-mcp-admin": "/v1/messages",
 	}
 	rt := newRetriever(t, keep("button", "textbox", "heading"))
-	var reports [2]holdout.Report
+	var reports [2]focusgate.HoldoutReport
 	var sent [2]int
 	for i, share := range []float64{0, 1} {
 		var tally *holdout.Tally
@@ -195,7 +196,7 @@ func TestPerArmFiguresOnRecordedConversations(t *testing.T) {
 	if pruned.Arms[0].Steps != held.Arms[1].Steps || pruned.Arms[0].Steps != 11+11+7 {
 		t.Errorf("steps: %d pruned, %d held out; want 29 each", pruned.Arms[0].Steps, held.Arms[1].Steps)
 	}
-	input := func(r holdout.Report, arm int) float64 {
+	input := func(r focusgate.HoldoutReport, arm int) float64 {
 		for _, m := range r.Metrics {
 			if m.Name == "input_tokens" {
 				return []float64{m.Pruned, m.Holdout}[arm] * 3
@@ -224,7 +225,7 @@ func TestPerArmFiguresOnRecordedConversations(t *testing.T) {
 			}
 		case "repeat_share":
 			// The same runs repeat the same pages in both arms.
-			if p := pruned.Metrics[slices.IndexFunc(pruned.Metrics, func(c holdout.Comparison) bool { return c.Name == m.Name })]; p.Pruned != m.Holdout {
+			if p := pruned.Metrics[slices.IndexFunc(pruned.Metrics, func(c focusgate.Comparison) bool { return c.Name == m.Name })]; p.Pruned != m.Holdout {
 				t.Errorf("share of steps that repeat a page: %v pruned, %v held out", p.Pruned, m.Holdout)
 			}
 			t.Logf("share of steps that repeat a page: %v", m.Holdout)
@@ -342,7 +343,7 @@ func TestHeldOutConversationsAreNotRescued(t *testing.T) {
 		resp := post(t, gw.URL+api.path, body, api.header)
 		got := readBody(t, resp)
 		h.Flush()
-		errors := tally.Report().Metrics[slices.IndexFunc(tally.Report().Metrics, func(m holdout.Comparison) bool { return m.Name == "errors" })]
+		errors := tally.Report().Metrics[slices.IndexFunc(tally.Report().Metrics, func(m focusgate.Comparison) bool { return m.Name == "errors" })]
 		if share == 1 {
 			if resp.StatusCode != http.StatusBadRequest || string(got) != api.refusal || len(up.received()) != 1 {
 				t.Errorf("held out: status %d after %d upstream calls; want the refusal, once", resp.StatusCode, len(up.received()))

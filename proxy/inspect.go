@@ -40,11 +40,11 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				s.tooLarge(c)
 				return
 			case errors.Is(err, errBusy):
-				unread = focusgate.Busy
+				unread = focusgate.ReasonBusy
 			case err != nil:
 				// Not ours to judge: the upstream answers for a body it
 				// cannot read either, so it goes on as it came.
-				unread = focusgate.Undecodable
+				unread = focusgate.ReasonUndecodable
 			default:
 				// The pipeline charges the body again while it inspects it.
 				s.opts.Memory.Release(charged)
@@ -64,7 +64,7 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 				defer func() { s.recordStep(r, ticket, out, sent, c.Writer.Status()) }()
 			}
 		}
-		held := ticket.Arm == focusgate.HoldoutArm
+		held := ticket.Arm == focusgate.ArmHoldout
 		var rs *rescue
 		if s.opts.Pipeline != nil {
 			req := focusgate.Request{

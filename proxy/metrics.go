@@ -205,7 +205,7 @@ func (m *metrics) observeOutcome(keyName string, o focusgate.Outcome) {
 	}
 	key := m.keyLabel(keyName)
 	m.outcomes.WithLabelValues(string(o.Status), string(o.Reason), key).Inc()
-	if o.Status == focusgate.Pruned && o.TokensBefore > 0 {
+	if o.Status == focusgate.StatusPruned && o.TokensBefore > 0 {
 		m.reduction.Observe(1 - float64(o.TokensAfter)/float64(o.TokensBefore))
 	}
 	for _, r := range o.Pages {
@@ -218,7 +218,7 @@ func (m *metrics) observeOutcome(keyName string, o focusgate.Outcome) {
 		m.cacheLookups.WithLabelValues(string(r.Cache)).Inc()
 		if r.Cache == focusgate.CacheMiss {
 			result := "ok"
-			if r.Status == focusgate.FailedOpen || r.Status == focusgate.Pruned && r.Reason != "" { // a page stubbed by a rescue keeps its reason
+			if r.Status == focusgate.StatusFailedOpen || r.Status == focusgate.StatusPruned && r.Reason != "" { // a page stubbed by a rescue keeps its reason
 				result = string(r.Reason)
 			}
 			m.retrieverCalls.WithLabelValues(result).Inc()
@@ -233,7 +233,7 @@ func (m *metrics) observeOutcome(keyName string, o focusgate.Outcome) {
 		switch {
 		case o.Relook:
 			m.relooks.WithLabelValues(format, model, key).Inc()
-		case newest.Status == focusgate.Pruned:
+		case newest.Status == focusgate.StatusPruned:
 			m.prunedPages.WithLabelValues(format, model, key).Inc()
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/proxy"
 )
 
@@ -20,15 +19,15 @@ import (
 // only what the gateway does around it.
 type scripted struct {
 	body []byte // nil: the body as it came
-	out  pipeline.Outcome
+	out  focusgate.Outcome
 
 	mu   sync.Mutex
-	reqs []pipeline.Request
+	reqs []focusgate.Request
 }
 
-var _ proxy.Rewriter = (*scripted)(nil)
+var _ focusgate.Rewriter = (*scripted)(nil)
 
-func (s *scripted) Rewrite(_ context.Context, req pipeline.Request) ([]byte, pipeline.Outcome) {
+func (s *scripted) Rewrite(_ context.Context, req focusgate.Request) ([]byte, focusgate.Outcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	req.Body = bytes.Clone(req.Body)
@@ -39,14 +38,14 @@ func (s *scripted) Rewrite(_ context.Context, req pipeline.Request) ([]byte, pip
 	return s.body, s.out
 }
 
-func (s *scripted) requests() []pipeline.Request {
+func (s *scripted) requests() []focusgate.Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]pipeline.Request(nil), s.reqs...)
+	return append([]focusgate.Request(nil), s.reqs...)
 }
 
 // scriptedGateway is the gateway in front of rw.
-func scriptedGateway(t *testing.T, rw proxy.Rewriter) *gateway {
+func scriptedGateway(t *testing.T, rw focusgate.Rewriter) *gateway {
 	t.Helper()
 	return newGateway(t, nil, func(o *gatewayOptions) { o.Pipeline = rw })
 }
@@ -59,12 +58,12 @@ func pages(n int) []focusgate.Page { return make([]focusgate.Page, n) }
 func TestOutcomeReachesTheClientAsHeaders(t *testing.T) {
 	tests := []struct {
 		name string
-		out  pipeline.Outcome
+		out  focusgate.Outcome
 		want map[string]string // "" means absent
 	}{
 		{
 			name: "pruned",
-			out: pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(2), TokensBefore: 5000, TokensAfter: 1200,
+			out: focusgate.Outcome{Status: focusgate.StatusPruned, Pages: pages(2), TokensBefore: 5000, TokensAfter: 1200,
 				Cache: "miss", Retriever: 1234 * time.Millisecond, Flagged: 12,
 				Priced: true, SavedUSD: 0.0076, RetrieverUSD: 0.0012},
 			want: map[string]string{
@@ -75,7 +74,7 @@ func TestOutcomeReachesTheClientAsHeaders(t *testing.T) {
 		},
 		{
 			name: "served by another request's call",
-			out:  pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(1), TokensBefore: 3000, TokensAfter: 900, Cache: "shared", Retriever: 40 * time.Millisecond},
+			out:  focusgate.Outcome{Status: focusgate.StatusPruned, Pages: pages(1), TokensBefore: 3000, TokensAfter: 900, Cache: "shared", Retriever: 40 * time.Millisecond},
 			want: map[string]string{
 				proxy.HeaderStatus: "pruned", proxy.HeaderCache: "shared", proxy.HeaderRetrieverMs: "40",
 				proxy.HeaderFlaggedLines: "", proxy.HeaderSavedUSD: "",
@@ -83,19 +82,19 @@ func TestOutcomeReachesTheClientAsHeaders(t *testing.T) {
 		},
 		{
 			name: "cache hit",
-			out:  pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(1), TokensBefore: 3000, TokensAfter: 900, Cache: "hit"},
+			out:  focusgate.Outcome{Status: focusgate.StatusPruned, Pages: pages(1), TokensBefore: 3000, TokensAfter: 900, Cache: "hit"},
 			want: map[string]string{proxy.HeaderStatus: "pruned", proxy.HeaderCache: "hit", proxy.HeaderRetrieverMs: "0"},
 		},
 		{
 			name: "failed open",
-			out:  pipeline.Outcome{Status: focusgate.FailedOpen, Reason: focusgate.RetrieverHTTP5xx, Pages: pages(1), TokensBefore: 3000, TokensAfter: 3000, Cache: "miss"},
+			out:  focusgate.Outcome{Status: focusgate.StatusFailedOpen, Reason: focusgate.ReasonRetrieverHTTP5xx, Pages: pages(1), TokensBefore: 3000, TokensAfter: 3000, Cache: "miss"},
 			want: map[string]string{
 				proxy.HeaderStatus: "failed-open; reason=retriever-http-5xx", proxy.HeaderTokensBefore: "3000", proxy.HeaderTokensAfter: "3000",
 			},
 		},
 		{
 			name: "nothing to prune",
-			out:  pipeline.Outcome{Status: focusgate.Skipped, Reason: focusgate.NoObservation},
+			out:  focusgate.Outcome{Status: focusgate.StatusSkipped, Reason: focusgate.ReasonNoObservation},
 			want: map[string]string{
 				proxy.HeaderStatus: "skipped; reason=no-observation", proxy.HeaderTokensBefore: "", proxy.HeaderTokensAfter: "",
 				proxy.HeaderCache: "", proxy.HeaderRetrieverMs: "", proxy.HeaderSavedUSD: "",
@@ -103,7 +102,7 @@ func TestOutcomeReachesTheClientAsHeaders(t *testing.T) {
 		},
 		{
 			name: "rescued",
-			out:  pipeline.Outcome{Status: focusgate.Pruned, Rescue: focusgate.Rescued, Pages: pages(3), TokensBefore: 9000, TokensAfter: 2000},
+			out:  focusgate.Outcome{Status: focusgate.StatusPruned, Rescue: focusgate.RescueRescued, Pages: pages(3), TokensBefore: 9000, TokensAfter: 2000},
 			want: map[string]string{proxy.HeaderStatus: "pruned; rescue=rescued"},
 		},
 	}
@@ -126,7 +125,7 @@ func TestOutcomeReachesTheClientAsHeaders(t *testing.T) {
 // The outcome of a request focusgate tried to prune is logged once, after
 // the upstream answered.
 func TestOutcomeIsLogged(t *testing.T) {
-	gw := scriptedGateway(t, &scripted{out: pipeline.Outcome{API: focusgate.Chat, Status: focusgate.Pruned, Model: "gpt-4.1", Pages: pages(1), TokensBefore: 4000, TokensAfter: 1000, Cache: "miss"}})
+	gw := scriptedGateway(t, &scripted{out: focusgate.Outcome{API: focusgate.APIChat, Status: focusgate.StatusPruned, Model: "gpt-4.1", Pages: pages(1), TokensBefore: 4000, TokensAfter: 1000, Cache: "miss"}})
 	post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[]}`), map[string]string{"Authorization": "Bearer sk-client"})
 	gw.logs.WaitFor(t, "msg=request")
 	logs := gw.logs.String()
@@ -146,7 +145,7 @@ func TestRewrittenBodyGoesUpstreamWithItsLength(t *testing.T) {
 	body := []byte(`{"model":"gpt-4.1","messages":[{"role":"user","content":"` + strings.Repeat("a page line\\n", 200) + `"}]}`)
 	for _, enc := range []string{"", "gzip", "zstd"} {
 		t.Run("encoding "+enc, func(t *testing.T) {
-			rw := &scripted{body: sent, out: pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(1)}}
+			rw := &scripted{body: sent, out: focusgate.Outcome{Status: focusgate.StatusPruned, Pages: pages(1)}}
 			gw := scriptedGateway(t, rw)
 			wire, h := body, map[string]string{}
 			if enc != "" {
@@ -171,7 +170,7 @@ func TestRewrittenBodyGoesUpstreamWithItsLength(t *testing.T) {
 // mode and prompt headers and the client's key; the headers go no further.
 // Passthrough routes never reach the pipeline.
 func TestPipelineGetsTheRequestsSettings(t *testing.T) {
-	rw := &scripted{out: pipeline.Outcome{Status: focusgate.Skipped, Reason: focusgate.NoObservation}}
+	rw := &scripted{out: focusgate.Outcome{Status: focusgate.StatusSkipped, Reason: focusgate.ReasonNoObservation}}
 	gw := scriptedGateway(t, rw)
 	h := map[string]string{proxy.HeaderMode: "ancestors", proxy.HeaderPrompt: "defender", "Authorization": "Bearer sk-client"}
 	for _, path := range []string{"/v1/chat/completions", "/responses", "/v1/embeddings"} {
@@ -185,7 +184,7 @@ func TestPipelineGetsTheRequestsSettings(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("the pipeline was handed %d requests, want the chat and the Responses one", len(reqs))
 	}
-	for i, api := range []focusgate.API{focusgate.Chat, focusgate.Responses} {
+	for i, api := range []focusgate.API{focusgate.APIChat, focusgate.APIResponses} {
 		r := reqs[i]
 		if r.API != api || r.Mode != "ancestors" || r.Prompt != "defender" || r.Credential != "sk-client" || r.Sizing || r.Holdout || r.Rescue {
 			t.Errorf("request %d: API %s, mode %q, prompt %q, credential set %v, sizing %v, holdout %v, rescue %v; want %s, ancestors, defender, the client's key",
@@ -197,7 +196,7 @@ func TestPipelineGetsTheRequestsSettings(t *testing.T) {
 // What became of a request's older observations is counted, by what
 // happened to each.
 func TestOlderObservationsAreCounted(t *testing.T) {
-	rw := &scripted{out: pipeline.Outcome{Status: focusgate.Pruned, Pages: pages(7), Older: pipeline.Older{Reapplied: 3, Left: 2, Pruned: 1}}}
+	rw := &scripted{out: focusgate.Outcome{Status: focusgate.StatusPruned, Pages: pages(7), Older: focusgate.Older{Reapplied: 3, Left: 2, Pruned: 1}}}
 	gw := scriptedGateway(t, rw)
 	for range 2 {
 		post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[]}`), nil)

@@ -32,7 +32,7 @@ func pruningGateway(t *testing.T, rt *retriever, configure ...func(*gatewayOptio
 		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: time.Minute}),
 		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 	return newGateway(t, nil, append([]func(*gatewayOptions){func(o *gatewayOptions) {
-		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.Remove, focusgate.LineVariant, "gpt-4.1-mini"
+		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.ModeRemove, focusgate.VariantLine, "gpt-4.1-mini"
 	}}, configure...)...)
 }
 

@@ -36,7 +36,7 @@ type rescue struct {
 // other status, and no other 400, is retried.
 type rescueTransport struct {
 	next     http.RoundTripper
-	pipeline Rewriter
+	pipeline focusgate.Rewriter
 }
 
 var _ http.RoundTripper = rescueTransport{}
@@ -55,7 +55,7 @@ func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rs.out.Rescue != "" {
 		// Already sent with every page pruned (the window table foresaw
 		// it): there is nothing more to try.
-		rs.refused(focusgate.StillTooLong, focusgate.Outcome{})
+		rs.refused(focusgate.RescueStillTooLong, focusgate.Outcome{})
 		return resp, nil
 	}
 
@@ -68,8 +68,8 @@ func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := rs.req
 	r.Rescue = true
 	body, out := t.pipeline.Rewrite(ctx, r)
-	if out.Rescue != focusgate.Rescued || len(body) >= rs.sent {
-		rs.refused(focusgate.NothingToPrune, out)
+	if out.Rescue != focusgate.RescueRescued || len(body) >= rs.sent {
+		rs.refused(focusgate.RescueNothingToPrune, out)
 		return resp, nil
 	}
 	retry := req.Clone(ctx)
@@ -78,14 +78,14 @@ func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		// The refusal is the upstream's own answer to this request; a
 		// retry that could not be made changes nothing of it.
-		rs.refused(focusgate.StillTooLong, out)
+		rs.refused(focusgate.RescueStillTooLong, out)
 		return resp, nil
 	}
 	if second.StatusCode == http.StatusBadRequest {
 		again, complete := readRefusal(second)
 		if complete && overflow(rs.req.API, second, again) {
 			second.Body.Close()
-			rs.refused(focusgate.StillTooLong, out)
+			rs.refused(focusgate.RescueStillTooLong, out)
 			return resp, nil
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/proxy"
 )
 
@@ -167,32 +166,32 @@ type rescuer struct {
 	rescued []byte
 
 	mu   sync.Mutex
-	reqs []pipeline.Request
+	reqs []focusgate.Request
 }
 
-var _ proxy.Rewriter = (*rescuer)(nil)
+var _ focusgate.Rewriter = (*rescuer)(nil)
 
-func (r *rescuer) Rewrite(_ context.Context, req pipeline.Request) ([]byte, pipeline.Outcome) {
+func (r *rescuer) Rewrite(_ context.Context, req focusgate.Request) ([]byte, focusgate.Outcome) {
 	r.mu.Lock()
 	r.reqs = append(r.reqs, req)
 	r.mu.Unlock()
-	out := pipeline.Outcome{API: req.API, Status: focusgate.Pruned, Pages: pages(1)}
+	out := focusgate.Outcome{API: req.API, Status: focusgate.StatusPruned, Pages: pages(1)}
 	switch {
 	case !req.Rescue:
 		return req.Body, out
 	case r.rescued == nil:
-		out.Status, out.Reason, out.Rescue = focusgate.Skipped, focusgate.NoObservation, focusgate.NothingToPrune
+		out.Status, out.Reason, out.Rescue = focusgate.StatusSkipped, focusgate.ReasonNoObservation, focusgate.RescueNothingToPrune
 		return req.Body, out
 	default:
-		out.Rescue = focusgate.Rescued
+		out.Rescue = focusgate.RescueRescued
 		return r.rescued, out
 	}
 }
 
-func (r *rescuer) requests() []pipeline.Request {
+func (r *rescuer) requests() []focusgate.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]pipeline.Request(nil), r.reqs...)
+	return append([]focusgate.Request(nil), r.reqs...)
 }
 
 // firstLines cuts every page to its first three lines, as a rescue might.
@@ -339,8 +338,8 @@ func TestRefusalsThatCannotBeRescuedReachTheClientUnchanged(t *testing.T) {
 			wantCalls int
 			outcome   focusgate.Rescue
 		}{
-			{"still too long", true, api.body(t, pages, true), api.body(t, firstLines(pages), true), 100, api.refusal, 2, focusgate.StillTooLong},
-			{"nothing to prune", false, api.body(t, []string{"a short tool output, no page"}, false), nil, 100, api.refusal, 1, focusgate.NothingToPrune},
+			{"still too long", true, api.body(t, pages, true), api.body(t, firstLines(pages), true), 100, api.refusal, 2, focusgate.RescueStillTooLong},
+			{"nothing to prune", false, api.body(t, []string{"a short tool output, no page"}, false), nil, 100, api.refusal, 1, focusgate.RescueNothingToPrune},
 			{"another 400", false, api.body(t, pages, false), api.body(t, firstLines(pages), false), 100, `{"error":{"message":"Invalid model","type":"invalid_request_error","code":"model_not_found"}}`, 1, ""},
 		}
 		for _, tt := range tests {

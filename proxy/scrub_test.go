@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/pipeline"
 )
 
 // keyForm is one way a client may repeat its gateway key in a header: want
@@ -131,7 +130,7 @@ func TestNoHeaderHoldingAGatewayKeyReachesTheUpstream(t *testing.T) {
 // A gateway key repeated in another header does not reach the pipeline as
 // the client's credential either.
 func TestPipelineNeverGetsAGatewayKeyFromAnotherHeader(t *testing.T) {
-	rw := &scripted{out: pipeline.Outcome{Status: focusgate.Skipped, Reason: focusgate.NoObservation}}
+	rw := &scripted{out: focusgate.Outcome{Status: focusgate.StatusSkipped, Reason: focusgate.ReasonNoObservation}}
 	f, _ := openKeys(t, teamKeys)
 	gw := newKeyedGateway(t, f, func(o *gatewayOptions) {
 		o.UpstreamAPIKey = ""

@@ -57,7 +57,7 @@ type Options struct {
 	Tracing bool
 	// Pipeline rewrites the bodies of the inspected routes; nil forwards
 	// every body as it came.
-	Pipeline Rewriter
+	Pipeline focusgate.Rewriter
 	// Memory bounds the decoded bytes of compressed bodies held at once; the
 	// pipeline's inspection shares it. Nil bounds nothing but each body's
 	// own cap.
@@ -76,7 +76,7 @@ type Options struct {
 	// Holdout, when set, puts each conversation in the pruned arm or the
 	// holdout (sent whole) and accounts for both; nil prunes every
 	// conversation.
-	Holdout Holdout
+	Holdout focusgate.HoldoutRecorder
 	Logger  *slog.Logger
 }
 
@@ -97,10 +97,6 @@ type Server struct {
 	// inspectors handle the inspected routes, by API.
 	inspectors map[focusgate.API]gin.HandlerFunc
 }
-
-// Rewriter rewrites the body of an inspected request; *pipeline.Pipeline is
-// the implementation.
-type Rewriter = focusgate.Rewriter
 
 // New builds a Server.
 func New(opts Options) *Server {

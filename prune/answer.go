@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/focusgate/focusgate"
 )
 
 // ErrBadAnswer is the error ParseAnswer returns for an answer that names no
@@ -83,7 +85,7 @@ func parseAnswer(answer string, n int, cut bool) (Selection, error) {
 	case len(sel.Ranges) > 0:
 		return sel, nil
 	case len(sel.Flagged) > 0 && kept.numbers == 0:
-		sel.Ranges = []Range{{From: 1, To: n}}
+		sel.Ranges = []focusgate.Range{{From: 1, To: n}}
 		return sel, nil
 	case kept.numbers == 0:
 		return Selection{}, fmt.Errorf("%w: no line number in the %s", ErrBadAnswer, where)
@@ -268,7 +270,7 @@ type group struct {
 
 // list accumulates the ranges of the sections of one kind.
 type list struct {
-	ranges  []Range
+	ranges  []focusgate.Range
 	numbers int // number tokens seen, valid or not
 }
 
@@ -380,7 +382,7 @@ func dropCutTail(g *group, lastIsNumber bool) {
 	g.items = items
 }
 
-func (g *group) walk(depth int, out *[]Range) {
+func (g *group) walk(depth int, out *[]focusgate.Range) {
 	pairShaped := depth > 0 && (g.paren || depth >= 2)
 	if pairShaped && len(g.items) == 2 && g.items[0].kind == number && g.items[1].kind == number {
 		if g.closed {
@@ -410,9 +412,9 @@ func (g *group) walk(depth int, out *[]Range) {
 }
 
 // emit appends the range from a to b, unless either is negative.
-func emit(out *[]Range, a, b item) {
+func emit(out *[]focusgate.Range, a, b item) {
 	if !a.neg && !b.neg {
-		*out = append(*out, Range{From: int(a.num), To: int(b.num)})
+		*out = append(*out, focusgate.Range{From: int(a.num), To: int(b.num)})
 	}
 }
 
@@ -447,8 +449,8 @@ func atoi(s string) int32 {
 // normalize turns reversed ranges round, clips them to [1,n], drops those
 // wholly outside, and merges overlapping or adjacent ones. It returns a new
 // slice, sorted and disjoint.
-func normalize(rs []Range, n int) []Range {
-	out := make([]Range, 0, len(rs))
+func normalize(rs []focusgate.Range, n int) []focusgate.Range {
+	out := make([]focusgate.Range, 0, len(rs))
 	for _, r := range rs {
 		if r.From > r.To {
 			r.From, r.To = r.To, r.From
@@ -459,7 +461,7 @@ func normalize(rs []Range, n int) []Range {
 		}
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b Range) int { return a.From - b.From })
+	slices.SortFunc(out, func(a, b focusgate.Range) int { return a.From - b.From })
 	merged := out[:0]
 	for _, r := range out {
 		if k := len(merged) - 1; k >= 0 && r.From <= merged[k].To+1 {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/focusgate/focusgate"
 )
 
 // The four answers that older parsing read as a selection of one or two
@@ -23,84 +25,84 @@ func TestParseAnswer(t *testing.T) {
 		name    string
 		answer  string
 		n       int
-		want    []Range
+		want    []focusgate.Range
 		flagged []int
 		err     error
 	}{
 		// Where the ranges are.
-		{"answer tag after reasoning", "<think>Line 3 is the search box; 99 is noise.</think>\n<answer>[(1,3), (20,25)]</answer>", 50, []Range{{From: 1, To: 3}, {From: 20, To: 25}}, nil, nil},
-		{"tag in capitals", "<ANSWER>[(2,4)]</ANSWER>", 50, []Range{{From: 2, To: 4}}, nil, nil},
-		{"several answer tags: their union", "<answer>[(1,1)]</answer> on second thought <answer>[(7,8)]</answer>", 50, []Range{{From: 1, To: 1}, {From: 7, To: 8}}, nil, nil},
-		{"a tag wins over a fence", "<answer>[(1,2)]</answer>\n```\n[(5,6)]\n```", 50, []Range{{From: 1, To: 2}}, nil, nil},
-		{"tag inside a fence", "```\n<answer>[(4,5)]</answer>\n```", 50, []Range{{From: 4, To: 5}}, nil, nil},
-		{"json fence of lists", "Here you go:\n```json\n[[1, 3], [5, 6]]\n```", 50, []Range{{From: 1, To: 3}, {From: 5, To: 6}}, nil, nil},
-		{"fence of tuples", "```\n[(10,12)]\n```", 50, []Range{{From: 10, To: 12}}, nil, nil},
-		{"several fences: their union", "First:\n```\n[(1,2)]\n```\nthen:\n```\n[(5,6)]\n```", 50, []Range{{From: 1, To: 2}, {From: 5, To: 6}}, nil, nil},
-		{"a fence of prose is passed over", "```text\nkeep lines 1 to 3\n```\n```\n[(7,7)]\n```", 50, []Range{{From: 7, To: 7}}, nil, nil},
-		{"bare list of tuples", "[(1,3), (20,25)]", 50, []Range{{From: 1, To: 3}, {From: 20, To: 25}}, nil, nil},
-		{"bare tuples without list", "(1,3), (20,25)", 50, []Range{{From: 1, To: 3}, {From: 20, To: 25}}, nil, nil},
-		{"bare dashed ranges and a line", "1-3, 7", 50, []Range{{From: 1, To: 3}, {From: 7, To: 7}}, nil, nil},
-		{"bare list after a stray closing tag", "[(1,3)]</answer>", 50, []Range{{From: 1, To: 3}}, nil, nil},
+		{"answer tag after reasoning", "<think>Line 3 is the search box; 99 is noise.</think>\n<answer>[(1,3), (20,25)]</answer>", 50, []focusgate.Range{{From: 1, To: 3}, {From: 20, To: 25}}, nil, nil},
+		{"tag in capitals", "<ANSWER>[(2,4)]</ANSWER>", 50, []focusgate.Range{{From: 2, To: 4}}, nil, nil},
+		{"several answer tags: their union", "<answer>[(1,1)]</answer> on second thought <answer>[(7,8)]</answer>", 50, []focusgate.Range{{From: 1, To: 1}, {From: 7, To: 8}}, nil, nil},
+		{"a tag wins over a fence", "<answer>[(1,2)]</answer>\n```\n[(5,6)]\n```", 50, []focusgate.Range{{From: 1, To: 2}}, nil, nil},
+		{"tag inside a fence", "```\n<answer>[(4,5)]</answer>\n```", 50, []focusgate.Range{{From: 4, To: 5}}, nil, nil},
+		{"json fence of lists", "Here you go:\n```json\n[[1, 3], [5, 6]]\n```", 50, []focusgate.Range{{From: 1, To: 3}, {From: 5, To: 6}}, nil, nil},
+		{"fence of tuples", "```\n[(10,12)]\n```", 50, []focusgate.Range{{From: 10, To: 12}}, nil, nil},
+		{"several fences: their union", "First:\n```\n[(1,2)]\n```\nthen:\n```\n[(5,6)]\n```", 50, []focusgate.Range{{From: 1, To: 2}, {From: 5, To: 6}}, nil, nil},
+		{"a fence of prose is passed over", "```text\nkeep lines 1 to 3\n```\n```\n[(7,7)]\n```", 50, []focusgate.Range{{From: 7, To: 7}}, nil, nil},
+		{"bare list of tuples", "[(1,3), (20,25)]", 50, []focusgate.Range{{From: 1, To: 3}, {From: 20, To: 25}}, nil, nil},
+		{"bare tuples without list", "(1,3), (20,25)", 50, []focusgate.Range{{From: 1, To: 3}, {From: 20, To: 25}}, nil, nil},
+		{"bare dashed ranges and a line", "1-3, 7", 50, []focusgate.Range{{From: 1, To: 3}, {From: 7, To: 7}}, nil, nil},
+		{"bare list after a stray closing tag", "[(1,3)]</answer>", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
 
 		// Reasoning is never the answer.
-		{"reasoning before a bare list", "<think>keep 40-45</think>\n[(1,3)]", 50, []Range{{From: 1, To: 3}}, nil, nil},
-		{"thinking tag", "<thinking>line 40</thinking><answer>[(2,2)]</answer>", 50, []Range{{From: 2, To: 2}}, nil, nil},
-		{"reasoning opened by the chat template", "Line 40 looks useful, and [(40,45)] too.</think>\n[(1,3)]", 50, []Range{{From: 1, To: 3}}, nil, nil},
-		{"an answer, then reasoning cut off", "<answer>[(1,3)]</answer><think>and line 40", 50, []Range{{From: 1, To: 3}}, nil, nil},
-		{"tags mentioned while reasoning", "<think>Attacks would go in <injection> and lines in <answer>.</think><answer>[(1,3)]</answer>", 10, []Range{{From: 1, To: 3}}, nil, nil},
+		{"reasoning before a bare list", "<think>keep 40-45</think>\n[(1,3)]", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
+		{"thinking tag", "<thinking>line 40</thinking><answer>[(2,2)]</answer>", 50, []focusgate.Range{{From: 2, To: 2}}, nil, nil},
+		{"reasoning opened by the chat template", "Line 40 looks useful, and [(40,45)] too.</think>\n[(1,3)]", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
+		{"an answer, then reasoning cut off", "<answer>[(1,3)]</answer><think>and line 40", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
+		{"tags mentioned while reasoning", "<think>Attacks would go in <injection> and lines in <answer>.</think><answer>[(1,3)]</answer>", 10, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
 		{"reasoning only", "<think>Line 3 matters.</think>", 50, nil, nil, ErrBadAnswer},
 		{"a list only inside unclosed reasoning", "<think>[(1,3)]", 50, nil, nil, ErrBadAnswer},
 
 		// How ranges are written.
-		{"list of lists", "[[1,3],[8,9]]", 50, []Range{{From: 1, To: 3}, {From: 8, To: 9}}, nil, nil},
-		{"list of single lines", "[1, 5, 9]", 50, []Range{{From: 1, To: 1}, {From: 5, To: 5}, {From: 9, To: 9}}, nil, nil},
-		{"adjacent lines merge", "[1, 2, 3, 5]", 50, []Range{{From: 1, To: 3}, {From: 5, To: 5}}, nil, nil},
-		{"quoted dashed ranges", `<answer>["1-3", "10-12", "15"]</answer>`, 50, []Range{{From: 1, To: 3}, {From: 10, To: 12}, {From: 15, To: 15}}, nil, nil},
-		{"en dash and double dot", "<answer>3–5, 9..11</answer>", 50, []Range{{From: 3, To: 5}, {From: 9, To: 11}}, nil, nil},
-		{"spaced dash", "<answer>3 - 5</answer>", 50, []Range{{From: 3, To: 5}}, nil, nil},
-		{"words", "<answer>lines 3 to 5 and 8</answer>", 50, []Range{{From: 3, To: 5}, {From: 8, To: 8}}, nil, nil},
-		{"mixed forms", `<answer>[(1,2), 4, "6-7", [9, 10]]</answer>`, 50, []Range{{From: 1, To: 2}, {From: 4, To: 4}, {From: 6, To: 7}, {From: 9, To: 10}}, nil, nil},
-		{"json object in the tag", `<answer>{"ranges": [[3, 4], [6, 6]]}</answer>`, 50, []Range{{From: 3, To: 4}, {From: 6, To: 6}}, nil, nil},
-		{"markdown bullets are single lines", "- 5\n- 7", 50, []Range{{From: 5, To: 5}, {From: 7, To: 7}}, nil, nil},
-		{"reversed", "[(9,5)]", 50, []Range{{From: 5, To: 9}}, nil, nil},
-		{"clipped at the end", "[(45,80)]", 50, []Range{{From: 45, To: 50}}, nil, nil},
-		{"line zero clipped", "[(0,3)]", 50, []Range{{From: 1, To: 3}}, nil, nil},
-		{"wholly out of range dropped", "[(60,80), (2,2)]", 50, []Range{{From: 2, To: 2}}, nil, nil},
-		{"overlapping merged", "[(1,10), (5,20), (21,22), (30,31)]", 50, []Range{{From: 1, To: 22}, {From: 30, To: 31}}, nil, nil},
-		{"unsorted", "[(30,31), (1,2)]", 50, []Range{{From: 1, To: 2}, {From: 30, To: 31}}, nil, nil},
-		{"huge number", "[(1, 99999999999999999999999999)]", 50, []Range{{From: 1, To: 50}}, nil, nil},
-		{"deeply nested", strings.Repeat("(", 40) + "1,2" + strings.Repeat(")", 40), 50, []Range{{From: 1, To: 2}}, nil, nil},
+		{"list of lists", "[[1,3],[8,9]]", 50, []focusgate.Range{{From: 1, To: 3}, {From: 8, To: 9}}, nil, nil},
+		{"list of single lines", "[1, 5, 9]", 50, []focusgate.Range{{From: 1, To: 1}, {From: 5, To: 5}, {From: 9, To: 9}}, nil, nil},
+		{"adjacent lines merge", "[1, 2, 3, 5]", 50, []focusgate.Range{{From: 1, To: 3}, {From: 5, To: 5}}, nil, nil},
+		{"quoted dashed ranges", `<answer>["1-3", "10-12", "15"]</answer>`, 50, []focusgate.Range{{From: 1, To: 3}, {From: 10, To: 12}, {From: 15, To: 15}}, nil, nil},
+		{"en dash and double dot", "<answer>3–5, 9..11</answer>", 50, []focusgate.Range{{From: 3, To: 5}, {From: 9, To: 11}}, nil, nil},
+		{"spaced dash", "<answer>3 - 5</answer>", 50, []focusgate.Range{{From: 3, To: 5}}, nil, nil},
+		{"words", "<answer>lines 3 to 5 and 8</answer>", 50, []focusgate.Range{{From: 3, To: 5}, {From: 8, To: 8}}, nil, nil},
+		{"mixed forms", `<answer>[(1,2), 4, "6-7", [9, 10]]</answer>`, 50, []focusgate.Range{{From: 1, To: 2}, {From: 4, To: 4}, {From: 6, To: 7}, {From: 9, To: 10}}, nil, nil},
+		{"json object in the tag", `<answer>{"ranges": [[3, 4], [6, 6]]}</answer>`, 50, []focusgate.Range{{From: 3, To: 4}, {From: 6, To: 6}}, nil, nil},
+		{"markdown bullets are single lines", "- 5\n- 7", 50, []focusgate.Range{{From: 5, To: 5}, {From: 7, To: 7}}, nil, nil},
+		{"reversed", "[(9,5)]", 50, []focusgate.Range{{From: 5, To: 9}}, nil, nil},
+		{"clipped at the end", "[(45,80)]", 50, []focusgate.Range{{From: 45, To: 50}}, nil, nil},
+		{"line zero clipped", "[(0,3)]", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
+		{"wholly out of range dropped", "[(60,80), (2,2)]", 50, []focusgate.Range{{From: 2, To: 2}}, nil, nil},
+		{"overlapping merged", "[(1,10), (5,20), (21,22), (30,31)]", 50, []focusgate.Range{{From: 1, To: 22}, {From: 30, To: 31}}, nil, nil},
+		{"unsorted", "[(30,31), (1,2)]", 50, []focusgate.Range{{From: 1, To: 2}, {From: 30, To: 31}}, nil, nil},
+		{"huge number", "[(1, 99999999999999999999999999)]", 50, []focusgate.Range{{From: 1, To: 50}}, nil, nil},
+		{"deeply nested", strings.Repeat("(", 40) + "1,2" + strings.Repeat(")", 40), 50, []focusgate.Range{{From: 1, To: 2}}, nil, nil},
 
 		// A token with letters is never a line number.
-		{"element ids beside ranges", "<answer>[(12,14), 'a405', ea12, [a7]]</answer>", 50, []Range{{From: 12, To: 14}}, nil, nil},
-		{"ordinals and units", "<answer>2nd, 3px, 4</answer>", 50, []Range{{From: 4, To: 4}}, nil, nil},
+		{"element ids beside ranges", "<answer>[(12,14), 'a405', ea12, [a7]]</answer>", 50, []focusgate.Range{{From: 12, To: 14}}, nil, nil},
+		{"ordinals and units", "<answer>2nd, 3px, 4</answer>", 50, []focusgate.Range{{From: 4, To: 4}}, nil, nil},
 		{"an id alone in the tag", "<answer>[a405]</answer>", 1446, nil, nil, ErrBadAnswer},
 		{"ids in a fence", "```\n['a12', 'a13']\n```", 50, nil, nil, ErrBadAnswer},
 
 		// Negative numbers make their range invalid.
-		{"a negative range beside a good one", "[(1,3), (-5,-1)]", 50, []Range{{From: 1, To: 3}}, nil, nil},
+		{"a negative range beside a good one", "[(1,3), (-5,-1)]", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
 		{"one negative end", "<answer>[(-2, 4)]</answer>", 50, nil, nil, ErrBadAnswer},
-		{"a negative line in a list", "<answer>[4, -7]</answer>", 50, []Range{{From: 4, To: 4}}, nil, nil},
-		{"a dash after a comma is a minus", "<answer>1-3, -7</answer>", 50, []Range{{From: 1, To: 3}}, nil, nil},
+		{"a negative line in a list", "<answer>[4, -7]</answer>", 50, []focusgate.Range{{From: 4, To: 4}}, nil, nil},
+		{"a dash after a comma is a minus", "<answer>1-3, -7</answer>", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
 		{"unicode minus", "<answer>[(−5, 2)]</answer>", 50, nil, nil, ErrBadAnswer},
 
 		// A list cut off mid-way keeps its complete ranges.
-		{"cut after a comma", "<answer>[(1,3), (20,25), (30,", 50, []Range{{From: 1, To: 3}, {From: 20, To: 25}}, nil, nil},
-		{"cut inside a tuple", "<answer>[(1,3), (20,25", 50, []Range{{From: 1, To: 3}}, nil, nil},
-		{"cut inside a dashed range", "<answer>1-3, 7-1", 50, []Range{{From: 1, To: 3}}, nil, nil},
-		{"cut after a line number", "<answer>[1, 5, 9", 50, []Range{{From: 1, To: 1}, {From: 5, To: 5}}, nil, nil},
-		{"cut after a range operator", "<answer>1-3, 7-", 50, []Range{{From: 1, To: 3}}, nil, nil},
-		{"unclosed tag, complete list", "<answer>[(2,4), (8,9)]", 50, []Range{{From: 2, To: 4}, {From: 8, To: 9}}, nil, nil},
-		{"unclosed fence", "```python\n[(10,12), (14,1", 50, []Range{{From: 10, To: 12}}, nil, nil},
-		{"tuple never closed in a closed tag", "<answer>[(1,3), (20,</answer>", 50, []Range{{From: 1, To: 3}}, nil, nil},
+		{"cut after a comma", "<answer>[(1,3), (20,25), (30,", 50, []focusgate.Range{{From: 1, To: 3}, {From: 20, To: 25}}, nil, nil},
+		{"cut inside a tuple", "<answer>[(1,3), (20,25", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
+		{"cut inside a dashed range", "<answer>1-3, 7-1", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
+		{"cut after a line number", "<answer>[1, 5, 9", 50, []focusgate.Range{{From: 1, To: 1}, {From: 5, To: 5}}, nil, nil},
+		{"cut after a range operator", "<answer>1-3, 7-", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
+		{"unclosed tag, complete list", "<answer>[(2,4), (8,9)]", 50, []focusgate.Range{{From: 2, To: 4}, {From: 8, To: 9}}, nil, nil},
+		{"unclosed fence", "```python\n[(10,12), (14,1", 50, []focusgate.Range{{From: 10, To: 12}}, nil, nil},
+		{"tuple never closed in a closed tag", "<answer>[(1,3), (20,</answer>", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
 
 		// The defender prompt's report of attack lines.
-		{"injection reported", "<answer>[(1,3)]</answer>\n<injection>[(5,6)]</injection>", 10, []Range{{From: 1, To: 3}}, []int{5, 6}, nil},
-		{"injection before answer", "<injection>[(2,2)]</injection><answer>[(1,9)]</answer>", 10, []Range{{From: 1, To: 9}}, []int{2}, nil},
-		{"several injection tags", "<answer>[(1,9)]</answer><injection>[2]</injection><injection>[(7,8)]</injection>", 10, []Range{{From: 1, To: 9}}, []int{2, 7, 8}, nil},
-		{"no injection", "<answer>[(1,3)]</answer><injection>[]</injection>", 10, []Range{{From: 1, To: 3}}, nil, nil},
-		{"only injection: keep the rest", "<answer>[]</answer><injection>[(5,6)]</injection>", 10, []Range{{From: 1, To: 10}}, []int{5, 6}, nil},
-		{"injection out of range", "<answer>[(1,3)]</answer><injection>[(40,41)]</injection>", 10, []Range{{From: 1, To: 3}}, nil, nil},
+		{"injection reported", "<answer>[(1,3)]</answer>\n<injection>[(5,6)]</injection>", 10, []focusgate.Range{{From: 1, To: 3}}, []int{5, 6}, nil},
+		{"injection before answer", "<injection>[(2,2)]</injection><answer>[(1,9)]</answer>", 10, []focusgate.Range{{From: 1, To: 9}}, []int{2}, nil},
+		{"several injection tags", "<answer>[(1,9)]</answer><injection>[2]</injection><injection>[(7,8)]</injection>", 10, []focusgate.Range{{From: 1, To: 9}}, []int{2, 7, 8}, nil},
+		{"no injection", "<answer>[(1,3)]</answer><injection>[]</injection>", 10, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
+		{"only injection: keep the rest", "<answer>[]</answer><injection>[(5,6)]</injection>", 10, []focusgate.Range{{From: 1, To: 10}}, []int{5, 6}, nil},
+		{"injection out of range", "<answer>[(1,3)]</answer><injection>[(40,41)]</injection>", 10, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
 		{"injection without an answer", "<injection>[(5,6)]</injection>", 10, nil, nil, ErrBadAnswer},
 
 		// Nothing usable.
@@ -120,7 +122,7 @@ func TestParseAnswer(t *testing.T) {
 			name    string
 			answer  string
 			n       int
-			want    []Range
+			want    []focusgate.Range
 			flagged []int
 			err     error
 		}{"misread before: " + m.name, m.answer, 1446, nil, nil, ErrBadAnswer})
@@ -147,14 +149,14 @@ func TestParseAnswerCutOffByTheTokenCap(t *testing.T) {
 	tests := []struct {
 		name   string
 		answer string
-		want   []Range
+		want   []focusgate.Range
 		err    error
 	}{
-		{"bare list ending in a number", "[(1,3), 7", []Range{{From: 1, To: 3}}, nil},
-		{"bare dashed range", "1-3, 12-4", []Range{{From: 1, To: 3}}, nil},
-		{"trailing space after the number", "1-3, 7 ", []Range{{From: 1, To: 3}}, nil},
-		{"bare list that closed", "[(1,3), (7,9)]", []Range{{From: 1, To: 3}, {From: 7, To: 9}}, nil},
-		{"closed tag, cut later", "<answer>[(1,3)]</answer><injection>[(5", []Range{{From: 1, To: 3}}, nil},
+		{"bare list ending in a number", "[(1,3), 7", []focusgate.Range{{From: 1, To: 3}}, nil},
+		{"bare dashed range", "1-3, 12-4", []focusgate.Range{{From: 1, To: 3}}, nil},
+		{"trailing space after the number", "1-3, 7 ", []focusgate.Range{{From: 1, To: 3}}, nil},
+		{"bare list that closed", "[(1,3), (7,9)]", []focusgate.Range{{From: 1, To: 3}, {From: 7, To: 9}}, nil},
+		{"closed tag, cut later", "<answer>[(1,3)]</answer><injection>[(5", []focusgate.Range{{From: 1, To: 3}}, nil},
 		{"nothing complete", "[(1,", nil, ErrBadAnswer},
 	}
 	for _, tt := range tests {
@@ -174,16 +176,16 @@ func TestParseAnswerCutOffByTheTokenCap(t *testing.T) {
 // parsing each takes milliseconds (see BenchmarkParseAnswer).
 var pathologicalAnswers = []struct {
 	name, answer string
-	want         []Range
+	want         []focusgate.Range
 }{
 	{"empty reasoning blocks, 1.6 MB", strings.Repeat("a<think></think>", 100_000), nil},
-	{"empty reasoning blocks before an answer", strings.Repeat("a<think></think>", 100_000) + "<answer>[(1,2)]</answer>", []Range{{From: 1, To: 2}}},
+	{"empty reasoning blocks before an answer", strings.Repeat("a<think></think>", 100_000) + "<answer>[(1,2)]</answer>", []focusgate.Range{{From: 1, To: 2}}},
 	{"unclosed tags", strings.Repeat("<answer><think><injection>", 50_000) + "</answer>", nil},
-	{"stray closing reasoning tags", strings.Repeat("</think>", 100_000) + "[(3,4)]", []Range{{From: 3, To: 4}}},
-	{"a long bare list", strings.Repeat("(1,2), ", 100_000), []Range{{From: 1, To: 2}}},
-	{"deep brackets", strings.Repeat("[(", 100_000) + "5,6" + strings.Repeat(")]", 100_000), []Range{{From: 5, To: 6}}},
+	{"stray closing reasoning tags", strings.Repeat("</think>", 100_000) + "[(3,4)]", []focusgate.Range{{From: 3, To: 4}}},
+	{"a long bare list", strings.Repeat("(1,2), ", 100_000), []focusgate.Range{{From: 1, To: 2}}},
+	{"deep brackets", strings.Repeat("[(", 100_000) + "5,6" + strings.Repeat(")]", 100_000), []focusgate.Range{{From: 5, To: 6}}},
 	{"fences", strings.Repeat("```\n", 100_000), nil},
-	{"dashes", "<answer>" + strings.Repeat("1-", 200_000) + "</answer>", []Range{{From: 1, To: 1}}},
+	{"dashes", "<answer>" + strings.Repeat("1-", 200_000) + "</answer>", []focusgate.Range{{From: 1, To: 1}}},
 }
 
 func TestParseAnswerPathological(t *testing.T) {
@@ -203,7 +205,7 @@ func TestParseAnswerPathological(t *testing.T) {
 func BenchmarkParseAnswer(b *testing.B) {
 	cases := append([]struct {
 		name, answer string
-		want         []Range
+		want         []focusgate.Range
 	}{{"typical", "<think>The quantity field is on line 133 and the order button on 182.</think>\n<answer>[(61,61), (133,147), (161,171), (182,185)]</answer>", nil}},
 		pathologicalAnswers...)
 	for _, c := range cases {
@@ -314,7 +316,7 @@ func FuzzParseAnswer(f *testing.F) {
 		// Every selected line number is a number token of the answer: the
 		// ends of each range were written as numbers (or clipped to the
 		// tree), never taken from an element id such as "a405".
-		if len(sel.Flagged) > 0 && slices.Equal(sel.Ranges, []Range{{From: 1, To: n}}) {
+		if len(sel.Flagged) > 0 && slices.Equal(sel.Ranges, []focusgate.Range{{From: 1, To: n}}) {
 			return // flagged lines and an empty list: keep the rest
 		}
 		tokens, aboveN := numberTokens(answer)

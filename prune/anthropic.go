@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/focusgate/focusgate"
 )
 
 // anthropicVersion is the Messages API version the retriever is written for.
@@ -66,7 +68,7 @@ type anthropicResponse struct {
 	} `json:"error"`
 }
 
-func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, turns []turn) (ans answer, usage Usage, err error) {
+func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, turns []turn) (ans answer, usage focusgate.RetrieverUsage, err error) {
 	ctx, span := startChat(ctx, "anthropic", r.cfg.Model)
 	defer func() { endChat(span, usage, err) }()
 	req := anthropicRequest{Model: r.cfg.Model, MaxTokens: cmp.Or(r.cfg.MaxTokens, defaultAnthropicMaxTokens), System: system}
@@ -79,7 +81,7 @@ func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, t
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return answer{}, Usage{}, fmt.Errorf("prune: retriever request: %w", err)
+		return answer{}, focusgate.RetrieverUsage{}, fmt.Errorf("prune: retriever request: %w", err)
 	}
 	header := http.Header{"Anthropic-Version": {anthropicVersion}}
 	if strings.HasPrefix(key, "sk-ant-oat") {
@@ -97,7 +99,7 @@ func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, t
 		return out.Error.Type + ": " + out.Error.Message
 	})
 	if err != nil {
-		return answer{}, Usage{}, err
+		return answer{}, focusgate.RetrieverUsage{}, err
 	}
 	var text strings.Builder
 	for _, c := range out.Content {
@@ -105,6 +107,6 @@ func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, t
 			text.WriteString(c.Text)
 		}
 	}
-	u := Usage{PromptTokens: out.Usage.InputTokens, CompletionTokens: out.Usage.OutputTokens}
+	u := focusgate.RetrieverUsage{PromptTokens: out.Usage.InputTokens, CompletionTokens: out.Usage.OutputTokens}
 	return answer{content: text.String(), cut: out.StopReason == "max_tokens"}, u, nil
 }

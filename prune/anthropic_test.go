@@ -55,19 +55,19 @@ func newFakeClaude(t *testing.T, status int, texts ...string) *fakeClaude {
 func TestAnthropicRetrieverAsksClaude(t *testing.T) {
 	claude := newFakeClaude(t, http.StatusOK, "<think>The button.</think><answer>[(1,1), (3,4)]</answer>")
 	r := NewAnthropicRetriever(RetrieverConfig{BaseURL: claude.URL + "/", Model: "claude-haiku-4-5", MaxTokens: 2048})
-	q := Query{Goal: "Save the employee", Numbered: "   1 root\n   2 a\n   3 b\n   4 c", Lines: 4, Variant: focusgate.Defender, APIKey: "sk-ant-client"}
+	q := Query{Goal: "Save the employee", Numbered: "   1 root\n   2 a\n   3 b\n   4 c", Lines: 4, Variant: focusgate.VariantDefender, APIKey: "sk-ant-client"}
 	sel, err := r.Select(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(sel.Ranges) != "[{1 1} {3 4}]" || sel.Usage != (Usage{PromptTokens: 120, CompletionTokens: 9}) || sel.Reasoning != "The button." {
+	if fmt.Sprint(sel.Ranges) != "[{1 1} {3 4}]" || sel.Usage != (focusgate.RetrieverUsage{PromptTokens: 120, CompletionTokens: 9}) || sel.Reasoning != "The button." {
 		t.Errorf("selection %+v", sel)
 	}
 	req, h := claude.requests[0], claude.headers[0]
 	if claude.paths[0] != "/v1/messages" || h.Get("X-Api-Key") != "sk-ant-client" || h.Get("Anthropic-Version") != anthropicVersion {
 		t.Errorf("request to %s with x-api-key %q, anthropic-version %q", claude.paths[0], h.Get("X-Api-Key"), h.Get("Anthropic-Version"))
 	}
-	if req.Model != "claude-haiku-4-5" || req.MaxTokens != 2048 || req.System != systemPrompt(focusgate.Defender) ||
+	if req.Model != "claude-haiku-4-5" || req.MaxTokens != 2048 || req.System != systemPrompt(focusgate.VariantDefender) ||
 		len(req.Messages) != 1 || req.Messages[0].Role != "user" || req.Messages[0].Content != userPrompt(q) {
 		t.Errorf("request %+v: want the shared prompts, the model and the output cap", req)
 	}
@@ -100,7 +100,7 @@ func TestAnthropicRetrieverReasks(t *testing.T) {
 	r := NewAnthropicRetriever(RetrieverConfig{BaseURL: claude.URL, Model: "m"})
 	q := Query{Numbered: "   1 x\n   2 y", Lines: 2}
 	sel, err := r.Select(context.Background(), q)
-	if err != nil || fmt.Sprint(sel.Ranges) != "[{2 2}]" || sel.Usage != (Usage{PromptTokens: 240, CompletionTokens: 18}) {
+	if err != nil || fmt.Sprint(sel.Ranges) != "[{2 2}]" || sel.Usage != (focusgate.RetrieverUsage{PromptTokens: 240, CompletionTokens: 18}) {
 		t.Fatalf("selection %+v, %v", sel, err)
 	}
 	msgs := claude.requests[1].Messages
@@ -115,10 +115,10 @@ func TestAnthropicRetrieverReasks(t *testing.T) {
 // Anthropic's HTTP errors fail open with the same reasons as OpenAI's.
 func TestAnthropicRetrieverErrors(t *testing.T) {
 	for status, want := range map[int]focusgate.Reason{
-		http.StatusUnauthorized:        focusgate.RetrieverHTTP4xx,
-		http.StatusTooManyRequests:     focusgate.RetrieverHTTP4xx,
-		529:                            focusgate.RetrieverHTTP5xx,
-		http.StatusInternalServerError: focusgate.RetrieverHTTP5xx,
+		http.StatusUnauthorized:        focusgate.ReasonRetrieverHTTP4xx,
+		http.StatusTooManyRequests:     focusgate.ReasonRetrieverHTTP4xx,
+		529:                            focusgate.ReasonRetrieverHTTP5xx,
+		http.StatusInternalServerError: focusgate.ReasonRetrieverHTTP5xx,
 	} {
 		claude := newFakeClaude(t, status)
 		_, err := NewAnthropicRetriever(RetrieverConfig{BaseURL: claude.URL, Model: "m"}).Select(context.Background(), Query{Numbered: "   1 x", Lines: 1})

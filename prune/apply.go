@@ -42,11 +42,11 @@ func Apply(t Tree, sel Selection, mode focusgate.Mode) (string, error) {
 // apply is Apply that also returns how many flagged lines it removed and the
 // lines it kept verbatim (selected, root and focus, less the flagged ones),
 // as sorted disjoint ranges, so that a report can show what was kept.
-func apply(t Tree, sel Selection, mode focusgate.Mode) (string, int, []Range, error) {
+func apply(t Tree, sel Selection, mode focusgate.Mode) (string, int, []focusgate.Range, error) {
 	switch mode {
-	case focusgate.Remove, focusgate.Ancestors, focusgate.Stubs:
-	case focusgate.Off:
-		return t.Text, 0, []Range{{From: 1, To: len(t.Lines)}}, nil
+	case focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs:
+	case focusgate.ModeOff:
+		return t.Text, 0, []focusgate.Range{{From: 1, To: len(t.Lines)}}, nil
 	default:
 		return "", 0, nil, fmt.Errorf("prune: unknown mode %q", mode)
 	}
@@ -91,22 +91,22 @@ func apply(t Tree, sel Selection, mode focusgate.Mode) (string, int, []Range, er
 			removed++
 		}
 	}
-	if mode == focusgate.Ancestors {
+	if mode == focusgate.ModeAncestors {
 		stubAncestors(t.Lines, acts, flagged)
 	}
 	return render(t, acts, flagged, mode), removed, keptRanges(acts), nil
 }
 
 // keptRanges lists the runs of kept lines, numbered from 1.
-func keptRanges(acts []action) []Range {
-	var kept []Range
+func keptRanges(acts []action) []focusgate.Range {
+	var kept []focusgate.Range
 	for i, a := range acts {
 		switch {
 		case a != keep:
 		case len(kept) > 0 && kept[len(kept)-1].To == i:
 			kept[len(kept)-1].To = i + 1
 		default:
-			kept = append(kept, Range{From: i + 1, To: i + 1})
+			kept = append(kept, focusgate.Range{From: i + 1, To: i + 1})
 		}
 	}
 	return kept
@@ -151,7 +151,7 @@ func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) string {
 	b.WriteString(t.Text[:t.Lines[0].Start])
 	// In stubs mode the first line that stands for hidden ones carries the
 	// hint; the others only say that they were pruned.
-	hinted := mode != focusgate.Stubs
+	hinted := mode != focusgate.ModeStubs
 	suffix := func() string {
 		if hinted {
 			return " (pruned)"
@@ -181,11 +181,11 @@ func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) string {
 			b.WriteString(gutter)
 			writeStub(&b, t.Format, line, l, "")
 			i++
-		case mode == focusgate.Stubs && (flagged == nil || !flagged[i]) && (l.BID != "" || l.Role != ""):
+		case mode == focusgate.ModeStubs && (flagged == nil || !flagged[i]) && (l.BID != "" || l.Role != ""):
 			b.WriteString(gutter)
 			writeStub(&b, t.Format, line, l, suffix())
 			i++
-		case mode == focusgate.Stubs:
+		case mode == focusgate.ModeStubs:
 			b.WriteString(t.Format.Marker(line, note()))
 			i++
 		default:

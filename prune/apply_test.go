@@ -46,7 +46,7 @@ func TestApplyGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: scripted answer: %v", gc.name, err)
 		}
-		for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
+		for _, mode := range []focusgate.Mode{focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs} {
 			t.Run(gc.name+"/"+string(mode), func(t *testing.T) {
 				got, err := Apply(tree, sel, mode)
 				if err != nil {
@@ -125,7 +125,7 @@ func checkApplied(t *testing.T, tree Tree, sel Selection, mode focusgate.Mode, o
 		}
 	}
 
-	if mode == focusgate.Stubs {
+	if mode == focusgate.ModeStubs {
 		if len(outLines) != n {
 			t.Fatalf("stubs mode wrote %d lines for %d", len(outLines), n)
 		}
@@ -162,7 +162,7 @@ func checkApplied(t *testing.T, tree Tree, sel Selection, mode focusgate.Mode, o
 	// Every other output line is a marker or, in ancestors mode, a stub of
 	// a dropped line; markers never touch, and they count every dropped line.
 	stubs := map[string]bool{}
-	if mode == focusgate.Ancestors {
+	if mode == focusgate.ModeAncestors {
 		for i, l := range tree.Lines {
 			if !kept[i] && !flagged[i] {
 				text := lineText(tree, i)
@@ -196,7 +196,7 @@ func checkApplied(t *testing.T, tree Tree, sel Selection, mode focusgate.Mode, o
 		t.Errorf("markers count %d, stubs %d, kept %d: want a total of %d lines", pruned, stubbed, len(kept), n)
 	}
 
-	if mode == focusgate.Ancestors {
+	if mode == focusgate.ModeAncestors {
 		// Every ancestor of a kept line sits above it, verbatim or as a stub.
 		for i := range kept {
 			for a := ancestorsOf(tree, i); len(a) > 0; a = a[1:] {
@@ -308,7 +308,7 @@ func TestApplyFormats(t *testing.T) {
 			stub:      "uid=1_0 RootWebArea \"Shop\" url=\"https://x/\"\n  uid=1_1 navigation (pruned: take a new snapshot to see the whole page)\n    uid=1_2 link \"Cart\" url=\"https://x/cart\"\n  uid=1_3 (pruned)",
 		},
 	}
-	sel := Selection{Ranges: []Range{{From: 3, To: 3}}}
+	sel := Selection{Ranges: []focusgate.Range{{From: 3, To: 3}}}
 	for _, tt := range tests {
 		t.Run(string(tt.format), func(t *testing.T) {
 			tree := Tree{Text: tt.text, Format: tt.format, Lines: tt.lines}
@@ -317,7 +317,7 @@ func TestApplyFormats(t *testing.T) {
 					t.Fatalf("test line %d offsets [%d,%d) do not frame a line", i+1, l.Start, l.End)
 				}
 			}
-			for mode, want := range map[focusgate.Mode]string{focusgate.Ancestors: tt.ancestors, focusgate.Stubs: tt.stub} {
+			for mode, want := range map[focusgate.Mode]string{focusgate.ModeAncestors: tt.ancestors, focusgate.ModeStubs: tt.stub} {
 				got, err := Apply(tree, sel, mode)
 				if err != nil {
 					t.Fatal(err)
@@ -349,58 +349,58 @@ func TestApplyRules(t *testing.T) {
 	}{
 		{
 			name: "root always kept, runs become one marker each",
-			sel:  Selection{Ranges: []Range{{From: 4, To: 4}}},
-			mode: focusgate.Remove,
+			sel:  Selection{Ranges: []focusgate.Range{{From: 4, To: 4}}},
+			mode: focusgate.ModeRemove,
 			want: "RootWebArea 'Form'\n\t... 2 lines pruned ...\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name:    "focused line kept though not selected",
 			focused: "11",
-			sel:     Selection{Ranges: []Range{{From: 4, To: 4}}},
-			mode:    focusgate.Remove,
+			sel:     Selection{Ranges: []focusgate.Range{{From: 4, To: 4}}},
+			mode:    focusgate.ModeRemove,
 			want:    "RootWebArea 'Form'\n\t... 1 line pruned ...\n\t\t[11] textbox 'Name', focused\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name: "flagged line dropped even when selected",
-			sel:  Selection{Ranges: []Range{{From: 5, To: 7}}, Flagged: []int{6}},
-			mode: focusgate.Remove,
+			sel:  Selection{Ranges: []focusgate.Range{{From: 5, To: 7}}, Flagged: []int{6}},
+			mode: focusgate.ModeRemove,
 			want: "RootWebArea 'Form'\n\t... 3 lines pruned ...\n\t[20] dialog 'Notice'\n\t\t... 1 line pruned ...\n\t\t[22] button 'Close'\n\t... 1 line pruned ...",
 		},
 		{
 			name: "flagged line is a bare marker in stubs mode",
-			sel:  Selection{Ranges: []Range{{From: 7, To: 7}}, Flagged: []int{6}},
-			mode: focusgate.Stubs,
+			sel:  Selection{Ranges: []focusgate.Range{{From: 7, To: 7}}, Flagged: []int{6}},
+			mode: focusgate.ModeStubs,
 			want: "RootWebArea 'Form'\n\t[10] form (pruned: take a new snapshot to see the whole page)\n\t\t[11] textbox (pruned)\n\t\t[12] button (pruned)\n\t[20] dialog (pruned)\n\t\t... 1 line pruned ...\n\t\t[22] button 'Close'\n\t[30] contentinfo (pruned)",
 		},
 		{
 			name: "flagged ancestor gets no stub",
-			sel:  Selection{Ranges: []Range{{From: 7, To: 7}}, Flagged: []int{5}},
-			mode: focusgate.Ancestors,
+			sel:  Selection{Ranges: []focusgate.Range{{From: 7, To: 7}}, Flagged: []int{5}},
+			mode: focusgate.ModeAncestors,
 			want: "RootWebArea 'Form'\n\t... 5 lines pruned ...\n\t\t[22] button 'Close'\n\t... 1 line pruned ...",
 		},
 		{
 			name: "flagged root keeps only its role",
-			sel:  Selection{Ranges: []Range{{From: 4, To: 4}}, Flagged: []int{1}},
-			mode: focusgate.Remove,
+			sel:  Selection{Ranges: []focusgate.Range{{From: 4, To: 4}}, Flagged: []int{1}},
+			mode: focusgate.ModeRemove,
 			want: "RootWebArea\n\t... 2 lines pruned ...\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name:    "flag beats focus: a pop-up may hold the focus",
 			focused: "21",
-			sel:     Selection{Ranges: []Range{{From: 4, To: 4}}, Flagged: []int{6}},
-			mode:    focusgate.Remove,
+			sel:     Selection{Ranges: []focusgate.Range{{From: 4, To: 4}}, Flagged: []int{6}},
+			mode:    focusgate.ModeRemove,
 			want:    "RootWebArea 'Form'\n\t... 2 lines pruned ...\n\t\t[12] button 'Submit'\n\t... 4 lines pruned ...",
 		},
 		{
 			name: "out-of-range and reversed ranges are tolerated",
-			sel:  Selection{Ranges: []Range{{From: 8, To: 7}, {From: 20, To: 30}, {From: -3, To: 0}}, Flagged: []int{0, 99}},
-			mode: focusgate.Remove,
+			sel:  Selection{Ranges: []focusgate.Range{{From: 8, To: 7}, {From: 20, To: 30}, {From: -3, To: 0}}, Flagged: []int{0, 99}},
+			mode: focusgate.ModeRemove,
 			want: "RootWebArea 'Form'\n\t... 5 lines pruned ...\n\t\t[22] button 'Close'\n\t[30] contentinfo ''",
 		},
 		{
 			name: "off leaves the text alone",
-			sel:  Selection{Ranges: []Range{{From: 4, To: 4}}},
-			mode: focusgate.Off,
+			sel:  Selection{Ranges: []focusgate.Range{{From: 4, To: 4}}},
+			mode: focusgate.ModeOff,
 			want: text,
 		},
 	}
@@ -427,13 +427,13 @@ func TestApplyErrors(t *testing.T) {
 		mode focusgate.Mode
 	}{
 		{"unknown mode", good, "shuffle"},
-		{"no lines", Tree{Text: "RootWebArea 'a'"}, focusgate.Remove},
-		{"line past the text", Tree{Text: "abc", Lines: []focusgate.Line{{Start: 0, End: 9}}}, focusgate.Stubs},
-		{"overlapping lines", Tree{Text: "abc\ndef", Lines: []focusgate.Line{{Start: 0, End: 5}, {Start: 4, End: 7}}}, focusgate.Ancestors},
+		{"no lines", Tree{Text: "RootWebArea 'a'"}, focusgate.ModeRemove},
+		{"line past the text", Tree{Text: "abc", Lines: []focusgate.Line{{Start: 0, End: 9}}}, focusgate.ModeStubs},
+		{"overlapping lines", Tree{Text: "abc\ndef", Lines: []focusgate.Line{{Start: 0, End: 5}, {Start: 4, End: 7}}}, focusgate.ModeAncestors},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := Apply(tt.tree, Selection{Ranges: []Range{{From: 1, To: 1}}}, tt.mode); err == nil {
+			if _, err := Apply(tt.tree, Selection{Ranges: []focusgate.Range{{From: 1, To: 1}}}, tt.mode); err == nil {
 				t.Error("Apply() succeeded, want an error")
 			}
 		})

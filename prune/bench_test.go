@@ -11,8 +11,8 @@ import (
 // tokens with a warm counter.
 func BenchmarkHotPath(b *testing.B) {
 	tree := readTree(b, "bgym-pr301_web_amazon_macbook.txt")
-	sel := Selection{Ranges: []Range{{From: 40, To: 120}, {From: 600, To: 700}, {From: 1200, To: 1210}}}
-	for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
+	sel := Selection{Ranges: []focusgate.Range{{From: 40, To: 120}, {From: 600, To: 700}, {From: 1200, To: 1210}}}
+	for _, mode := range []focusgate.Mode{focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs} {
 		b.Run(string(mode), func(b *testing.B) {
 			c := NewCounter(64 << 20)
 			before := c.Count("gpt-4.1", tree.Text)

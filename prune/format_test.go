@@ -27,9 +27,9 @@ func TestApplyOnEveryFormat(t *testing.T) {
 	requests, _ := filepath.Glob("../detect/testdata/requests/*.json")
 	more, _ := filepath.Glob("../testdata/requests/*.json")
 	for _, f := range append(requests, more...) {
-		api := focusgate.Chat
+		api := focusgate.APIChat
 		if strings.HasPrefix(filepath.Base(f), "responses_") {
-			api = focusgate.Responses
+			api = focusgate.APIResponses
 		}
 		obs, err := detect.Find(readBytes(t, f), api, detect.Options{})
 		if err != nil || len(obs) == 0 {
@@ -57,9 +57,9 @@ func TestApplyOnEveryFormat(t *testing.T) {
 		// Keep every fourth line.
 		var sel prune.Selection
 		for i := 1; i <= len(tree.Lines); i += 4 {
-			sel.Ranges = append(sel.Ranges, prune.Range{From: i, To: i})
+			sel.Ranges = append(sel.Ranges, focusgate.Range{From: i, To: i})
 		}
-		for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
+		for _, mode := range []focusgate.Mode{focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs} {
 			t.Run(s.name+"/"+string(mode), func(t *testing.T) {
 				out, err := prune.Apply(tree, sel, mode)
 				if err != nil {
@@ -71,7 +71,7 @@ func TestApplyOnEveryFormat(t *testing.T) {
 						t.Errorf("kept line %d is not verbatim in the output", r.From)
 					}
 				}
-				if mode == focusgate.Remove && len(out) >= len(tree.Text) {
+				if mode == focusgate.ModeRemove && len(out) >= len(tree.Text) {
 					t.Errorf("output is not smaller: %d >= %d bytes", len(out), len(tree.Text))
 				}
 				// Stubs keep one line per element; a pruned element whose name
@@ -83,7 +83,7 @@ func TestApplyOnEveryFormat(t *testing.T) {
 					}
 					want -= strings.Count(tree.Text[l.Start:l.End], "\n")
 				}
-				if got := strings.Count(out, "\n"); mode == focusgate.Stubs && got != want {
+				if got := strings.Count(out, "\n"); mode == focusgate.ModeStubs && got != want {
 					t.Errorf("stubs mode wrote %d line breaks, want %d (one line per element)", got, want)
 				}
 				if testing.Verbose() {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/focusgate/focusgate"
 )
 
 var (
@@ -82,7 +84,7 @@ type geminiResponse struct {
 	} `json:"error"`
 }
 
-func (r *GeminiRetriever) complete(ctx context.Context, key, system string, turns []turn) (ans answer, usage Usage, err error) {
+func (r *GeminiRetriever) complete(ctx context.Context, key, system string, turns []turn) (ans answer, usage focusgate.RetrieverUsage, err error) {
 	ctx, span := startChat(ctx, "gemini", r.cfg.Model)
 	defer func() { endChat(span, usage, err) }()
 	var req geminiRequest
@@ -97,7 +99,7 @@ func (r *GeminiRetriever) complete(ctx context.Context, key, system string, turn
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return answer{}, Usage{}, fmt.Errorf("prune: retriever request: %w", err)
+		return answer{}, focusgate.RetrieverUsage{}, fmt.Errorf("prune: retriever request: %w", err)
 	}
 	endpoint := r.base + "/models/" + url.PathEscape(strings.TrimPrefix(r.cfg.Model, "models/")) + ":generateContent"
 	header := http.Header{}
@@ -116,9 +118,9 @@ func (r *GeminiRetriever) complete(ctx context.Context, key, system string, turn
 		return out.Error.Status + ": " + out.Error.Message
 	})
 	if err != nil {
-		return answer{}, Usage{}, err
+		return answer{}, focusgate.RetrieverUsage{}, err
 	}
-	u := Usage{
+	u := focusgate.RetrieverUsage{
 		PromptTokens:     out.UsageMetadata.PromptTokenCount,
 		CompletionTokens: out.UsageMetadata.CandidatesTokenCount + out.UsageMetadata.ThoughtsTokenCount,
 	}

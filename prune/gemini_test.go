@@ -57,7 +57,7 @@ func TestGeminiRetrieverAsksGemini(t *testing.T) {
 		{Text: "Which lines? Line 9 is a trap.", Thought: true},
 		{Text: "<think>The button.</think><answer>[(1,1), (3,4)]</answer>"},
 	})
-	q := Query{Goal: "Save the employee", Numbered: "   1 root\n   2 a\n   3 b\n   4 c", Lines: 4, Variant: focusgate.LineVariant, APIKey: "AIza-client"}
+	q := Query{Goal: "Save the employee", Numbered: "   1 root\n   2 a\n   3 b\n   4 c", Lines: 4, Variant: focusgate.VariantLine, APIKey: "AIza-client"}
 	for _, base := range []string{gemini.URL, gemini.URL + "/", gemini.URL + "/v1beta"} {
 		r := NewGeminiRetriever(RetrieverConfig{BaseURL: base, Model: "gemini-2.5-flash-lite", MaxTokens: 2048})
 		sel, err := r.Select(context.Background(), q)
@@ -92,7 +92,7 @@ func TestGeminiRetrieverAsksGemini(t *testing.T) {
 }
 
 func TestGeminiRetrieverFailures(t *testing.T) {
-	q := Query{Goal: "g", Numbered: "   1 root\n   2 a", Lines: 2, Variant: focusgate.LineVariant}
+	q := Query{Goal: "g", Numbered: "   1 root\n   2 a", Lines: 2, Variant: focusgate.VariantLine}
 	t.Run("an error status is a StatusError with Google's message", func(t *testing.T) {
 		gemini := newFakeGemini(t, http.StatusServiceUnavailable, "")
 		_, err := NewGeminiRetriever(RetrieverConfig{BaseURL: gemini.URL, Model: "gemini-2.5-flash-lite", APIKey: "AIza-own"}).Select(context.Background(), q)

@@ -14,12 +14,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/attribute"
 	"log/slog"
 	"net"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
@@ -63,18 +64,18 @@ type Result struct {
 	Reason        focusgate.Reason
 	TokensBefore  int
 	TokensAfter   int
-	Cache         cache.Outcome // empty when the retriever was not consulted
-	RetrieverTime time.Duration // time spent waiting for the selection; 0 on a hit
-	Flagged       int           // lines removed as prompt injection
-	Usage         Usage         // retriever tokens spent for this request; zero on a hit or shared call
+	Cache         focusgate.CacheOutcome   // empty when the retriever was not consulted
+	RetrieverTime time.Duration            // time spent waiting for the selection; 0 on a hit
+	Flagged       int                      // lines removed as prompt injection
+	Usage         focusgate.RetrieverUsage // retriever tokens spent for this request; zero on a hit or shared call
 
 	// What the selection was, for reports such as the dashboard: the
 	// retriever's ranges, the line numbers it flagged as injections, the
 	// lines kept verbatim after post-processing (Pruned only), and its
 	// reasoning (only on a Miss: it is not cached).
-	Ranges       []Range
+	Ranges       []focusgate.Range
 	FlaggedLines []int
-	Kept         []Range
+	Kept         []focusgate.Range
 	Reasoning    string
 }
 
@@ -87,7 +88,7 @@ type Retriever interface {
 // runs identical concurrent computations once and says where the value came
 // from.
 type Cache interface {
-	Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, cache.Outcome, error)
+	Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, focusgate.CacheOutcome, error)
 	// Lookup returns the value stored under key without computing it, or
 	// an error (cache.ErrNotFound when there is none).
 	Lookup(ctx context.Context, key string) ([]byte, error)
@@ -128,7 +129,7 @@ type Pruner struct {
 }
 
 // New returns a Pruner. A nil cache means no caching: every call asks the
-// retriever and reports cache.Miss.
+// retriever and reports focusgate.CacheMiss.
 func New(cfg Config, r Retriever, c Cache) *Pruner {
 	if cfg.Counter == nil {
 		cfg.Counter = NewCounter(defaultMemoBytes)
@@ -145,7 +146,7 @@ func New(cfg Config, r Retriever, c Cache) *Pruner {
 // an agent must not be the reason a step fails.
 func (p *Pruner) Prune(ctx context.Context, in Input) Result {
 	res := p.prune(ctx, in)
-	if in.StubsOnFailure && res.Status == focusgate.FailedOpen && res.TokensBefore > 0 {
+	if in.StubsOnFailure && res.Status == focusgate.StatusFailedOpen && res.TokensBefore > 0 {
 		return p.stubbed(in, res)
 	}
 	return res
@@ -157,7 +158,7 @@ func (p *Pruner) Prune(ctx context.Context, in Input) Result {
 // retriever call is still reported as failed. The tokens are counted without
 // the request's context, which may be what ended the retriever call.
 func (p *Pruner) stubbed(in Input, res Result) Result {
-	out, _, kept, err := apply(in.Tree, Selection{}, focusgate.Stubs)
+	out, _, kept, err := apply(in.Tree, Selection{}, focusgate.ModeStubs)
 	if err != nil {
 		return res
 	}
@@ -165,7 +166,7 @@ func (p *Pruner) stubbed(in Input, res Result) Result {
 	if after >= res.TokensBefore {
 		return res
 	}
-	res.Text, res.Status, res.TokensAfter, res.Kept = out, focusgate.Pruned, after, kept
+	res.Text, res.Status, res.TokensAfter, res.Kept = out, focusgate.StatusPruned, after, kept
 	return res
 }
 
@@ -182,7 +183,7 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 	// calls). The computation may outlive this request (others may wait for
 	// it), hence the atomics.
 	var reasoning atomic.Pointer[string]
-	var spent atomic.Pointer[Usage]
+	var spent atomic.Pointer[focusgate.RetrieverUsage]
 	compute := func(ctx context.Context) ([]byte, error) {
 		q := j.q
 		q.Numbered = Number(in.Tree)
@@ -200,17 +201,17 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 	fetchCtx, span := tracer.Start(ctx, "focusgate.cache")
 	if p.cache == nil {
 		raw, err = compute(fetchCtx)
-		res.Cache = cache.Miss
+		res.Cache = focusgate.CacheMiss
 	} else {
 		raw, res.Cache, err = p.cache.Fetch(fetchCtx, j.key, compute)
 	}
 	span.SetAttributes(attribute.String("focusgate.cache", string(res.Cache)))
 	span.End()
-	if res.Cache != cache.Hit {
+	if res.Cache != focusgate.CacheHit {
 		res.RetrieverTime = time.Since(start)
 	}
 	if err != nil {
-		if u := spent.Load(); u != nil && res.Cache == cache.Miss {
+		if u := spent.Load(); u != nil && res.Cache == focusgate.CacheMiss {
 			res.Usage = *u
 		}
 		return p.failOpen(ctx, res, Reason(err), err)
@@ -221,8 +222,8 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 		// or damaged) would fail every request for this page until it
 		// expires: forget it and ask once more.
 		d, ok := p.cache.(deleter)
-		if res.Cache == cache.Miss || !ok {
-			return p.failOpen(ctx, res, focusgate.CacheError, err)
+		if res.Cache == focusgate.CacheMiss || !ok {
+			return p.failOpen(ctx, res, focusgate.ReasonCacheError, err)
 		}
 		p.log.LogAttrs(ctx, slog.LevelWarn, "prune: cached selection does not decode; deleted and computed again", slog.Any("error", err))
 		d.Delete(ctx, j.key)
@@ -233,10 +234,10 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 			return p.failOpen(ctx, res, Reason(err), err)
 		}
 		if sel, err = decodeSelection(raw); err != nil {
-			return p.failOpen(ctx, res, focusgate.CacheError, err)
+			return p.failOpen(ctx, res, focusgate.ReasonCacheError, err)
 		}
 	}
-	if r := reasoning.Load(); r != nil && res.Cache == cache.Miss {
+	if r := reasoning.Load(); r != nil && res.Cache == focusgate.CacheMiss {
 		res.Reasoning = *r
 	}
 	return p.finish(ctx, in, j, sel, res)
@@ -262,16 +263,16 @@ type job struct {
 func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool) {
 	mode, err := focusgate.ParseMode(string(in.Mode))
 	if err != nil {
-		*res = p.failOpen(ctx, *res, focusgate.BadInput, err)
+		*res = p.failOpen(ctx, *res, focusgate.ReasonBadInput, err)
 		return job{}, false
 	}
-	if mode == focusgate.Off {
-		*res = skip(*res, focusgate.ModeOff)
+	if mode == focusgate.ModeOff {
+		*res = skip(*res, focusgate.ReasonModeOff)
 		return job{}, false
 	}
 	variant, err := focusgate.ParseVariant(string(in.Variant))
 	if err != nil {
-		*res = p.failOpen(ctx, *res, focusgate.BadInput, err)
+		*res = p.failOpen(ctx, *res, focusgate.ReasonBadInput, err)
 		return job{}, false
 	}
 	res.TokensBefore, err = p.cfg.Counter.CountContext(ctx, in.Model, in.Tree.Text)
@@ -281,11 +282,11 @@ func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool)
 	}
 	res.TokensAfter = res.TokensBefore
 	if res.TokensBefore < p.cfg.MinTokens {
-		*res = skip(*res, focusgate.BelowMinTokens)
+		*res = skip(*res, focusgate.ReasonBelowMinTokens)
 		return job{}, false
 	}
 	if err := validate(in.Tree); err != nil {
-		*res = p.failOpen(ctx, *res, focusgate.PostprocessError, err)
+		*res = p.failOpen(ctx, *res, focusgate.ReasonPostprocessError, err)
 		return job{}, false
 	}
 	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), APIKey: in.APIKey}
@@ -311,23 +312,23 @@ func (p *Pruner) pageKey(text string) string {
 // finish applies a selection, as the cache holds it, in the job's mode, and
 // keeps the result only if it has fewer tokens than the original.
 func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, res Result) Result {
-	if res.Cache == cache.Miss {
+	if res.Cache == focusgate.CacheMiss {
 		res.Usage = sel.Usage
 	}
 	res.Ranges, res.FlaggedLines = sel.Ranges, sel.Flagged
 
 	out, flagged, kept, err := apply(in.Tree, sel, j.mode)
 	if err != nil {
-		return p.failOpen(ctx, res, focusgate.PostprocessError, err)
+		return p.failOpen(ctx, res, focusgate.ReasonPostprocessError, err)
 	}
 	after, err := p.cfg.Counter.CountContext(ctx, in.Model, out)
 	if err != nil {
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
 	if after >= res.TokensBefore {
-		return skip(res, focusgate.NoGain)
+		return skip(res, focusgate.ReasonNoGain)
 	}
-	res.Text, res.Status, res.TokensAfter, res.Flagged, res.Kept = out, focusgate.Pruned, after, flagged, kept
+	res.Text, res.Status, res.TokensAfter, res.Flagged, res.Kept = out, focusgate.StatusPruned, after, flagged, kept
 	return res
 }
 
@@ -337,13 +338,13 @@ func (p *Pruner) recoverPanic(ctx context.Context, in Input, res *Result) {
 	if v := recover(); v != nil {
 		p.log.LogAttrs(ctx, slog.LevelError, "prune: panic, observation sent unpruned",
 			slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-		*res = Result{Text: in.Tree.Text, Status: focusgate.FailedOpen, Reason: focusgate.InternalError,
+		*res = Result{Text: in.Tree.Text, Status: focusgate.StatusFailedOpen, Reason: focusgate.ReasonInternalError,
 			TokensBefore: res.TokensBefore, TokensAfter: res.TokensBefore}
 	}
 }
 
 func skip(res Result, reason focusgate.Reason) Result {
-	res.Status, res.Reason = focusgate.Skipped, reason
+	res.Status, res.Reason = focusgate.StatusSkipped, reason
 	return res
 }
 
@@ -353,12 +354,12 @@ func (p *Pruner) failOpen(ctx context.Context, res Result, reason focusgate.Reas
 	// names the cause on the request's own log line, so this one is a
 	// detail. Any other failure is the pruner's to report.
 	level := slog.LevelWarn
-	if ctx.Err() != nil && (reason == focusgate.Canceled || reason == focusgate.Timeout) {
+	if ctx.Err() != nil && (reason == focusgate.ReasonCanceled || reason == focusgate.ReasonTimeout) {
 		level = slog.LevelDebug
 	}
 	p.log.LogAttrs(ctx, level, "prune: observation sent unpruned",
 		slog.String("reason", string(reason)), slog.Any("error", err))
-	res.Status, res.Reason = focusgate.FailedOpen, reason
+	res.Status, res.Reason = focusgate.StatusFailedOpen, reason
 	return res
 }
 
@@ -369,15 +370,15 @@ func Reason(err error) focusgate.Reason {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return focusgate.Timeout
+		return focusgate.ReasonTimeout
 	case errors.Is(err, context.Canceled):
-		return focusgate.Canceled
+		return focusgate.ReasonCanceled
 	case errors.Is(err, ErrBadAnswer):
-		return focusgate.BadAnswer
+		return focusgate.ReasonBadAnswer
 	case errors.As(err, &status) && status.Code >= 500:
-		return focusgate.RetrieverHTTP5xx
+		return focusgate.ReasonRetrieverHTTP5xx
 	case errors.As(err, &status):
-		return focusgate.RetrieverHTTP4xx
+		return focusgate.ReasonRetrieverHTTP4xx
 	}
-	return focusgate.RetrieverError
+	return focusgate.ReasonRetrieverError
 }

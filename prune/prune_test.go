@@ -29,16 +29,16 @@ type mapCache struct {
 	computes int
 }
 
-func (c *mapCache) Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, cache.Outcome, error) {
+func (c *mapCache) Fetch(ctx context.Context, key string, compute func(context.Context) ([]byte, error)) ([]byte, focusgate.CacheOutcome, error) {
 	c.mu.Lock()
 	v, ok := c.m[key]
 	c.mu.Unlock()
 	if ok {
-		return v, cache.Hit, nil
+		return v, focusgate.CacheHit, nil
 	}
 	v, err := compute(ctx)
 	if err != nil {
-		return nil, cache.Miss, err
+		return nil, focusgate.CacheMiss, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -47,7 +47,7 @@ func (c *mapCache) Fetch(ctx context.Context, key string, compute func(context.C
 	}
 	c.m[key] = v
 	c.computes++
-	return v, cache.Miss, nil
+	return v, focusgate.CacheMiss, nil
 }
 
 func (c *mapCache) Lookup(_ context.Context, key string) ([]byte, error) {
@@ -79,14 +79,14 @@ func TestPrunePrunesWithScriptedRetriever(t *testing.T) {
 	in := laptopInput(t)
 	res := p.Prune(context.Background(), in)
 
-	if res.Status != focusgate.Pruned || res.Reason != "" {
+	if res.Status != focusgate.StatusPruned || res.Reason != "" {
 		t.Fatalf("Status = %s (%s), want pruned", res.Status, res.Reason)
 	}
 	sel, err := ParseAnswer(laptopAnswer, len(in.Tree.Lines))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := Apply(in.Tree, sel, focusgate.Remove)
+	want, err := Apply(in.Tree, sel, focusgate.ModeRemove)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +96,10 @@ func TestPrunePrunesWithScriptedRetriever(t *testing.T) {
 	if res.TokensBefore < 1000 || res.TokensAfter >= res.TokensBefore {
 		t.Errorf("tokens %d -> %d, want a reduction from at least 1000", res.TokensBefore, res.TokensAfter)
 	}
-	if res.Cache != cache.Miss || res.RetrieverTime <= 0 {
+	if res.Cache != focusgate.CacheMiss || res.RetrieverTime <= 0 {
 		t.Errorf("Cache = %q, RetrieverTime = %v; want a miss that took time", res.Cache, res.RetrieverTime)
 	}
-	if want := (Usage{PromptTokens: 1000, CompletionTokens: 50}); res.Usage != want {
+	if want := (focusgate.RetrieverUsage{PromptTokens: 1000, CompletionTokens: 50}); res.Usage != want {
 		t.Errorf("Usage = %+v, want %+v", res.Usage, want)
 	}
 	if user := srv.received()[0].body.Messages[1].Content; !strings.Contains(user, in.Goal) || !strings.Contains(user, Number(in.Tree)) {
@@ -152,7 +152,7 @@ func TestPruneFailsOpen(t *testing.T) {
 			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: url, Model: "gpt-4.1-mini", Timeout: timeout})
 			in := laptopInput(t)
 			res := New(Config{MinTokens: 1000}, r, &mapCache{}).Prune(ctx, in)
-			if res.Status != focusgate.FailedOpen || res.Reason != tt.reason {
+			if res.Status != focusgate.StatusFailedOpen || res.Reason != tt.reason {
 				t.Errorf("Status = %s, Reason = %q; want failed-open, %q", res.Status, res.Reason, tt.reason)
 			}
 			if res.Text != in.Tree.Text {
@@ -163,7 +163,7 @@ func TestPruneFailsOpen(t *testing.T) {
 			}
 			// An answer that could not be used was paid for, twice with
 			// the re-ask: the dashboard and the metrics count it.
-			if tt.reason == focusgate.BadAnswer && res.Usage != (Usage{PromptTokens: 2000, CompletionTokens: 100}) {
+			if tt.reason == focusgate.ReasonBadAnswer && res.Usage != (focusgate.RetrieverUsage{PromptTokens: 2000, CompletionTokens: 100}) {
 				t.Errorf("usage %+v, want both calls' (2000 prompt, 100 completion tokens)", res.Usage)
 			}
 		})
@@ -180,10 +180,10 @@ func TestPruneSkips(t *testing.T) {
 		asked     bool
 		text      string // the tree; the laptop form when empty
 	}{
-		{name: "mode off", mode: focusgate.Off, reason: "mode-off"},
+		{name: "mode off", mode: focusgate.ModeOff, reason: "mode-off"},
 		{name: "small observation", minTokens: 1 << 20, reason: "below-min-tokens"},
 		{name: "selection keeps everything", answer: "<answer>[(1,199)]</answer>", reason: "no-gain", asked: true},
-		{name: "stubs longer than the lines they replace", mode: focusgate.Stubs, answer: "<answer>[(1,1)]</answer>", reason: "no-gain", asked: true,
+		{name: "stubs longer than the lines they replace", mode: focusgate.ModeStubs, answer: "<answer>[(1,1)]</answer>", reason: "no-gain", asked: true,
 			text: "RootWebArea 'Hi'\n" + strings.Repeat("\tStaticText 'a'\n", 50)},
 	}
 	for _, tt := range tests {
@@ -199,7 +199,7 @@ func TestPruneSkips(t *testing.T) {
 			}
 			in.Mode = tt.mode
 			res := New(Config{MinTokens: tt.minTokens}, r, nil).Prune(context.Background(), in)
-			if res.Status != focusgate.Skipped || res.Reason != tt.reason {
+			if res.Status != focusgate.StatusSkipped || res.Reason != tt.reason {
 				t.Errorf("Status = %s, Reason = %q; want skipped, %q", res.Status, res.Reason, tt.reason)
 			}
 			if res.Text != in.Tree.Text || res.TokensAfter != res.TokensBefore {
@@ -235,7 +235,7 @@ func TestPruneRefusesBadInput(t *testing.T) {
 			in := good
 			tt.edit(&in)
 			res := New(Config{}, never, nil).Prune(context.Background(), in)
-			if res.Status != focusgate.FailedOpen || res.Reason != tt.reason || res.Text != in.Tree.Text {
+			if res.Status != focusgate.StatusFailedOpen || res.Reason != tt.reason || res.Text != in.Tree.Text {
 				t.Errorf("Status = %s, Reason = %q; want failed-open, %q, original text", res.Status, res.Reason, tt.reason)
 			}
 		})
@@ -246,7 +246,7 @@ func TestPruneSurvivesPanickingRetriever(t *testing.T) {
 	r := retrieverFunc(func(context.Context, Query) (Selection, error) { panic("boom") })
 	in := laptopInput(t)
 	res := New(Config{}, r, nil).Prune(context.Background(), in)
-	if res.Status != focusgate.FailedOpen || res.Reason != "internal-error" || res.Text != in.Tree.Text {
+	if res.Status != focusgate.StatusFailedOpen || res.Reason != "internal-error" || res.Text != in.Tree.Text {
 		t.Errorf("Status = %s, Reason = %q; want failed-open, internal-error, original text", res.Status, res.Reason)
 	}
 }
@@ -256,7 +256,7 @@ func TestPruneCachesSelections(t *testing.T) {
 	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) {
 		calls++
 		sel, err := ParseAnswer(laptopAnswer, q.Lines)
-		sel.Usage = Usage{PromptTokens: 3000, CompletionTokens: 40}
+		sel.Usage = focusgate.RetrieverUsage{PromptTokens: 3000, CompletionTokens: 40}
 		return sel, err
 	})
 	c := &mapCache{}
@@ -266,19 +266,19 @@ func TestPruneCachesSelections(t *testing.T) {
 	first := laptopInput(t)
 	first.APIKey = "key-one"
 	res := p.Prune(ctx, first)
-	if res.Status != focusgate.Pruned || res.Cache != cache.Miss || res.Usage.PromptTokens != 3000 {
+	if res.Status != focusgate.StatusPruned || res.Cache != focusgate.CacheMiss || res.Usage.PromptTokens != 3000 {
 		t.Fatalf("first: %s %q cache=%q usage=%+v; want a pruned miss with usage", res.Status, res.Reason, res.Cache, res.Usage)
 	}
 
 	// Another client key and another mode reuse the cached selection.
 	again := first
 	again.APIKey = "key-two"
-	again.Mode = focusgate.Ancestors
+	again.Mode = focusgate.ModeAncestors
 	res = p.Prune(ctx, again)
-	if res.Status != focusgate.Pruned || res.Cache != cache.Hit || res.RetrieverTime != 0 || res.Usage != (Usage{}) {
+	if res.Status != focusgate.StatusPruned || res.Cache != focusgate.CacheHit || res.RetrieverTime != 0 || res.Usage != (focusgate.RetrieverUsage{}) {
 		t.Errorf("second: %s cache=%q time=%v usage=%+v; want a pruned hit, no time, no usage", res.Status, res.Cache, res.RetrieverTime, res.Usage)
 	}
-	want, _ := Apply(first.Tree, mustParse(t, laptopAnswer, len(first.Tree.Lines)), focusgate.Ancestors)
+	want, _ := Apply(first.Tree, mustParse(t, laptopAnswer, len(first.Tree.Lines)), focusgate.ModeAncestors)
 	if res.Text != want {
 		t.Error("hit not rendered in the requested mode")
 	}
@@ -289,11 +289,11 @@ func TestPruneCachesSelections(t *testing.T) {
 	// What the retriever sees is the key: goal and variant change it.
 	for _, edit := range []func(*Input){
 		func(in *Input) { in.Goal = "Order an iPad" },
-		func(in *Input) { in.Variant = focusgate.Restrictive },
+		func(in *Input) { in.Variant = focusgate.VariantRestrictive },
 	} {
 		in := first
 		edit(&in)
-		if res := p.Prune(ctx, in); res.Cache != cache.Miss {
+		if res := p.Prune(ctx, in); res.Cache != focusgate.CacheMiss {
 			t.Errorf("cache = %q, want a miss for a different question", res.Cache)
 		}
 	}
@@ -318,13 +318,13 @@ func TestPruneKeysDoNotDependOnThePageKeyMemo(t *testing.T) {
 	for i, p := range []*Pruner{remembering, remembering, forgetting, remembering} {
 		in.Tree.Text = strings.Clone(in.Tree.Text)
 		res := p.Prune(ctx, in)
-		if want := map[bool]cache.Outcome{true: cache.Miss, false: cache.Hit}[i == 0]; res.Status != focusgate.Pruned || res.Cache != want {
+		if want := map[bool]focusgate.CacheOutcome{true: focusgate.CacheMiss, false: focusgate.CacheHit}[i == 0]; res.Status != focusgate.StatusPruned || res.Cache != want {
 			t.Fatalf("request %d: %s, cache %q; want pruned, %q", i+1, res.Status, res.Cache, want)
 		}
 	}
 	other := in
 	other.Tree.Text = strings.Replace(in.Tree.Text, "Laptop", "Desktop", 1)
-	if res := remembering.Prune(ctx, other); res.Cache != cache.Miss {
+	if res := remembering.Prune(ctx, other); res.Cache != focusgate.CacheMiss {
 		t.Errorf("another page: cache %q, want a miss", res.Cache)
 	}
 	if calls != 2 {
@@ -361,9 +361,9 @@ func TestPruneReportsFlaggedInjection(t *testing.T) {
 	tree := readTree(t, "agentlab-tutorial_webarena_shopping_prompt_0_with_doomarena_popup_injection_tabs-restored.txt")
 	srv := newChatServer(t, reply{content: goldenCases[1].answer})
 	p := New(Config{}, NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), nil)
-	for _, mode := range []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs} {
-		res := p.Prune(context.Background(), Input{Tree: tree, Goal: "Buy the headphones in Black & Gold", Mode: mode, Variant: focusgate.Defender})
-		if res.Status != focusgate.Pruned || res.Flagged != 5 {
+	for _, mode := range []focusgate.Mode{focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs} {
+		res := p.Prune(context.Background(), Input{Tree: tree, Goal: "Buy the headphones in Black & Gold", Mode: mode, Variant: focusgate.VariantDefender})
+		if res.Status != focusgate.StatusPruned || res.Flagged != 5 {
 			t.Errorf("%s: Status = %s (%s), Flagged = %d; want pruned, 5", mode, res.Status, res.Reason, res.Flagged)
 		}
 		if strings.Contains(res.Text, "NOTICE FOR AGENTS") || strings.Contains(res.Text, "localhost:4321") {
@@ -394,7 +394,7 @@ func TestResultReportsTheSelection(t *testing.T) {
 	p := New(Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000},
 		NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), &mapCache{})
 	in := laptopInput(t)
-	in.Variant = focusgate.Defender
+	in.Variant = focusgate.VariantDefender
 	focused := 0
 	for i, l := range in.Tree.Lines {
 		if l.BID == in.Tree.FocusedBID {
@@ -403,19 +403,19 @@ func TestResultReportsTheSelection(t *testing.T) {
 	}
 
 	miss := p.Prune(context.Background(), in)
-	if miss.Status != focusgate.Pruned || miss.Cache != cache.Miss {
+	if miss.Status != focusgate.StatusPruned || miss.Cache != focusgate.CacheMiss {
 		t.Fatalf("first call: %s, %s", miss.Status, miss.Cache)
 	}
-	if want := []Range{{From: 61, To: 61}, {From: 133, To: 147}}; fmt.Sprint(miss.Ranges) != fmt.Sprint(want) {
+	if want := []focusgate.Range{{From: 61, To: 61}, {From: 133, To: 147}}; fmt.Sprint(miss.Ranges) != fmt.Sprint(want) {
 		t.Errorf("Ranges = %v, want %v", miss.Ranges, want)
 	}
 	if fmt.Sprint(miss.FlaggedLines) != "[140]" {
 		t.Errorf("FlaggedLines = %v, want [140]", miss.FlaggedLines)
 	}
-	want := []Range{{From: 1, To: 1}, {From: 61, To: 61}, {From: 133, To: 139}, {From: 141, To: 147}}
+	want := []focusgate.Range{{From: 1, To: 1}, {From: 61, To: 61}, {From: 133, To: 139}, {From: 141, To: 147}}
 	if focused != 0 && (focused < 133 || focused > 147) && focused != 61 && focused != 1 {
-		want = append(want, Range{From: focused, To: focused})
-		slices.SortFunc(want, func(a, b Range) int { return a.From - b.From })
+		want = append(want, focusgate.Range{From: focused, To: focused})
+		slices.SortFunc(want, func(a, b focusgate.Range) int { return a.From - b.From })
 	}
 	if fmt.Sprint(miss.Kept) != fmt.Sprint(want) {
 		t.Errorf("Kept = %v, want %v (focused line %d)", miss.Kept, want, focused)
@@ -425,7 +425,7 @@ func TestResultReportsTheSelection(t *testing.T) {
 	}
 
 	hit := p.Prune(context.Background(), in)
-	if hit.Cache != cache.Hit || hit.Reasoning != "" || fmt.Sprint(hit.Kept) != fmt.Sprint(miss.Kept) {
+	if hit.Cache != focusgate.CacheHit || hit.Reasoning != "" || fmt.Sprint(hit.Kept) != fmt.Sprint(miss.Kept) {
 		t.Errorf("hit: cache %s, reasoning %q, kept %v", hit.Cache, hit.Reasoning, hit.Kept)
 	}
 }
@@ -449,7 +449,7 @@ func TestFailOpenLogsContextEndsAsDetails(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			r := retrieverFunc(func(context.Context, Query) (Selection, error) { cancel(); return Selection{}, tt.err })
 			res := New(Config{MinTokens: 1000, Logger: log}, r, nil).Prune(ctx, laptopInput(t))
-			if res.Status != focusgate.FailedOpen {
+			if res.Status != focusgate.StatusFailedOpen {
 				t.Fatalf("status %s", res.Status)
 			}
 			if got := strings.Contains(logs.String(), "level=WARN"); got != tt.warn {

@@ -20,7 +20,7 @@ import (
 // With the same Input as the earlier Prune (same tree, goal, history, mode,
 // variant and model) the Text is byte-identical to what Prune returned.
 // When nothing is stored, or the store fails, the original goes on with
-// Status Skipped and Reason NotCached; Cache is Hit only when a selection was
+// Status StatusSkipped and Reason ReasonNotCached; Cache is CacheHit only when a selection was
 // found.
 func (p *Pruner) Reapply(ctx context.Context, in Input) (res Result) {
 	res = Result{Text: in.Tree.Text}
@@ -30,7 +30,7 @@ func (p *Pruner) Reapply(ctx context.Context, in Input) (res Result) {
 		return res
 	}
 	if p.cache == nil {
-		return skip(res, focusgate.NotCached)
+		return skip(res, focusgate.ReasonNotCached)
 	}
 	raw, err := p.cache.Lookup(ctx, j.key)
 	if err != nil {
@@ -40,15 +40,15 @@ func (p *Pruner) Reapply(ctx context.Context, in Input) (res Result) {
 			p.log.LogAttrs(ctx, slog.LevelDebug, "prune: selection look-up failed, older observation left as it is",
 				slog.Any("error", err))
 		}
-		return skip(res, focusgate.NotCached)
+		return skip(res, focusgate.ReasonNotCached)
 	}
 	sel, err := decodeSelection(raw)
 	if err != nil {
 		// Prune repairs it the next time this page is the newest.
 		p.log.LogAttrs(ctx, slog.LevelDebug, "prune: stored selection does not decode, older observation left as it is",
 			slog.Any("error", err))
-		return skip(res, focusgate.NotCached)
+		return skip(res, focusgate.ReasonNotCached)
 	}
-	res.Cache = cache.Hit
+	res.Cache = focusgate.CacheHit
 	return p.finish(ctx, in, j, sel, res)
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
 )
 
 // failingLookup is a cache whose store is down for look-ups.
@@ -36,36 +35,36 @@ func TestReapplyRepeatsThePrunedText(t *testing.T) {
 		edit   func(*Input)
 		status focusgate.Status
 		reason focusgate.Reason
-		cached cache.Outcome
+		cached focusgate.CacheOutcome
 		// want is the expected text given the newest's pruned text; nil
 		// means the original tree.
 		want func(t *testing.T, pruned string) string
 	}{
 		{
-			name: "same input", status: focusgate.Pruned, cached: cache.Hit,
+			name: "same input", status: focusgate.StatusPruned, cached: focusgate.CacheHit,
 			want: func(_ *testing.T, pruned string) string { return pruned },
 		},
 		{
-			name: "another client key", edit: func(in *Input) { in.APIKey = "sk-other" }, status: focusgate.Pruned, cached: cache.Hit,
+			name: "another client key", edit: func(in *Input) { in.APIKey = "sk-other" }, status: focusgate.StatusPruned, cached: focusgate.CacheHit,
 			want: func(_ *testing.T, pruned string) string { return pruned },
 		},
 		{
-			name: "another mode", edit: func(in *Input) { in.Mode = focusgate.Ancestors }, status: focusgate.Pruned, cached: cache.Hit,
+			name: "another mode", edit: func(in *Input) { in.Mode = focusgate.ModeAncestors }, status: focusgate.StatusPruned, cached: focusgate.CacheHit,
 			want: func(t *testing.T, _ string) string {
-				text, err := Apply(newest.Tree, mustParse(t, laptopAnswer, len(newest.Tree.Lines)), focusgate.Ancestors)
+				text, err := Apply(newest.Tree, mustParse(t, laptopAnswer, len(newest.Tree.Lines)), focusgate.ModeAncestors)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return text
 			},
 		},
-		{name: "mode off", edit: func(in *Input) { in.Mode = focusgate.Off }, status: focusgate.Skipped, reason: "mode-off"},
-		{name: "another goal", edit: func(in *Input) { in.Goal = "Order an iPad" }, status: focusgate.Skipped, reason: focusgate.NotCached},
-		{name: "another history", edit: func(in *Input) { in.History += "\nbrowser_click()" }, status: focusgate.Skipped, reason: focusgate.NotCached},
-		{name: "another prompt variant", edit: func(in *Input) { in.Variant = focusgate.Restrictive }, status: focusgate.Skipped, reason: focusgate.NotCached},
-		{name: "cache emptied", cache: func() Cache { return &mapCache{} }, status: focusgate.Skipped, reason: focusgate.NotCached},
-		{name: "no cache", cache: func() Cache { return nil }, status: focusgate.Skipped, reason: focusgate.NotCached},
-		{name: "store down", cache: func() Cache { return &failingLookup{} }, status: focusgate.Skipped, reason: focusgate.NotCached},
+		{name: "mode off", edit: func(in *Input) { in.Mode = focusgate.ModeOff }, status: focusgate.StatusSkipped, reason: "mode-off"},
+		{name: "another goal", edit: func(in *Input) { in.Goal = "Order an iPad" }, status: focusgate.StatusSkipped, reason: focusgate.ReasonNotCached},
+		{name: "another history", edit: func(in *Input) { in.History += "\nbrowser_click()" }, status: focusgate.StatusSkipped, reason: focusgate.ReasonNotCached},
+		{name: "another prompt variant", edit: func(in *Input) { in.Variant = focusgate.VariantRestrictive }, status: focusgate.StatusSkipped, reason: focusgate.ReasonNotCached},
+		{name: "cache emptied", cache: func() Cache { return &mapCache{} }, status: focusgate.StatusSkipped, reason: focusgate.ReasonNotCached},
+		{name: "no cache", cache: func() Cache { return nil }, status: focusgate.StatusSkipped, reason: focusgate.ReasonNotCached},
+		{name: "store down", cache: func() Cache { return &failingLookup{} }, status: focusgate.StatusSkipped, reason: focusgate.ReasonNotCached},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +72,7 @@ func TestReapplyRepeatsThePrunedText(t *testing.T) {
 			c := &mapCache{}
 			cfg := Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000, UseHistory: true}
 			first := New(cfg, r, c).Prune(context.Background(), newest)
-			if first.Status != focusgate.Pruned {
+			if first.Status != focusgate.StatusPruned {
 				t.Fatalf("newest: %s %q, want pruned", first.Status, first.Reason)
 			}
 
@@ -96,10 +95,10 @@ func TestReapplyRepeatsThePrunedText(t *testing.T) {
 			if res.Text != want {
 				t.Errorf("Reapply gave other text than expected (%d bytes, want %d)", len(res.Text), len(want))
 			}
-			if res.Status == focusgate.Pruned && tt.edit == nil && (res.TokensBefore != first.TokensBefore || res.TokensAfter != first.TokensAfter) {
+			if res.Status == focusgate.StatusPruned && tt.edit == nil && (res.TokensBefore != first.TokensBefore || res.TokensAfter != first.TokensAfter) {
 				t.Errorf("tokens %d -> %d, want the newest's %d -> %d", res.TokensBefore, res.TokensAfter, first.TokensBefore, first.TokensAfter)
 			}
-			if res.RetrieverTime != 0 || res.Usage != (Usage{}) {
+			if res.RetrieverTime != 0 || res.Usage != (focusgate.RetrieverUsage{}) {
 				t.Errorf("RetrieverTime = %v, Usage = %+v; a re-applied observation costs no retriever time", res.RetrieverTime, res.Usage)
 			}
 			if calls != 1 {
@@ -116,11 +115,11 @@ func TestReapplyKeepsTheGainCheck(t *testing.T) {
 	all := fmt.Sprintf("<answer>[(1,%d)]</answer>", len(in.Tree.Lines))
 	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) { return ParseAnswer(all, q.Lines) })
 	p := New(Config{MinTokens: 1000}, r, &mapCache{})
-	if res := p.Prune(context.Background(), in); res.Status != focusgate.Skipped || res.Reason != "no-gain" {
+	if res := p.Prune(context.Background(), in); res.Status != focusgate.StatusSkipped || res.Reason != "no-gain" {
 		t.Fatalf("newest: %s %q, want skipped no-gain", res.Status, res.Reason)
 	}
 	res := p.Reapply(context.Background(), in)
-	if res.Status != focusgate.Skipped || res.Reason != "no-gain" || res.Text != in.Tree.Text || res.Cache != cache.Hit {
+	if res.Status != focusgate.StatusSkipped || res.Reason != "no-gain" || res.Text != in.Tree.Text || res.Cache != focusgate.CacheHit {
 		t.Errorf("Reapply: %s %q cache=%q; want skipped no-gain from a hit, original text", res.Status, res.Reason, res.Cache)
 	}
 }
@@ -130,7 +129,7 @@ func TestReapplySkipsSmallPages(t *testing.T) {
 	c := &countingLookups{}
 	in := laptopInput(t)
 	res := New(Config{MinTokens: 1 << 20}, nil, c).Reapply(context.Background(), in)
-	if res.Status != focusgate.Skipped || res.Reason != "below-min-tokens" || c.lookups != 0 {
+	if res.Status != focusgate.StatusSkipped || res.Reason != "below-min-tokens" || c.lookups != 0 {
 		t.Errorf("Reapply: %s %q after %d look-ups; want below-min-tokens without a look-up", res.Status, res.Reason, c.lookups)
 	}
 }

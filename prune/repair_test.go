@@ -60,7 +60,7 @@ func TestUndecodableCachedSelectionIsRecomputed(t *testing.T) {
 			in := laptopInput(t)
 			ctx := t.Context()
 
-			if res := p.Prune(ctx, in); res.Status != focusgate.Pruned || res.Cache != cache.Miss {
+			if res := p.Prune(ctx, in); res.Status != focusgate.StatusPruned || res.Cache != focusgate.CacheMiss {
 				t.Fatalf("first request: %s %s (%s)", res.Status, res.Cache, res.Reason)
 			}
 			if len(store.keys) != 1 {
@@ -72,7 +72,7 @@ func TestUndecodableCachedSelectionIsRecomputed(t *testing.T) {
 			}
 
 			res := p.Prune(ctx, in)
-			if res.Status != focusgate.Pruned || res.Cache != cache.Miss {
+			if res.Status != focusgate.StatusPruned || res.Cache != focusgate.CacheMiss {
 				t.Errorf("request after the damage: %s %s (%s), want pruned by a new retriever call", res.Status, res.Cache, res.Reason)
 			}
 			if n := calls.Load(); n != 2 {
@@ -82,7 +82,7 @@ func TestUndecodableCachedSelectionIsRecomputed(t *testing.T) {
 			if err != nil || !json.Valid(val) {
 				t.Errorf("the store holds %q (%v), want the recomputed selection", val, err)
 			}
-			if res := p.Prune(ctx, in); res.Status != focusgate.Pruned || res.Cache != cache.Hit {
+			if res := p.Prune(ctx, in); res.Status != focusgate.StatusPruned || res.Cache != focusgate.CacheHit {
 				t.Errorf("third request: %s %s, want a hit on the repaired value", res.Status, res.Cache)
 			}
 		})

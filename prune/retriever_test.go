@@ -121,16 +121,16 @@ func TestSelectSendsGoalHistoryAndNumberedTree(t *testing.T) {
 		History:  "step 1: click('11')",
 		Numbered: Number(tree),
 		Lines:    len(tree.Lines),
-		Variant:  focusgate.LineVariant,
+		Variant:  focusgate.VariantLine,
 	}
 	sel, err := r.Select(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Range{{From: 2, To: 3}}; !slices.Equal(sel.Ranges, want) {
+	if want := []focusgate.Range{{From: 2, To: 3}}; !slices.Equal(sel.Ranges, want) {
 		t.Errorf("Ranges = %v, want %v", sel.Ranges, want)
 	}
-	if want := (Usage{PromptTokens: 1000, CompletionTokens: 50}); sel.Usage != want {
+	if want := (focusgate.RetrieverUsage{PromptTokens: 1000, CompletionTokens: 50}); sel.Usage != want {
 		t.Errorf("Usage = %+v, want %+v", sel.Usage, want)
 	}
 	reqs := srv.received()
@@ -231,10 +231,10 @@ func TestSelectPromptVariants(t *testing.T) {
 		contains    string
 		notContains string
 	}{
-		{focusgate.LineVariant, "keep it", "<injection>"},
-		{focusgate.Restrictive, "drop it", "<injection>"},
-		{focusgate.Neutral, "<answer>", "When you are unsure"},
-		{focusgate.Defender, "<injection>", "drop it"},
+		{focusgate.VariantLine, "keep it", "<injection>"},
+		{focusgate.VariantRestrictive, "drop it", "<injection>"},
+		{focusgate.VariantNeutral, "<answer>", "When you are unsure"},
+		{focusgate.VariantDefender, "<injection>", "drop it"},
 	}
 	seen := map[string]focusgate.Variant{}
 	for _, tt := range tests {
@@ -266,10 +266,10 @@ func TestSelectReasksOnceAfterUnreadableAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Range{{From: 2, To: 2}}; !slices.Equal(sel.Ranges, want) {
+	if want := []focusgate.Range{{From: 2, To: 2}}; !slices.Equal(sel.Ranges, want) {
 		t.Errorf("Ranges = %v, want %v", sel.Ranges, want)
 	}
-	if want := (Usage{PromptTokens: 2000, CompletionTokens: 100}); sel.Usage != want {
+	if want := (focusgate.RetrieverUsage{PromptTokens: 2000, CompletionTokens: 100}); sel.Usage != want {
 		t.Errorf("Usage = %+v, want both calls: %+v", sel.Usage, want)
 	}
 	reqs := srv.received()
@@ -293,7 +293,7 @@ func TestSelectReasksAfterAnEmptyAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Range{{From: 2, To: 3}}; !slices.Equal(sel.Ranges, want) {
+	if want := []focusgate.Range{{From: 2, To: 3}}; !slices.Equal(sel.Ranges, want) {
 		t.Errorf("Ranges = %v, want %v", sel.Ranges, want)
 	}
 	reqs := srv.received()
@@ -371,13 +371,13 @@ func TestSelectReadsAnAnswerCutOffByTheCap(t *testing.T) {
 	tests := []struct {
 		name    string
 		replies []reply
-		want    []Range
+		want    []focusgate.Range
 		calls   int
 	}{
-		{"cut inside a tuple", []reply{{content: "<answer>[(1,3), (20,2", finish: "length"}}, []Range{{From: 1, To: 3}}, 1},
-		{"cut after a line number", []reply{{content: "1-3, 7", finish: "length"}}, []Range{{From: 1, To: 3}}, 1},
-		{"the same answer complete", []reply{{content: "1-3, 7"}}, []Range{{From: 1, To: 3}, {From: 7, To: 7}}, 1},
-		{"cut inside the reasoning", []reply{{content: "<think>Line 40 is", finish: "length"}, {content: "<answer>[(40,41)]</answer>"}}, []Range{{From: 40, To: 41}}, 2},
+		{"cut inside a tuple", []reply{{content: "<answer>[(1,3), (20,2", finish: "length"}}, []focusgate.Range{{From: 1, To: 3}}, 1},
+		{"cut after a line number", []reply{{content: "1-3, 7", finish: "length"}}, []focusgate.Range{{From: 1, To: 3}}, 1},
+		{"the same answer complete", []reply{{content: "1-3, 7"}}, []focusgate.Range{{From: 1, To: 3}, {From: 7, To: 7}}, 1},
+		{"cut inside the reasoning", []reply{{content: "<think>Line 40 is", finish: "length"}, {content: "<answer>[(40,41)]</answer>"}}, []focusgate.Range{{From: 40, To: 41}}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,7 +31,7 @@ var encodings = map[string]func() (*bpe, error){
 // not know, whose tokenizer is unknown anyway.
 func encodingFor(model string) string {
 	switch focusgate.FamilyOf(model) {
-	case focusgate.GPT4o, focusgate.Reasoning, focusgate.GeminiFamily:
+	case focusgate.FamilyGPT4o, focusgate.FamilyReasoning, focusgate.FamilyGemini:
 		return o200k
 	}
 	return cl100k
@@ -89,7 +89,7 @@ const claudeScale = 1.2
 const geminiScale = 1.2
 
 // familyScale is the factor of each family whose tokenizer is estimated.
-var familyScale = map[focusgate.Family]float64{focusgate.Claude: claudeScale, focusgate.GeminiFamily: geminiScale}
+var familyScale = map[focusgate.Family]float64{focusgate.FamilyClaude: claudeScale, focusgate.FamilyGemini: geminiScale}
 
 // CountContext is Count that gives up with ctx.Err() once ctx ends. Encoding
 // a page nobody has seen is the most expensive thing focusgate does to a

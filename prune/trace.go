@@ -3,6 +3,7 @@ package prune
 import (
 	"context"
 
+	"github.com/focusgate/focusgate"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -27,7 +28,7 @@ func startChat(ctx context.Context, provider, model string) (context.Context, tr
 }
 
 // endChat closes a call's span with the tokens it used, or its error.
-func endChat(span trace.Span, u Usage, err error) {
+func endChat(span trace.Span, u focusgate.RetrieverUsage, err error) {
 	span.SetAttributes(
 		attribute.Int("gen_ai.usage.input_tokens", u.PromptTokens),
 		attribute.Int("gen_ai.usage.output_tokens", u.CompletionTokens),

@@ -18,7 +18,7 @@ import (
 type scripted struct{ from, to int }
 
 func (s *scripted) Select(context.Context, prune.Query) (prune.Selection, error) {
-	return prune.Selection{Ranges: []prune.Range{{From: s.from, To: s.to}}}, nil
+	return prune.Selection{Ranges: []focusgate.Range{{From: s.from, To: s.to}}}, nil
 }
 
 // TestTraceReduction prunes every step of the dev traces, detected as the
@@ -40,7 +40,7 @@ func TestTraceReduction(t *testing.T) {
 		t.Fatalf("reading traces: %d steps, %v", len(steps), err)
 	}
 	const neighbours = 20
-	modes := []focusgate.Mode{focusgate.Remove, focusgate.Ancestors, focusgate.Stubs}
+	modes := []focusgate.Mode{focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs}
 	sums := map[focusgate.Mode]float64{}
 	pruned := map[focusgate.Mode]int{}
 	sel := &scripted{}
@@ -60,17 +60,17 @@ func TestTraceReduction(t *testing.T) {
 		targetLine := tree.Text[tree.Lines[target].Start:tree.Lines[target].End]
 		for _, mode := range modes {
 			res := p.Prune(context.Background(), prune.Input{Tree: tree, Goal: step.Goal, Mode: mode, Model: "gpt-4o"})
-			if res.Status == focusgate.FailedOpen {
+			if res.Status == focusgate.StatusFailedOpen {
 				t.Fatalf("step %d %s: failed open: %s", k, mode, res.Reason)
 			}
 			if !strings.Contains(res.Text, targetLine) {
 				t.Errorf("step %d %s: target line %q lost", k, mode, targetLine)
 			}
-			if mode == focusgate.Stubs && strings.Count(res.Text, "\n") != strings.Count(tree.Text, "\n") {
+			if mode == focusgate.ModeStubs && strings.Count(res.Text, "\n") != strings.Count(tree.Text, "\n") {
 				t.Errorf("step %d: stubs changed the line count", k)
 			}
 			sums[mode] += 1 - float64(res.TokensAfter)/float64(res.TokensBefore)
-			if res.Status == focusgate.Pruned {
+			if res.Status == focusgate.StatusPruned {
 				pruned[mode]++
 			}
 		}
@@ -80,7 +80,7 @@ func TestTraceReduction(t *testing.T) {
 		mean[mode] = sums[mode] / float64(len(steps))
 		t.Logf("%-9s mean token reduction %.1f%% over %d steps (%d pruned, the rest no-gain)", mode, 100*mean[mode], len(steps), pruned[mode])
 	}
-	if !(mean[focusgate.Remove] >= mean[focusgate.Ancestors] && mean[focusgate.Ancestors] >= mean[focusgate.Stubs] && mean[focusgate.Stubs] > 0) {
+	if !(mean[focusgate.ModeRemove] >= mean[focusgate.ModeAncestors] && mean[focusgate.ModeAncestors] >= mean[focusgate.ModeStubs] && mean[focusgate.ModeStubs] > 0) {
 		t.Errorf("want remove >= ancestors >= stubs > 0, got %v", mean)
 	}
 }

@@ -39,26 +39,19 @@ type Tree struct {
 	FocusedBID string
 }
 
-// Range is an inclusive, 1-based range of line numbers; numbers index
-// Tree.Lines.
-type Range = focusgate.Range
-
 // Selection is what the retriever chose. It is what gets cached, never the
 // pruned text, so that the mode can change without asking again.
 type Selection struct {
-	Ranges []Range `json:"ranges"`
+	Ranges []focusgate.Range `json:"ranges"`
 	// Flagged lists the line numbers the defender prompt reported as
 	// attempts to instruct the agent.
-	Flagged []int `json:"flagged,omitempty"`
-	Usage   Usage `json:"usage"`
+	Flagged []int                    `json:"flagged,omitempty"`
+	Usage   focusgate.RetrieverUsage `json:"usage"`
 	// Reasoning is what the retriever wrote before its answer. It is not
 	// cached: it may quote the page, and only the request that asked for it
 	// reports it (to the dashboard, when page text is captured).
 	Reasoning string `json:"-"`
 }
-
-// Usage is the retriever's token usage for one selection.
-type Usage = focusgate.RetrieverUsage
 
 // Number renders the tree as the retriever sees it: each line gets its
 // number right-aligned in four columns, then one space, then the line with

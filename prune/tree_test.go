@@ -144,11 +144,11 @@ func TestParseMode(t *testing.T) {
 		want focusgate.Mode
 		ok   bool
 	}{
-		{"", focusgate.Remove, true},
-		{"remove", focusgate.Remove, true},
-		{" Ancestors ", focusgate.Ancestors, true},
-		{"STUBS", focusgate.Stubs, true},
-		{"off", focusgate.Off, true},
+		{"", focusgate.ModeRemove, true},
+		{"remove", focusgate.ModeRemove, true},
+		{" Ancestors ", focusgate.ModeAncestors, true},
+		{"STUBS", focusgate.ModeStubs, true},
+		{"off", focusgate.ModeOff, true},
 		{"keep", "", false},
 	}
 	for _, tt := range tests {
@@ -165,11 +165,11 @@ func TestParseVariant(t *testing.T) {
 		want focusgate.Variant
 		ok   bool
 	}{
-		{"", focusgate.LineVariant, true},
-		{"line", focusgate.LineVariant, true},
-		{"Restrictive", focusgate.Restrictive, true},
-		{"neutral", focusgate.Neutral, true},
-		{" defender", focusgate.Defender, true},
+		{"", focusgate.VariantLine, true},
+		{"line", focusgate.VariantLine, true},
+		{"Restrictive", focusgate.VariantRestrictive, true},
+		{"neutral", focusgate.VariantNeutral, true},
+		{" defender", focusgate.VariantDefender, true},
 		{"paranoid", "", false},
 	}
 	for _, tt := range tests {
@@ -193,10 +193,10 @@ func TestGuttersStayWithTheirLines(t *testing.T) {
 		t.Errorf("the retriever's view holds the numbers:\n%s", got)
 	}
 	for mode, want := range map[focusgate.Mode]string{
-		focusgate.Remove:    "7\t- main [ref=e1]:\n8\t  - button \"Save\" [ref=e2]\n  - ... 1 line pruned ...",
-		focusgate.Ancestors: "7\t- main [ref=e1]:\n8\t  - button \"Save\" [ref=e2]\n  - ... 1 line pruned ...",
+		focusgate.ModeRemove:    "7\t- main [ref=e1]:\n8\t  - button \"Save\" [ref=e2]\n  - ... 1 line pruned ...",
+		focusgate.ModeAncestors: "7\t- main [ref=e1]:\n8\t  - button \"Save\" [ref=e2]\n  - ... 1 line pruned ...",
 	} {
-		got, err := Apply(tree, Selection{Ranges: []Range{{From: 2, To: 2}}}, mode)
+		got, err := Apply(tree, Selection{Ranges: []focusgate.Range{{From: 2, To: 2}}}, mode)
 		if err != nil || got != want {
 			t.Errorf("%s: got %q, %v; want %q", mode, got, err, want)
 		}

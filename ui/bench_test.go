@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/prune"
 	"github.com/focusgate/focusgate/ui"
 )
 
@@ -30,7 +29,7 @@ func realRecord(b *testing.B) ui.Record {
 	r := pageRecord()
 	o := &r.Observations[0]
 	o.Lines, o.Original, o.Forwarded = lines, text, text[:len(text)/3]
-	o.Ranges = []prune.Range{{From: 1, To: 1}, {From: 17, To: 40}, {From: 150, To: 205}}
+	o.Ranges = []focusgate.Range{{From: 1, To: 1}, {From: 17, To: 40}, {From: 150, To: 205}}
 	o.Kept, o.Flagged = o.Ranges, []int{4, 13, 16}
 	return r
 }

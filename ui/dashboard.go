@@ -21,16 +21,11 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// Holdout is the comparison of the pruned arm with the holdout, shown on the
-// overview when FOCUSGATE_HOLDOUT is set; *holdout.Tally is the
-// implementation.
-type Holdout = focusgate.HoldoutReporter
-
 // Options configure a Dashboard.
 type Options struct {
 	// Holdout, when set, puts the comparison of the two arms on the
 	// overview.
-	Holdout Holdout
+	Holdout focusgate.HoldoutReporter
 	// Capture keeps the page text of recent requests (observations, goal,
 	// history, the retriever's reasoning) for the detail view.
 	Capture bool

@@ -3,8 +3,6 @@ package ui_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/focusgate/focusgate/prune"
+	"github.com/focusgate/focusgate"
+
 	"github.com/focusgate/focusgate/ui"
 )
 
@@ -35,7 +34,7 @@ func pageRecord() ui.Record {
 		Observations: []ui.Observation{{
 			Format: "browsergym", Status: "pruned", TokensBefore: 30, TokensAfter: 12, Cache: "miss",
 			Retriever: 420 * time.Millisecond,
-			Ranges:    []prune.Range{{From: 1, To: 2}}, Kept: []prune.Range{{From: 1, To: 2}}, Flagged: []int{3},
+			Ranges:    []focusgate.Range{{From: 1, To: 2}}, Kept: []focusgate.Range{{From: 1, To: 2}}, Flagged: []int{3},
 			Lines: lines, FocusedBID: "12",
 			Goal: "Find the order of Jane Roe", History: "clicked 'My orders'",
 			Reasoning: "Line 2 is Jane Roe's order", Original: page,
@@ -216,7 +215,7 @@ func mustJSON(v any) string {
 func TestOverviewAddsUp(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 30, 0, time.UTC)
 	d := ui.New(ui.Options{Now: func() time.Time { return now }})
-	rec := func(ago time.Duration, status focusgate.Status, reason focusgate.Reason, cache cache.Outcome, model, key string, ms int) ui.Record {
+	rec := func(ago time.Duration, status focusgate.Status, reason focusgate.Reason, cache focusgate.CacheOutcome, model, key string, ms int) ui.Record {
 		r := ui.Record{Time: now.Add(-ago), Model: model, Key: key, Status: status, Reason: reason,
 			TokensBefore: 1000, TokensAfter: 1000, Cache: cache}
 		if status == "pruned" {
@@ -291,7 +290,7 @@ func rowNames(rows []ui.Row) []string {
 
 func TestRecentRequestsNewestFirstAndFiltered(t *testing.T) {
 	d := ui.New(ui.Options{})
-	for _, st := range []focusgate.Status{focusgate.Pruned, focusgate.Skipped, focusgate.FailedOpen, focusgate.Pruned} {
+	for _, st := range []focusgate.Status{focusgate.StatusPruned, focusgate.StatusSkipped, focusgate.StatusFailedOpen, focusgate.StatusPruned} {
 		d.Record(ui.Record{Status: st})
 	}
 	var list struct{ Requests []ui.RequestSummary }
@@ -356,17 +355,17 @@ func TestRingBounds(t *testing.T) {
 func TestOverviewRelookRate(t *testing.T) {
 	d := ui.New(ui.Options{})
 	pruned := func(model, format string) ui.Record {
-		return ui.Record{Model: model, Format: format, Status: focusgate.Pruned,
-			Observations: []ui.Observation{{Format: format, Status: focusgate.Pruned}}}
+		return ui.Record{Model: model, Format: format, Status: focusgate.StatusPruned,
+			Observations: []ui.Observation{{Format: format, Status: focusgate.StatusPruned}}}
 	}
 	relook := func(model, format string) ui.Record {
-		return ui.Record{Model: model, Format: format, Status: focusgate.Skipped, Reason: focusgate.Relook, Relook: true,
-			Observations: []ui.Observation{{Format: format, Status: focusgate.Pruned}, {Format: format, Status: focusgate.Skipped, Reason: focusgate.Relook}}}
+		return ui.Record{Model: model, Format: format, Status: focusgate.StatusSkipped, Reason: focusgate.ReasonRelook, Relook: true,
+			Observations: []ui.Observation{{Format: format, Status: focusgate.StatusPruned}, {Format: format, Status: focusgate.StatusSkipped, Reason: focusgate.ReasonRelook}}}
 	}
 	for _, r := range []ui.Record{
 		pruned("gpt-4.1", "playwright"), pruned("gpt-4.1", "playwright"), pruned("gpt-4.1", "playwright"), relook("gpt-4.1", "playwright"),
 		pruned("o3", "browsergym"), relook("o3", "browsergym"),
-		{Model: "o3", Status: focusgate.Skipped, Reason: focusgate.NoObservation},
+		{Model: "o3", Status: focusgate.StatusSkipped, Reason: focusgate.ReasonNoObservation},
 	} {
 		d.Record(r)
 	}
@@ -429,8 +428,8 @@ func TestSignInAttemptsAreLimited(t *testing.T) {
 // window, by how each rescue ended.
 func TestOverviewCountsContextRescues(t *testing.T) {
 	d := ui.New(ui.Options{})
-	for _, r := range []focusgate.Rescue{focusgate.Rescued, focusgate.Rescued, focusgate.StillTooLong, focusgate.NothingToPrune, ""} {
-		d.Record(ui.Record{Model: "gpt-4.1", Status: focusgate.Pruned, Rescue: r})
+	for _, r := range []focusgate.Rescue{focusgate.RescueRescued, focusgate.RescueRescued, focusgate.RescueStillTooLong, focusgate.RescueNothingToPrune, ""} {
+		d.Record(ui.Record{Model: "gpt-4.1", Status: focusgate.StatusPruned, Rescue: r})
 	}
 	var o ui.Overview
 	decode(t, d, "/ui/api/overview", &o)

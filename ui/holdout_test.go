@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/ui"
 )
@@ -12,7 +13,7 @@ import (
 // and says nothing of one otherwise.
 func TestOverviewCarriesTheHoldout(t *testing.T) {
 	tally := holdout.NewTally(0.05)
-	for i, arm := range []holdout.Arm{holdout.Pruned, holdout.Pruned, holdout.Held, holdout.Held} {
+	for i, arm := range []focusgate.Arm{focusgate.ArmPruned, focusgate.ArmPruned, focusgate.ArmHoldout, focusgate.ArmHoldout} {
 		tally.End(holdout.Conversation{Arm: arm, Steps: 2 + i, InputTokens: 1000 * (i + 1)})
 	}
 	for _, tt := range []struct {
@@ -26,7 +27,7 @@ func TestOverviewCarriesTheHoldout(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := get(t, ui.New(tt.opts), "/ui/api/overview", "127.0.0.1:5000", nil)
 			var o struct {
-				Holdout *holdout.Report `json:"holdout"`
+				Holdout *focusgate.HoldoutReport `json:"holdout"`
 			}
 			if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
 				t.Fatal(err)

@@ -2,10 +2,11 @@ package ui
 
 import (
 	"cmp"
-	"github.com/focusgate/focusgate"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/focusgate/focusgate"
 )
 
 const (
@@ -57,11 +58,11 @@ type tally struct {
 func (t *tally) add(r *Record) {
 	t.requests++
 	switch r.Status {
-	case focusgate.Pruned:
+	case focusgate.StatusPruned:
 		t.pruned++
-	case focusgate.Skipped:
+	case focusgate.StatusSkipped:
 		t.skipped++
-	case focusgate.FailedOpen:
+	case focusgate.StatusFailedOpen:
 		t.failedOpen++
 	}
 	if r.Reason != "" {
@@ -82,14 +83,14 @@ func (t *tally) add(r *Record) {
 		t.relooks++
 	}
 	switch r.Rescue {
-	case focusgate.Rescued:
+	case focusgate.RescueRescued:
 		t.rescued++
-	case focusgate.StillTooLong:
+	case focusgate.RescueStillTooLong:
 		t.stillTooLong++
-	case focusgate.NothingToPrune:
+	case focusgate.RescueNothingToPrune:
 		t.nothingToPrune++
 	}
-	if n := len(r.Observations); n > 0 && r.Observations[n-1].Status == focusgate.Pruned {
+	if n := len(r.Observations); n > 0 && r.Observations[n-1].Status == focusgate.StatusPruned {
 		t.prunedPages++
 	}
 	// Look-ups and waits are counted per observation, as the metrics count

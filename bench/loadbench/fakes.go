@@ -14,8 +14,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/bench/workload"
-	"github.com/focusgate/focusgate/prune"
 )
 
 // fakeServer is an HTTP server on a loopback port of this process.
@@ -96,7 +96,7 @@ type retriever struct {
 	calls  atomic.Int64
 }
 
-func newRetriever(ranges []prune.Range) (*retriever, error) {
+func newRetriever(ranges []focusgate.Range) (*retriever, error) {
 	parts := make([]string, len(ranges))
 	for i, r := range ranges {
 		parts[i] = fmt.Sprintf("(%d,%d)", r.From, r.To)

@@ -23,7 +23,7 @@ const (
 	direct       = "direct"
 	defaultProxy = "default-proxy" // httputil.ReverseProxy with the standard library's defaults
 	reverseProxy = "reverse-proxy" // httputil.ReverseProxy tuned like focusgate
-	focusgate    = "focusgate"
+	gateway      = "focusgate"
 )
 
 // target is where requests go: the upstream itself, or a proxy in front of it.
@@ -55,7 +55,7 @@ func (c bodyCase) check(t target, resp *http.Response, n int64) error {
 		return fmt.Errorf("%s: status %s", t.name, resp.Status)
 	case n != c.answerSize:
 		return fmt.Errorf("%s: answer of %d bytes, want %d", t.name, n, c.answerSize)
-	case t.name != focusgate:
+	case t.name != gateway:
 		return nil
 	case resp.Header.Get(proxy.HeaderStatus) != c.gatewayStatus:
 		return fmt.Errorf("focusgate: %s = %q, want %q", proxy.HeaderStatus, resp.Header.Get(proxy.HeaderStatus), c.gatewayStatus)

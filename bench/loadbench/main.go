@@ -161,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer func() { err = errors.Join(err, fg.stop()) }()
-	targets := []target{{direct, up.URL, nil}, {defaultProxy, std.url, std}, {reverseProxy, bare.url, bare}, {focusgate, fg.url, fg}}
+	targets := []target{{direct, up.URL, nil}, {defaultProxy, std.url, std}, {reverseProxy, bare.url, bare}, {gateway, fg.url, fg}}
 
 	l := &loader{
 		client: &http.Client{

@@ -97,7 +97,7 @@ func TestCheckRejectsWhatTheCaseDoesNotExpect(t *testing.T) {
 		}
 		return &http.Response{StatusCode: status, Status: http.StatusText(status), Header: h}
 	}
-	fg, bare := target{name: focusgate}, target{name: reverseProxy}
+	fg, bare := target{name: gateway}, target{name: reverseProxy}
 	hit := resp(http.StatusOK, proxy.HeaderStatus, "pruned", proxy.HeaderCache, "hit")
 	for _, tc := range []struct {
 		name string
@@ -139,7 +139,7 @@ func TestRunEndToEnd(t *testing.T) {
 	report := out.String()
 	for _, c := range caseNames {
 		for _, clients := range []string{"1", "4"} {
-			for _, tg := range []string{direct, defaultProxy, reverseProxy, focusgate} {
+			for _, tg := range []string{direct, defaultProxy, reverseProxy, gateway} {
 				if tg == defaultProxy && c == "stream" {
 					continue // not measured: see run
 				}

@@ -132,7 +132,7 @@ func (r report) write(w io.Writer) error {
 		for _, clients := range r.opts.concurrency {
 			std, ok1 := r.added(name, clients, defaultProxy, p50)
 			bare, ok2 := r.added(name, clients, reverseProxy, p50)
-			fg, ok3 := r.added(name, clients, focusgate, p50)
+			fg, ok3 := r.added(name, clients, gateway, p50)
 			if !ok2 || !ok3 {
 				continue
 			}

@@ -171,7 +171,7 @@ func NewTree(requestFile, treeFile string, maxTokens int) (Tree, error) {
 }
 
 func onlyObservation(body []byte) (detect.Observation, error) {
-	obs, err := detect.Find(body, focusgate.Chat, detect.Options{})
+	obs, err := detect.Find(body, focusgate.APIChat, detect.Options{})
 	if err != nil {
 		return detect.Observation{}, err
 	}
@@ -184,10 +184,10 @@ func onlyObservation(body []byte) (detect.Observation, error) {
 // Keep is the selection the benchmarks' retriever answers for a tree of n
 // lines: the first 3 lines of every 10, about 30% of the page, spread over
 // the whole tree so that pruning leaves many runs of removed lines.
-func Keep(n int) []prune.Range {
-	var ranges []prune.Range
+func Keep(n int) []focusgate.Range {
+	var ranges []focusgate.Range
 	for from := 1; from <= n; from += 10 {
-		ranges = append(ranges, prune.Range{From: from, To: min(from+2, n)})
+		ranges = append(ranges, focusgate.Range{From: from, To: min(from+2, n)})
 	}
 	return ranges
 }

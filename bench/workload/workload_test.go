@@ -28,7 +28,7 @@ func TestChatHasNothingToPrune(t *testing.T) {
 		if err := json.Unmarshal(body, &req); err != nil || req.Stream != stream {
 			t.Errorf("Chat(%v): stream = %v, err = %v", stream, req.Stream, err)
 		}
-		obs, err := detect.Find(body, focusgate.Chat, detect.Options{All: true})
+		obs, err := detect.Find(body, focusgate.APIChat, detect.Options{All: true})
 		if err != nil || len(obs) != 0 {
 			t.Errorf("Chat(%v): detect found %d observations (err %v), want none", stream, len(obs), err)
 		}
@@ -61,7 +61,7 @@ func TestNoPageRequestsAreNewEachTimeAndHoldNoPage(t *testing.T) {
 			t.Errorf("request %d is the same as an earlier one", n)
 		}
 		seen[string(body)] = true
-		obs, err := detect.Find(body, focusgate.Chat, detect.Options{All: true})
+		obs, err := detect.Find(body, focusgate.APIChat, detect.Options{All: true})
 		if err != nil || len(obs) != 0 {
 			t.Errorf("request %d: detect found %d observations (err %v), want none", n, len(obs), err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/holdout"
 )
 
@@ -48,7 +49,7 @@ func compareConversations(name string, asJSON bool, stdout, stderr io.Writer) er
 
 // writeComparison prints a report as tables: all conversations, then each
 // model and agent with enough of them.
-func writeComparison(w io.Writer, r holdout.Report) error {
+func writeComparison(w io.Writer, r focusgate.HoldoutReport) error {
 	pruned, held := r.Arms[0], r.Arms[1]
 	fmt.Fprintf(w, "conversations: %d pruned (%d steps), %d held out and sent whole (%d steps): %.1f%% held out\n",
 		pruned.Conversations, pruned.Steps, held.Conversations, held.Steps, 100*r.Share)
@@ -59,7 +60,7 @@ func writeComparison(w io.Writer, r holdout.Report) error {
 	}
 	for _, g := range []struct {
 		title  string
-		groups []holdout.Group
+		groups []focusgate.Group
 	}{{"action model", r.ByModel}, {"agent", r.ByAgent}} {
 		for _, grp := range g.groups {
 			fmt.Fprintf(w, "\n%s %s: %d pruned, %d held out\n", g.title, grp.Name, grp.Conversations[0], grp.Conversations[1])
@@ -71,7 +72,7 @@ func writeComparison(w io.Writer, r holdout.Report) error {
 	return nil
 }
 
-func writeMetrics(w io.Writer, metrics []holdout.Comparison) error {
+func writeMetrics(w io.Writer, metrics []focusgate.Comparison) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "figure\tpruned\tholdout\tdifference\t95% interval\tverdict\t")
 	for _, m := range metrics {

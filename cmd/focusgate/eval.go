@@ -88,7 +88,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 
 	// As for `focusgate prune`, a command-line user's own key of the
 	// retriever's provider serves when none is configured.
-	retriever := cfg.WithUserKeys(getenv).RetrieverFor(focusgate.Chat)
+	retriever := cfg.WithUserKeys(getenv).RetrieverFor(focusgate.APIChat)
 	key := retriever.Key
 	keyVars := config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + retrieverProvider(retriever).Settings.Key + " or " + retrieverProvider(retriever).ClientKeyEnv
 	switch {

@@ -5,11 +5,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/pricing"
-	"github.com/focusgate/focusgate/proxy"
-	"github.com/focusgate/focusgate/ui"
 )
 
 // split is the holdout of a gateway and the tally of its conversations;
@@ -43,7 +42,7 @@ func newHoldout(cfg config.Config, reg prometheus.Registerer, prices *pricing.Ta
 
 // gateway is the holdout as the gateway takes it: a nil interface when there
 // is none.
-func (s *split) gateway() proxy.Holdout {
+func (s *split) gateway() focusgate.HoldoutRecorder {
 	if s == nil {
 		return nil
 	}
@@ -52,7 +51,7 @@ func (s *split) gateway() proxy.Holdout {
 
 // report is the tally as the dashboard takes it: a nil interface when there
 // is none.
-func (s *split) report() ui.Holdout {
+func (s *split) report() focusgate.HoldoutReporter {
 	if s == nil {
 		return nil
 	}

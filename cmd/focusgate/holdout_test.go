@@ -16,8 +16,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache/cachetest"
-	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/internal/redistest"
 )
 
@@ -67,16 +67,16 @@ func holdoutGateway(t *testing.T) (*process, int) {
 // holdoutOverview reads the dashboard's data once the conversations of all
 // the given steps have ended: no sleep, the test polls until the gateway
 // says so.
-func holdoutOverview(t *testing.T, gw *process, steps int) holdout.Report {
+func holdoutOverview(t *testing.T, gw *process, steps int) focusgate.HoldoutReport {
 	t.Helper()
-	var r holdout.Report
+	var r focusgate.HoldoutReport
 	gw.logs.WaitUntil(t, "every conversation counted", func(string) bool {
 		resp, err := http.Get(gw.URL + "/ui/api/overview")
 		if err != nil {
 			return false
 		}
 		defer resp.Body.Close()
-		var o struct{ Holdout *holdout.Report }
+		var o struct{ Holdout *focusgate.HoldoutReport }
 		if json.NewDecoder(resp.Body).Decode(&o) != nil || o.Holdout == nil {
 			return false
 		}
@@ -139,7 +139,7 @@ func TestHoldoutOnTheDashboard(t *testing.T) {
 	if err := run(context.Background(), []string{"focusgate", "eval", "--conversations", log, "--json"}, func(string) string { return "" }, nil, &out, &errOut); err != nil {
 		t.Fatalf("eval --conversations: %v\n%s", err, errOut.String())
 	}
-	var offline holdout.Report
+	var offline focusgate.HoldoutReport
 	if err := json.Unmarshal(out.Bytes(), &offline); err != nil {
 		t.Fatal(err)
 	}

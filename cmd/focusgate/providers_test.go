@@ -19,10 +19,10 @@ var clientOf = map[focusgate.API]struct {
 	header string
 	key    string
 }{
-	focusgate.Chat:      {"/v1/chat/completions", "Authorization", "sk-client-chat"},
-	focusgate.Responses: {"/v1/responses", "Authorization", "sk-client-responses"},
-	focusgate.Messages:  {"/v1/messages", "X-Api-Key", "sk-ant-client"},
-	focusgate.Gemini:    {"/v1beta/models/gemini-2.5-pro:generateContent", "X-Goog-Api-Key", "AIza-client"},
+	focusgate.APIChat:      {"/v1/chat/completions", "Authorization", "sk-client-chat"},
+	focusgate.APIResponses: {"/v1/responses", "Authorization", "sk-client-responses"},
+	focusgate.APIMessages:  {"/v1/messages", "X-Api-Key", "sk-ant-client"},
+	focusgate.APIGemini:    {"/v1beta/models/gemini-2.5-pro:generateContent", "X-Goog-Api-Key", "AIza-client"},
 }
 
 // pageBody is a request of api whose user text holds a task and a page.
@@ -35,13 +35,13 @@ func pageBody(t *testing.T, api focusgate.API) []byte {
 	text := "Add the Summit Parka to the cart.\n" + string(page)
 	var body any
 	switch api {
-	case focusgate.Chat:
+	case focusgate.APIChat:
 		body = map[string]any{"model": "gpt-4.1", "messages": []any{map[string]any{"role": "user", "content": text}}}
-	case focusgate.Responses:
+	case focusgate.APIResponses:
 		body = map[string]any{"model": "gpt-4.1", "input": text}
-	case focusgate.Messages:
+	case focusgate.APIMessages:
 		body = map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": []any{map[string]any{"role": "user", "content": text}}}
-	case focusgate.Gemini:
+	case focusgate.APIGemini:
 		body = map[string]any{"contents": []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": text}}}}}
 	}
 	b, err := json.Marshal(body)

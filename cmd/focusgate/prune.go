@@ -12,7 +12,6 @@ import (
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/detect"
-	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/prune"
 )
 
@@ -92,7 +91,7 @@ func prunePageOrFail(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	fmt.Fprintf(stderr, "%s: %s, %d lines (%s), %d -> %d tokens", name, res.Status, len(b.Lines), b.Format, res.TokensBefore, res.TokensAfter)
-	if res.TokensBefore > 0 && res.Status == focusgate.Pruned {
+	if res.TokensBefore > 0 && res.Status == focusgate.StatusPruned {
 		fmt.Fprintf(stderr, " (%.1f%% fewer)", 100*(1-float64(res.TokensAfter)/float64(res.TokensBefore)))
 	}
 	if res.Reason != "" {
@@ -103,7 +102,7 @@ func prunePageOrFail(ctx context.Context, args []string, getenv func(string) str
 		fmt.Fprintf(stderr, ", %d injection lines removed", res.Flagged)
 	}
 	fmt.Fprintln(stderr)
-	if res.Status == focusgate.FailedOpen {
+	if res.Status == focusgate.StatusFailedOpen {
 		return fmt.Errorf("%w: %s", errFailedOpen, res.Reason)
 	}
 	return nil
@@ -181,13 +180,13 @@ func pruneRequest(ctx context.Context, cfg config.Config, name string, body []by
 		return err
 	}
 	defer pr.Close()
-	out, outcome := pr.pipeline.Rewrite(ctx, pipeline.Request{API: kind, Body: body})
+	out, outcome := pr.pipeline.Rewrite(ctx, focusgate.Request{API: kind, Body: body})
 	if _, err := stdout.Write(out); err != nil {
 		return err
 	}
 	report := slog.New(slog.NewTextHandler(stderr, nil))
 	report.LogAttrs(ctx, slog.LevelInfo, name, outcome.LogAttrs()...)
-	if outcome.Status == focusgate.FailedOpen {
+	if outcome.Status == focusgate.StatusFailedOpen {
 		return fmt.Errorf("%w: %s", errFailedOpen, outcome.Reason)
 	}
 	return nil

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/config"
 	clientkeys "github.com/focusgate/focusgate/internal/keys"
 	"github.com/focusgate/focusgate/internal/telemetry"
@@ -25,9 +24,9 @@ import (
 
 // The concrete types serve wires into the gateway.
 var (
-	_ proxy.Dashboard = (*ui.Dashboard)(nil)
-	_ proxy.Rewriter  = (*pipeline.Pipeline)(nil)
-	_ proxy.Keys      = (*clientkeys.File)(nil)
+	_ proxy.Dashboard    = (*ui.Dashboard)(nil)
+	_ focusgate.Rewriter = (*pipeline.Pipeline)(nil)
+	_ proxy.Keys         = (*clientkeys.File)(nil)
 )
 
 func cacheKind(cfg config.Config) string {
@@ -92,7 +91,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	checks := map[string]proxy.Check{}
-	var redisStats func() cache.RedisStats
+	var redisStats func() focusgate.RedisStats
 	if pr.redis != nil {
 		checks["redis"] = pr.redis.Status
 		redisStats = pr.redis.Stats

@@ -100,7 +100,7 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 			pruners[shared] = pr
 		}
 		byAPI[api] = pipeline.Retrieval{Pruner: pr, RetrieverModel: r.Model, ClientKey: r.ClientKey}
-		if api == focusgate.Chat {
+		if api == focusgate.APIChat {
 			p.pruner = pr
 		}
 	}
