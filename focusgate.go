@@ -28,45 +28,6 @@ import (
 	"strings"
 )
 
-// API is the shape of a request body: which provider API it was sent to.
-type API uint8
-
-const (
-	APIChat      API = iota // OpenAI chat completions: POST /v1/chat/completions
-	APIResponses            // OpenAI Responses: POST /v1/responses
-	APIMessages             // Anthropic Messages: POST /v1/messages
-	APIGemini               // Google's Gemini API: POST .../models/{model}:generateContent
-)
-
-// APIs lists every API, in the order of their constants.
-var APIs = []API{APIChat, APIResponses, APIMessages, APIGemini}
-
-// String is the API's name in routes, metrics, logs and the dashboard.
-func (a API) String() string {
-	switch a {
-	case APIChat:
-		return "chat"
-	case APIResponses:
-		return "responses"
-	case APIMessages:
-		return "messages"
-	case APIGemini:
-		return "gemini"
-	}
-	return fmt.Sprintf("API(%d)", a)
-}
-
-// ParseAPI reads an API name ("chat", "responses", "messages", "gemini"),
-// ignoring case.
-func ParseAPI(s string) (API, error) {
-	for _, a := range APIs {
-		if strings.EqualFold(strings.TrimSpace(s), a.String()) {
-			return a, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown API %q (want chat, responses, messages or gemini)", s)
-}
-
 // Line is one element of a page tree, as detection finds it and pruning
 // writes it back.
 type Line struct {
@@ -272,13 +233,49 @@ func FamilyOf(model string) Family {
 	return FamilyOther
 }
 
-// BaseModel lowercases a model name and drops a provider prefix such as
-// "openai/" or "anthropic/", so that names routed through LiteLLM or
-// OpenRouter match too, and Gemini's "models/" resource prefix.
+// BaseModel lowercases a model name and reduces it to the name its family's
+// prices and windows are listed under: it drops a provider prefix such as
+// "openai/" or "anthropic/" (names routed through LiteLLM or OpenRouter),
+// Gemini's "models/" resource prefix, and the forms the clouds give model
+// ids: Bedrock's region and vendor prefixes and version suffix
+// ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", also inside an inference
+// profile's ARN) and Vertex AI's version after "@"
+// ("claude-sonnet-4-5@20250929"). A snapshot date that remains is left to
+// the tables' look-up, which ignores it.
 func BaseModel(model string) string {
 	m := strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
 		m = m[i+1:]
 	}
+	if i := strings.IndexByte(m, '@'); i > 0 {
+		m = m[:i]
+	}
+	// Bedrock: "us." (a cross-region profile's geography) and "anthropic."
+	// (the vendor) are words before a dot; a model's own name, before its
+	// first dot, has a digit ("gpt-4.1", "gemini-2.5-flash").
+	for {
+		prefix, rest, ok := strings.Cut(m, ".")
+		if !ok || rest == "" || strings.ContainsAny(prefix, "0123456789") {
+			break
+		}
+		m = rest
+	}
+	if i := strings.LastIndex(m, "-v"); i > 0 && bedrockVersion(m[i+2:]) {
+		m = m[:i]
+	}
 	return m
+}
+
+// bedrockVersion says whether s, after "-v", is a Bedrock model id's version
+// suffix: "1:0", "2", "1:0:200k".
+func bedrockVersion(s string) bool {
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') && c != ':' {
+			return false
+		}
+	}
+	return true
 }

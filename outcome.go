@@ -9,19 +9,27 @@ import (
 // Request is one request body and the settings it came with, as the gateway
 // and the command line hand it to the pipeline.
 type Request struct {
-	API  API
+	API API
+	// Provider is where the request goes, from the route it took: its
+	// retriever for API prunes the request, with its credentials. Nil means
+	// DefaultProvider.
+	Provider *Provider
+	// Vars are the variables of the route it took, which the retriever's
+	// path may name (Vertex AI's project and location).
+	Vars Vars
 	Body []byte
-	// Model is the action model when the request's path names it (the
-	// Gemini API's .../models/{model}:generateContent); "" reads it from
-	// the body.
+	// Model is the action model when the request's path names it (Gemini's
+	// .../models/{model}:generateContent, Bedrock's /model/{id}/invoke, an
+	// Azure deployment's model); "" reads it from the body.
 	Model string
 	// Mode and Prompt override the pipeline's default mode and prompt
 	// variant when not empty; they are read with ParseMode and
 	// ParseVariant, and an unknown value skips the request (bad-header).
 	Mode, Prompt string
-	// Credential is the client's own API key, for a retriever that has
-	// none configured. It is never logged and never part of a cache key.
-	Credential string
+	// Credential is the client's own credential, for a retriever of the
+	// request's provider when the gateway has none. It is never logged and
+	// never part of a cache key.
+	Credential ClientCredential
 	// Sizing says the body is to be counted, not answered (the Messages
 	// API's count_tokens). Claude Code sizes one tool output, alone in a
 	// message, before deciding to save it to a file: such a body goes as
@@ -101,6 +109,7 @@ func (u *RetrieverUsage) Add(v RetrieverUsage) {
 // record, and `focusgate prune --request` prints it.
 type Outcome struct {
 	API          API
+	Provider     string // the provider's name
 	Status       Status
 	Reason       Reason
 	Model        string // the action model named in the request
@@ -216,6 +225,7 @@ func (o Outcome) LogAttrs() []slog.Attr {
 	attrs := []slog.Attr{
 		slog.String("status", string(o.Status)),
 		slog.String("api", o.API.String()),
+		slog.String("provider", o.Provider),
 		slog.String("model", o.Model),
 		slog.String("mode", string(o.Mode)),
 		slog.String("prompt", string(o.Variant)),

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// AnthropicProvider is Anthropic's Messages API (Claude Code's only API),
-// at FOCUSGATE_ANTHROPIC_URL, forwarded natively.
+// AnthropicProvider is Anthropic's API (Claude Code's), at
+// FOCUSGATE_ANTHROPIC_URL, forwarded natively.
 var AnthropicProvider = Provider{
 	Name: "anthropic",
 	Routes: []Route{
@@ -23,29 +23,46 @@ var AnthropicProvider = Provider{
 	Claims: func(r *http.Request) bool { return r.Header.Get("Anthropic-Version") != "" },
 	// ANTHROPIC_API_KEY travels in x-api-key, ANTHROPIC_AUTH_TOKEN (and a
 	// Claude subscription's OAuth token) as a bearer token.
-	Credentials:  []Credential{{Kind: CredentialHeader, Name: "X-Api-Key"}, {Kind: CredentialBearer, Name: "Authorization"}},
-	ClientKeyEnv: "ANTHROPIC_API_KEY",
-	Settings: Settings{
-		URL: "ANTHROPIC_URL", Key: "ANTHROPIC_API_KEY", RetrieverModel: "ANTHROPIC_RETRIEVER_MODEL",
-		DefaultURL: "https://api.anthropic.com", DefaultRetrieverModel: "claude-haiku-4-5",
-	},
+	Credentials: []Credential{{Kind: CredentialHeader, Name: "X-Api-Key"}, {Kind: CredentialBearer, Name: "Authorization"}},
+	URL:         Setting{Name: "ANTHROPIC_URL", Default: "https://api.anthropic.com", Help: "base URL of the Anthropic API, as ANTHROPIC_BASE_URL is given; the Messages routes and requests with an anthropic-version header go there"},
+	Key:         Setting{Name: "ANTHROPIC_API_KEY", Help: "Anthropic API key sent upstream as x-api-key: with client keys, in place of the client's gateway key; without, only when the client sends no credential"},
+	Retrievers: []Retriever{{API: APIMessages, Speaks: APIMessages, Path: "/v1/messages",
+		Model: Setting{Name: "ANTHROPIC_RETRIEVER_MODEL", Default: "claude-haiku-4-5", Help: "retriever model for Anthropic requests (called through the Messages API at FOCUSGATE_ANTHROPIC_URL)"}}},
+	ClientKeyEnv:    "ANTHROPIC_API_KEY",
 	ErrorBody:       anthropicError,
 	ContextOverflow: anthropicContextOverflow,
-	// A Claude version not listed takes its family's price
-	// (claude-opus-4-6 that of claude-opus-4), which may be above its list
-	// price.
-	Prices: map[string]Price{
-		"claude-opus-4":     {15, 75},
-		"claude-opus-4-1":   {15, 75},
-		"claude-opus-4-5":   {5, 25},
-		"claude-sonnet-4":   {3, 15},
-		"claude-sonnet-4-5": {3, 15},
-		"claude-haiku-4-5":  {1, 5},
-		"claude-3-7-sonnet": {3, 15},
-		"claude-3-5-sonnet": {3, 15},
-		"claude-3-5-haiku":  {0.80, 4},
-		"claude-3-haiku":    {0.25, 1.25},
-	},
+	Prices:          claudePrices,
+	Windows:         claudeWindows,
+}
+
+// claudePrices are the list prices of Anthropic's models, which AWS Bedrock
+// and Vertex AI charge too. A Claude version not listed takes its family's
+// price (claude-opus-4-6 that of claude-opus-4), which may be above its list
+// price.
+var claudePrices = map[string]Price{
+	"claude-opus-4":     {15, 75},
+	"claude-opus-4-1":   {15, 75},
+	"claude-opus-4-5":   {5, 25},
+	"claude-sonnet-4":   {3, 15},
+	"claude-sonnet-4-5": {3, 15},
+	"claude-haiku-4-5":  {1, 5},
+	"claude-3-7-sonnet": {3, 15},
+	"claude-3-5-sonnet": {3, 15},
+	"claude-3-5-haiku":  {0.80, 4},
+	"claude-3-haiku":    {0.25, 1.25},
+}
+
+// claudeWindows are Claude's context windows. Its 1M-token window is a beta
+// a client asks for with a header, so the table gives Claude the 200k every
+// client has; a team on the beta raises it with FOCUSGATE_CONTEXT_WINDOWS.
+var claudeWindows = map[string]int{
+	"claude-opus-4":     200_000,
+	"claude-sonnet-4":   200_000,
+	"claude-haiku-4":    200_000,
+	"claude-3-7-sonnet": 200_000,
+	"claude-3-5-sonnet": 200_000,
+	"claude-3-5-haiku":  200_000,
+	"claude-3-haiku":    200_000,
 }
 
 // anthropicError is Anthropic's error body; its type follows from the

@@ -6,34 +6,55 @@ import (
 	"strings"
 )
 
-// GeminiProvider is Google's Gemini API (Gemini CLI, the Gen AI SDKs) and
-// its Vertex AI form, at FOCUSGATE_GEMINI_URL, forwarded natively.
+// GeminiProvider is Google's Gemini API (Gemini CLI, the Gen AI SDKs), at
+// FOCUSGATE_GEMINI_URL, forwarded natively. Gemini on Vertex AI is
+// VertexProvider's.
 var GeminiProvider = Provider{
 	Name:   "gemini",
 	Routes: geminiRoutes(),
 	Claims: geminiClaims,
 	// Gemini CLI and the SDKs send x-goog-api-key, REST examples ?key=,
-	// Vertex AI an OAuth bearer token.
-	Credentials:  []Credential{{Kind: CredentialHeader, Name: "X-Goog-Api-Key"}, {Kind: CredentialQuery, Name: "key"}, {Kind: CredentialBearer, Name: "Authorization"}},
-	ClientKeyEnv: "GEMINI_API_KEY",
-	Settings: Settings{
-		URL: "GEMINI_URL", Key: "GEMINI_API_KEY", RetrieverModel: "GEMINI_RETRIEVER_MODEL",
-		DefaultURL: "https://generativelanguage.googleapis.com", DefaultRetrieverModel: "gemini-2.5-flash-lite",
-	},
-	ErrorBody:       geminiError,
+	// some clients an OAuth bearer token.
+	Credentials:     []Credential{{Kind: CredentialHeader, Name: "X-Goog-Api-Key"}, {Kind: CredentialQuery, Name: "key"}, {Kind: CredentialBearer, Name: "Authorization"}},
+	URL:             Setting{Name: "GEMINI_URL", Default: "https://generativelanguage.googleapis.com", Help: "base URL of the Gemini API, as GOOGLE_GEMINI_BASE_URL is given; .../models/{model}:generateContent, :streamGenerateContent and :countTokens and other Gemini requests go there"},
+	Key:             Setting{Name: "GEMINI_API_KEY", Help: "Gemini API key sent upstream as x-goog-api-key: with client keys, in place of the client's gateway key; without, only when the client sends no credential"},
+	Retrievers:      []Retriever{{API: APIGemini, Speaks: APIGemini, Model: geminiRetrieverModel, Path: "/v1beta/models/{model}:generateContent"}},
+	ClientKeyEnv:    "GEMINI_API_KEY",
+	ErrorBody:       googleError,
 	ContextOverflow: geminiContextOverflow,
-	// Standard list prices for prompts up to 200k tokens (Pro models cost
-	// more above) and text input, as published by Google when written.
-	Prices: map[string]Price{
-		"gemini-3.1-pro":        {2, 12},
-		"gemini-3-pro":          {2, 12},
-		"gemini-3-flash":        {0.50, 3},
-		"gemini-2.5-pro":        {1.25, 10},
-		"gemini-2.5-flash":      {0.30, 2.50},
-		"gemini-2.5-flash-lite": {0.10, 0.40},
-		"gemini-2.0-flash":      {0.10, 0.40},
-		"gemini-2.0-flash-lite": {0.075, 0.30},
-	},
+	Prices:          geminiPrices,
+	Windows:         geminiWindows,
+}
+
+// geminiRetrieverModel prunes Gemini requests, on the Gemini API and on
+// Vertex AI alike.
+var geminiRetrieverModel = Setting{Name: "GEMINI_RETRIEVER_MODEL", Default: "gemini-2.5-flash-lite", Help: "retriever model for Gemini requests (called through generateContent on the request's provider: the Gemini API or Vertex AI)"}
+
+// geminiPrices are standard list prices for prompts up to 200k tokens (Pro
+// models cost more above) and text input, as published by Google when
+// written; Vertex AI charges the same.
+var geminiPrices = map[string]Price{
+	"gemini-3.1-pro":        {2, 12},
+	"gemini-3-pro":          {2, 12},
+	"gemini-3-flash":        {0.50, 3},
+	"gemini-2.5-pro":        {1.25, 10},
+	"gemini-2.5-flash":      {0.30, 2.50},
+	"gemini-2.5-flash-lite": {0.10, 0.40},
+	"gemini-2.0-flash":      {0.10, 0.40},
+	"gemini-2.0-flash-lite": {0.075, 0.30},
+}
+
+// geminiWindows are Gemini's context windows.
+var geminiWindows = map[string]int{
+	"gemini-1.5-pro":        2_097_152,
+	"gemini-1.5-flash":      1_048_576,
+	"gemini-2.0-flash":      1_048_576,
+	"gemini-2.0-flash-lite": 1_048_576,
+	"gemini-2.5-pro":        1_048_576,
+	"gemini-2.5-flash":      1_048_576,
+	"gemini-2.5-flash-lite": 1_048_576,
+	"gemini-3-pro":          1_048_576,
+	"gemini-3-flash":        1_048_576,
 }
 
 // geminiMethods are the inspected methods; countTokens sizes a request.
@@ -42,16 +63,15 @@ var geminiMethods = []struct {
 	sizing bool
 }{{"generateContent", false}, {"streamGenerateContent", false}, {"countTokens", true}}
 
-// geminiRoutes are the methods under the Gemini API's versions, and under
-// Vertex AI's publisher model paths.
-func geminiRoutes() []Route {
+// geminiRoutes are the methods under the prefixes given: the Gemini API's
+// versions, or Vertex AI's publisher model paths.
+func geminiRoutes(prefixes ...string) []Route {
+	if len(prefixes) == 0 {
+		prefixes = []string{"/v1beta/models/", "/v1/models/", "/v1alpha/models/"}
+	}
 	var routes []Route
 	for _, m := range geminiMethods {
-		for _, prefix := range []string{
-			"/v1beta/models/", "/v1/models/",
-			"/v1/projects/{project}/locations/{location}/publishers/google/models/",
-			"/v1beta1/projects/{project}/locations/{location}/publishers/google/models/",
-		} {
+		for _, prefix := range prefixes {
 			routes = append(routes, Route{Pattern: prefix + "{model}:" + m.name, API: APIGemini, Sizing: m.sizing})
 		}
 	}
@@ -67,7 +87,7 @@ func geminiClaims(r *http.Request) bool {
 		return true
 	}
 	p := r.URL.Path
-	for _, prefix := range []string{"/v1beta/", "/v1alpha/", "/v1beta1/", "/upload/v1beta/", "/v1/projects/"} {
+	for _, prefix := range []string{"/v1beta/", "/v1alpha/", "/upload/v1beta/"} {
 		if strings.HasPrefix(p, prefix) {
 			return true
 		}
@@ -95,9 +115,9 @@ func isModelMethod(seg string) bool {
 	return true
 }
 
-// geminiError is Google's error body,
+// googleError is Google's error body,
 // {"error":{"code":401,"message":"...","status":"UNAUTHENTICATED"}}.
-func geminiError(status int, message, _, _ string) []byte {
+func googleError(status int, message, _, _ string) []byte {
 	var e struct {
 		Error struct {
 			Code    int    `json:"code"`

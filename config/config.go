@@ -7,6 +7,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path"
@@ -27,21 +28,12 @@ const Prefix = "FOCUSGATE_"
 // the flag of a field is its variable name in lower case with dashes.
 type Config struct {
 	Addr               string            `env:"ADDR" envDefault:":8080" help:"listen address"`
-	UpstreamURL        string            `env:"UPSTREAM_URL" envDefault:"https://api.openai.com/v1" help:"base URL of the action model's API; request paths are joined onto it"`
-	UpstreamAPIKey     string            `env:"UPSTREAM_API_KEY" help:"API key sent upstream: with client keys, in place of the client's gateway key; without, only when the client sends no Authorization"`
 	ClientKeysFile     string            `env:"CLIENT_KEYS_FILE" help:"gateway keys, lines name:key or name:sha256:<hex>; when set, clients authenticate with one and the upstream key is used upstream (reloaded on SIGHUP and on change)"`
 	AllowUnauth        bool              `env:"ALLOW_UNAUTHENTICATED" envDefault:"false" help:"allow an upstream key without client keys on a non-loopback address (otherwise start-up is refused)"`
 	UpstreamTimeout    time.Duration     `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
-	RetrieverURL       string            `env:"RETRIEVER_URL" help:"base URL of the retriever for every API, speaking FOCUSGATE_RETRIEVER_API (default: each request's own provider: the upstream URL, Claude at FOCUSGATE_ANTHROPIC_URL for Messages requests, Gemini at FOCUSGATE_GEMINI_URL for Gemini requests)"`
-	RetrieverAPIKey    string            `env:"RETRIEVER_API_KEY" help:"retriever API key (default: the upstream key of the retriever's provider, else the client's own credential)"`
-	RetrieverAPI       string            `env:"RETRIEVER_API" envDefault:"openai" help:"which API FOCUSGATE_RETRIEVER_URL speaks: openai (chat completions), anthropic (Messages) or gemini (generateContent)"`
-	AnthropicURL       string            `env:"ANTHROPIC_URL" envDefault:"https://api.anthropic.com" help:"base URL of the Anthropic API, as ANTHROPIC_BASE_URL is given; the Messages routes and requests with an anthropic-version header go there"`
-	AnthropicAPIKey    string            `env:"ANTHROPIC_API_KEY" help:"Anthropic API key sent upstream as x-api-key: with client keys, in place of the client's gateway key; without, only when the client sends no credential"`
-	AnthropicRetriever string            `env:"ANTHROPIC_RETRIEVER_MODEL" envDefault:"claude-haiku-4-5" help:"retriever model for Anthropic requests when FOCUSGATE_RETRIEVER_URL is empty (called through the Messages API at FOCUSGATE_ANTHROPIC_URL)"`
-	GeminiURL          string            `env:"GEMINI_URL" envDefault:"https://generativelanguage.googleapis.com" help:"base URL of the Gemini API, as GOOGLE_GEMINI_BASE_URL is given; .../models/{model}:generateContent, :streamGenerateContent and :countTokens (v1, v1beta, Vertex AI paths) and other Gemini requests go there"`
-	GeminiAPIKey       string            `env:"GEMINI_API_KEY" help:"Gemini API key sent upstream as x-goog-api-key: with client keys, in place of the client's gateway key; without, only when the client sends no credential"`
-	GeminiRetriever    string            `env:"GEMINI_RETRIEVER_MODEL" envDefault:"gemini-2.5-flash-lite" help:"retriever model for Gemini requests when FOCUSGATE_RETRIEVER_URL is empty (called through generateContent at FOCUSGATE_GEMINI_URL)"`
-	RetrieverModel     string            `env:"RETRIEVER_MODEL" envDefault:"gpt-4.1-mini" help:"retriever model"`
+	RetrieverURL       string            `env:"RETRIEVER_URL" help:"base URL of one retriever for the requests of every provider, speaking the API of FOCUSGATE_RETRIEVER_API's provider with FOCUSGATE_RETRIEVER_MODEL (default: each request's own provider, with its retriever model)"`
+	RetrieverAPIKey    string            `env:"RETRIEVER_API_KEY" help:"key of the retriever at FOCUSGATE_RETRIEVER_URL (default: the key of FOCUSGATE_RETRIEVER_API's provider, else the client's own credential when the client speaks to that provider)"`
+	RetrieverAPI       string            `env:"RETRIEVER_API" envDefault:"openai" help:"the provider whose API FOCUSGATE_RETRIEVER_URL speaks: openai (chat completions), anthropic (Messages), gemini (generateContent), or a cloud (bedrock, vertex, azure), whose credentials it then gets"`
 	RetrieverTimeout   time.Duration     `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
 	MaxAnswerTokens    int               `env:"RETRIEVER_MAX_TOKENS" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
 	RetrieverHistory   bool              `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
@@ -77,6 +69,11 @@ type Config struct {
 	ShutdownTimeout    time.Duration     `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
 	LogFormat          string            `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
 	LogLevel           string            `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
+
+	// Providers holds the settings the providers declare
+	// (focusgate.Provider.Settings), by name after Prefix; Value reads
+	// them. Load fills it; a setting it lacks has its declared default.
+	Providers map[string]string
 }
 
 // Load reads the configuration from the environment through getenv, so that
@@ -97,10 +94,54 @@ func Load(getenv func(string) string) (Config, error) {
 			opts.Environment[key] = v
 		}
 	}
+	cfg.Providers = map[string]string{}
+	for _, s := range ProviderSettings() {
+		v := getenv(Prefix + s.Name)
+		if v == "" {
+			v = s.Default
+		}
+		if s.Expand != nil {
+			v = s.Expand(v, getenv)
+		}
+		cfg.Providers[s.Name] = v
+	}
 	if err := env.ParseWithOptions(&cfg, opts); err != nil {
 		return cfg, renameParseErrors(err, varByField)
 	}
 	return cfg, nil
+}
+
+// ProviderSettings lists the settings every provider declares, each once
+// (providers may share one), in the order of focusgate.Providers.
+func ProviderSettings() []focusgate.Setting {
+	var out []focusgate.Setting
+	seen := map[string]bool{}
+	for _, p := range focusgate.Providers {
+		for _, s := range p.Settings() {
+			if !seen[s.Name] {
+				seen[s.Name] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// Value is the value of a provider's setting: as loaded, else its
+// declared default.
+func (c Config) Value(s focusgate.Setting) string {
+	if v, ok := c.Providers[s.Name]; ok {
+		return v
+	}
+	return s.Default
+}
+
+// Set gives a provider's setting a value, as a variable would.
+func (c *Config) Set(s focusgate.Setting, value string) {
+	if c.Providers == nil {
+		c.Providers = map[string]string{}
+	}
+	c.Providers[s.Name] = value
 }
 
 // renameParseErrors rewrites the parser's errors, which name struct fields,
@@ -136,16 +177,24 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	for _, p := range focusgate.Providers {
-		u := c.Upstream(p)
-		if err := checkHTTPURL(u.URL); err != nil {
-			bad(p.Settings.URL, "%v", err)
+		if u := c.Value(p.URL); u != "" || p.URL.Default != "" {
+			if err := checkHTTPURL(templateless(u)); err != nil {
+				bad(p.URL.Name, "%v", err)
+			}
 		}
-		if strings.TrimSpace(u.RetrieverModel) == "" {
-			bad(p.Settings.RetrieverModel, "must not be empty")
+		for _, r := range p.Retrievers {
+			if strings.TrimSpace(c.Value(r.Model)) == "" {
+				bad(r.Model.Name, "must not be empty")
+			}
+		}
+		if p.Models.Name != "" {
+			if _, err := parseModels(c.Value(p.Models)); err != nil {
+				bad(p.Models.Name, "%v", err)
+			}
 		}
 	}
 	if focusgate.ProviderNamed(c.RetrieverAPI) == nil {
-		bad("RETRIEVER_API", "unknown API %q (want %s)", c.RetrieverAPI, strings.Join(focusgate.ProviderNames(), ", "))
+		bad("RETRIEVER_API", "unknown provider %q (want %s)", c.RetrieverAPI, strings.Join(focusgate.ProviderNames(), ", "))
 	}
 	if c.RetrieverURL != "" {
 		if err := checkHTTPURL(c.RetrieverURL); err != nil {
@@ -249,94 +298,128 @@ func (c Config) BypassPatterns() []string {
 	return pats
 }
 
-// The APIs a retriever may speak (FOCUSGATE_RETRIEVER_API): every
-// provider's name (focusgate.Providers).
-const (
-	RetrieverOpenAI    = "openai"
-	RetrieverAnthropic = "anthropic"
-	RetrieverGemini    = "gemini"
-)
-
 // Upstream is one provider's upstream settings.
 type Upstream struct {
-	URL, APIKey    string
-	RetrieverModel string // its retriever when FOCUSGATE_RETRIEVER_URL is empty
+	URL string // may hold variables its provider's Resolve fills in per request
+	// Key is the static key the gateway sends in the client's place; empty
+	// for none.
+	Key string
+	// Models maps the names its routes give models to model names (Azure's
+	// deployments).
+	Models map[string]string
 }
 
-// Upstream returns the settings of provider p, named in its declaration
-// (focusgate.Provider.Settings); TestSettingsFollowTheDeclarations keeps
-// the two in step.
+// Upstream returns the settings of provider p, named in its declaration.
 func (c Config) Upstream(p *focusgate.Provider) Upstream {
-	switch p.Name {
-	case RetrieverAnthropic:
-		return Upstream{c.AnthropicURL, c.AnthropicAPIKey, c.AnthropicRetriever}
-	case RetrieverGemini:
-		return Upstream{c.GeminiURL, c.GeminiAPIKey, c.GeminiRetriever}
-	case RetrieverOpenAI:
-		return Upstream{c.UpstreamURL, c.UpstreamAPIKey, c.RetrieverModel}
+	up := Upstream{URL: c.Value(p.URL)}
+	if p.Key.Name != "" {
+		up.Key = c.Value(p.Key)
 	}
-	return Upstream{URL: p.Settings.DefaultURL, RetrieverModel: p.Settings.DefaultRetrieverModel}
+	if p.Models.Name != "" {
+		up.Models, _ = parseModels(c.Value(p.Models)) // Validate reports an error
+	}
+	return up
+}
+
+// parseModels reads deployment=model pairs, comma-separated.
+func parseModels(s string) (map[string]string, error) {
+	var m map[string]string
+	for pair := range strings.SplitSeq(s, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		name, model, ok := strings.Cut(pair, "=")
+		name, model = strings.TrimSpace(name), strings.TrimSpace(model)
+		if !ok || name == "" || model == "" {
+			return nil, fmt.Errorf("%q is not name=model", pair)
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[name] = model
+	}
+	return m, nil
+}
+
+// templateless replaces the "{name}" variables of a URL template with a
+// word, so that the rest of it can be checked as a URL.
+func templateless(u string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(u, '{')
+		j := strings.IndexByte(u, '}')
+		if i < 0 || j < i {
+			b.WriteString(u)
+			return b.String()
+		}
+		b.WriteString(u[:i])
+		b.WriteString("x")
+		u = u[j+1:]
+	}
 }
 
 // WithUserKeys returns c with each provider's upstream key, where none is
 // configured, taken from the variable its SDKs read the user's key from
 // (focusgate.Provider.ClientKeyEnv: OPENAI_API_KEY, ANTHROPIC_API_KEY,
-// GEMINI_API_KEY). The command-line tools are their user's own client:
+// GEMINI_API_KEY, ...). The command-line tools are their user's own client:
 // each retriever is then called with the key of the provider it speaks, as
 // RetrieverFor picks it, and never with another provider's.
 func (c Config) WithUserKeys(getenv func(string) string) Config {
+	c.Providers = maps.Clone(c.Providers)
 	for _, p := range focusgate.Providers {
-		if c.Upstream(p).APIKey != "" || p.ClientKeyEnv == "" {
+		if p.Key.Name == "" || p.ClientKeyEnv == "" || c.Value(p.Key) != "" {
 			continue
 		}
-		key := getenv(p.ClientKeyEnv)
-		switch p.Name {
-		case RetrieverAnthropic:
-			c.AnthropicAPIKey = key
-		case RetrieverGemini:
-			c.GeminiAPIKey = key
-		case RetrieverOpenAI:
-			c.UpstreamAPIKey = key
-		}
+		c.Set(p.Key, getenv(p.ClientKeyEnv))
 	}
 	return c
 }
 
-// Retriever is the retriever that serves requests of one API.
+// Retriever is the retriever that prunes the requests of one API of one
+// provider.
 type Retriever struct {
-	API   string // the provider whose API it speaks: RetrieverOpenAI, RetrieverAnthropic, RetrieverGemini
-	URL   string // the base URL of that API
+	// Provider is the provider it is called on: its credentials sign the
+	// calls, and its URL is where they go unless URL says otherwise.
+	Provider *focusgate.Provider
+	// Spec says what its calls speak and where they go on the provider.
+	Spec focusgate.Retriever
+	// URL is the base its calls' paths are joined onto; it may hold the
+	// provider's variables.
+	URL   string
 	Model string
-	// Key is the key it is called with; empty means each call uses the
-	// client's own credential, which ClientKey allows.
+	// Key is the static key it is called with; empty means the provider's
+	// cloud credentials when the gateway has them, else the client's own
+	// credential, which ClientKey allows.
 	Key string
-	// ClientKey says the client's own credential may serve when Key is
-	// empty: the retriever speaks the API of the provider the client
-	// speaks to. A client's credential never goes to another provider.
+	// ClientKey says the client's own credential may serve: the retriever
+	// is called on the provider the client speaks to. A client's credential
+	// never goes to another provider.
 	ClientKey bool
 }
 
-// RetrieverFor says which retriever prunes the requests of api: with
-// FOCUSGATE_RETRIEVER_URL set, that one for every API, speaking
-// FOCUSGATE_RETRIEVER_API; without, the request's own provider at its
-// upstream URL with its retriever model (the OpenAI upstream for chat and
-// Responses requests, Claude for Messages requests, Gemini for Gemini
-// requests), so that a team with only one provider's key gets pruning with
-// no further setting. The key is the retriever's own, else the upstream key
-// of the provider it speaks, else the client's credential when the client
-// speaks that provider's API too.
-func (c Config) RetrieverFor(api focusgate.API) Retriever {
-	own := focusgate.ProviderOf(api)
-	up := c.Upstream(own)
-	r := Retriever{API: own.Name, URL: up.URL, Model: up.RetrieverModel}
+// RetrieverFor says which retriever prunes the requests of api sent to
+// provider p: with FOCUSGATE_RETRIEVER_URL set, that one for every request,
+// speaking the API of FOCUSGATE_RETRIEVER_API's provider; without, p's own
+// retriever for api, on p's upstream with p's credentials, so that a team
+// with only one provider's credentials gets pruning with no further
+// setting. The key is the retriever's own, else the upstream key of the
+// provider it is called on.
+func (c Config) RetrieverFor(p *focusgate.Provider, api focusgate.API) Retriever {
+	on := p
 	if c.RetrieverURL != "" {
-		r.API, r.URL, r.Model = c.RetrieverAPI, c.RetrieverURL, c.RetrieverModel
+		if named := focusgate.ProviderNamed(c.RetrieverAPI); named != nil {
+			on = named
+		}
 	}
-	r.Key = c.RetrieverAPIKey
-	if p := focusgate.ProviderNamed(r.API); r.Key == "" && p != nil {
-		r.Key = c.Upstream(p).APIKey
+	spec := on.RetrieverFor(api)
+	r := Retriever{Provider: on, Spec: spec, URL: c.Value(on.URL), Model: c.Value(spec.Model), Key: c.Upstream(on).Key}
+	if c.RetrieverURL != "" {
+		r.URL, r.Model = c.RetrieverURL, c.Value(focusgate.OpenAIProvider.RetrieverFor(focusgate.APIChat).Model)
+		if c.RetrieverAPIKey != "" {
+			r.Key = c.RetrieverAPIKey
+		}
 	}
-	r.ClientKey = r.API == own.Name
+	r.ClientKey = on == p
 	return r
 }
 
@@ -350,11 +433,11 @@ var ErrOpenRelay = errors.New("open relay refused")
 func (c Config) checkOpenRelay() error {
 	var set []string
 	for _, p := range focusgate.Providers {
-		if c.Upstream(p).APIKey != "" {
-			set = append(set, Prefix+p.Settings.Key)
+		if p.Key.Name != "" && c.Value(p.Key) != "" {
+			set = append(set, Prefix+p.Key.Name)
 		}
 	}
-	if len(set) == 0 || c.ClientKeysFile != "" || c.AllowUnauth || LoopbackOnly(c.Addr) {
+	if len(set) == 0 || !c.Open() {
 		return nil
 	}
 	return fmt.Errorf("%w: %s set, %sCLIENT_KEYS_FILE is not, and %sADDR %q accepts connections from other hosts, "+
@@ -362,6 +445,16 @@ func (c Config) checkOpenRelay() error {
 		"and give each client its gateway key as its API key; or listen on loopback only (%sADDR=127.0.0.1:8080); "+
 		"or, if an authenticating proxy stands in front, set %sALLOW_UNAUTHENTICATED=true",
 		ErrOpenRelay, strings.Join(set, " and ")+map[bool]string{true: " is", false: " are"}[len(set) == 1], Prefix, Prefix, c.Addr, Prefix, Prefix, Prefix)
+}
+
+// Open says whether anyone who can reach the gateway could use it without a
+// gateway key: no client keys, an address other hosts can reach, and no
+// statement that an authenticating proxy stands in front. Such a gateway
+// spends no credential of its own: a configured key refuses start-up
+// (checkOpenRelay), and the cloud credentials of its environment are not
+// used (see the README, "Clouds").
+func (c Config) Open() bool {
+	return c.ClientKeysFile == "" && !c.AllowUnauth && !LoopbackOnly(c.Addr)
 }
 
 // LoopbackOnly reports whether a listen address accepts connections from

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/focusgate/focusgate"
 )
 
 // Setting describes one setting for help texts and documentation.
@@ -19,27 +21,33 @@ type Setting struct {
 	Help    string
 }
 
-// Settings lists every setting in declaration order.
+// Settings lists every setting: the gateway's in declaration order, then
+// those the providers declare.
 func Settings() []Setting {
 	fs := fields()
 	out := make([]Setting, 0, len(fs))
 	for _, f := range fs {
-		name := f.Tag.Get("env")
-		out = append(out, Setting{
-			Flag:    strings.ToLower(strings.ReplaceAll(name, "_", "-")),
-			Env:     Prefix + name,
-			Default: f.Tag.Get("envDefault"),
-			Help:    f.Tag.Get("help"),
-		})
+		out = append(out, setting(f.Tag.Get("env"), f.Tag.Get("envDefault"), f.Tag.Get("help")))
+	}
+	for _, s := range ProviderSettings() {
+		out = append(out, setting(s.Name, s.Default, s.Help))
 	}
 	return out
 }
 
+func setting(name, def, help string) Setting {
+	return Setting{Flag: strings.ToLower(strings.ReplaceAll(name, "_", "-")), Env: Prefix + name, Default: def, Help: help}
+}
+
+// fields are the fields of Config read from a variable of their own: those
+// with an env tag.
 func fields() []reflect.StructField {
 	t := reflect.TypeFor[Config]()
 	out := make([]reflect.StructField, 0, t.NumField())
 	for i := range t.NumField() {
-		out = append(out, t.Field(i))
+		if f := t.Field(i); f.Tag.Get("env") != "" {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -48,9 +56,32 @@ func fields() []reflect.StructField {
 // given on the command line overrides the environment. Call it after Load.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	v := reflect.ValueOf(c).Elem()
-	for i, s := range Settings() {
-		fs.Var(fieldValue{v.Field(i), s.Env}, s.Flag, s.Help)
+	for _, f := range fields() {
+		s := setting(f.Tag.Get("env"), "", f.Tag.Get("help"))
+		fs.Var(fieldValue{v.FieldByIndex(f.Index), s.Env}, s.Flag, s.Help)
 	}
+	for _, ps := range ProviderSettings() {
+		s := setting(ps.Name, "", ps.Help)
+		fs.Var(providerValue{c, ps}, s.Flag, s.Help)
+	}
+}
+
+// providerValue lets the flag package set a provider's setting.
+type providerValue struct {
+	c *Config
+	s focusgate.Setting
+}
+
+func (p providerValue) String() string {
+	if p.c == nil {
+		return ""
+	}
+	return p.c.Value(p.s)
+}
+
+func (p providerValue) Set(v string) error {
+	p.c.Set(p.s, v)
+	return nil
 }
 
 // PrintSettings writes the flags of fs, then every setting with its
