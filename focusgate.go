@@ -152,6 +152,8 @@ const (
 	ReasonNotCached      Reason = "not-cached"       // an older page with no stored selection, left as it came
 	ReasonRelook         Reason = "re-look"          // the agent looked at the page it was just shown pruned again: sent whole
 	ReasonBypassModel    Reason = "bypass-model"     // the action model matches FOCUSGATE_BYPASS_MODELS
+	ReasonRetrieverLimit Reason = "retriever-limit"  // the request had made FOCUSGATE_RETRIEVER_MAX_CALLS retriever calls: later pages go out whole (as stubs in a rescue)
+	ReasonClientSigned   Reason = "client-signed"    // the client signed the request itself (AWS SigV4) and the gateway has no credentials to sign it again: sent byte for byte
 	ReasonHoldout        Reason = "holdout"          // the conversation is in the holdout (FOCUSGATE_HOLDOUT): sent whole from its first request to its last, for comparison
 )
 

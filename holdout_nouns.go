@@ -75,7 +75,7 @@ type UpstreamUsage struct {
 // request's arm before anything else is done to it; Record is told how each
 // step went.
 type HoldoutRecorder interface {
-	Assign(api API, body []byte) Ticket
+	Assign(req Request) Ticket
 	Record(t Ticket, s Step)
 }
 

@@ -22,6 +22,9 @@ type Request struct {
 	// .../models/{model}:generateContent, Bedrock's /model/{id}/invoke, an
 	// Azure deployment's model); "" reads it from the body.
 	Model string
+	// Aliases map the names the request's provider gives models (Azure's
+	// deployments) to model names, for the model the body names.
+	Aliases map[string]string
 	// Mode and Prompt override the pipeline's default mode and prompt
 	// variant when not empty; they are read with ParseMode and
 	// ParseVariant, and an unknown value skips the request (bad-header).
@@ -225,8 +228,8 @@ func (o Outcome) LogAttrs() []slog.Attr {
 	attrs := []slog.Attr{
 		slog.String("status", string(o.Status)),
 		slog.String("api", o.API.String()),
-		slog.String("provider", o.Provider),
 		slog.String("model", o.Model),
+		slog.String("provider", o.Provider),
 		slog.String("mode", string(o.Mode)),
 		slog.String("prompt", string(o.Variant)),
 		slog.Int("observations", len(o.Pages)),

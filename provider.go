@@ -458,10 +458,38 @@ func MatchRequest(r *http.Request) Match {
 	}
 	for _, p := range Providers {
 		if p.Claims != nil && p.Claims(r) {
-			return Match{Provider: p}
+			return Match{Provider: p, Vars: p.pathVars(r.URL.EscapedPath())}
 		}
 	}
 	return Match{Provider: DefaultProvider}
+}
+
+// pathVars are the variables that the start of a path its routes do not
+// take names, by the route that fits the most of its segments: a Vertex AI
+// request passing through names its location there too, which its host
+// depends on.
+func (p *Provider) pathVars(path string) Vars {
+	var best Vars
+	most := 0
+	for _, rt := range p.Routes {
+		var vars Vars
+		n := 0
+		pattern, rest := strings.TrimPrefix(rt.Pattern, "/"), strings.TrimPrefix(path, "/")
+		for pattern != "" && rest != "" {
+			pseg, prest, _ := strings.Cut(pattern, "/")
+			raw, rrest, _ := strings.Cut(rest, "/")
+			seg, err := url.PathUnescape(raw)
+			if err != nil || seg == "" || !matchSegment(pseg, seg, &vars) {
+				break
+			}
+			n++
+			pattern, rest = prest, rrest
+		}
+		if n > most {
+			best, most = vars, n
+		}
+	}
+	return best
 }
 
 // matchPattern says whether an escaped path fits pattern (see

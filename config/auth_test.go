@@ -36,7 +36,8 @@ func TestOpenRelayIsRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Addr, cfg.UpstreamAPIKey, cfg.ClientKeysFile, cfg.AllowUnauth = tt.addr, tt.upstreamKey, tt.keysFile, tt.allow
+		cfg.Addr, cfg.ClientKeysFile, cfg.AllowUnauth = tt.addr, tt.keysFile, tt.allow
+		cfg.Set(focusgate.OpenAIProvider.Key, tt.upstreamKey)
 		err = cfg.Validate()
 		if got := errors.Is(err, config.ErrOpenRelay); got != tt.refused {
 			t.Errorf("%+v: refused %v (%v), want %v", tt, got, err, tt.refused)
@@ -71,7 +72,8 @@ func TestURLCredentialsAreNeverPrinted(t *testing.T) {
 	}
 	for _, u := range urls {
 		cfg, _ := config.Load(getenv(nil))
-		cfg.UpstreamURL, cfg.RetrieverURL, cfg.RedisURL = u, u, u
+		cfg.RetrieverURL, cfg.RedisURL = u, u
+		cfg.Set(focusgate.OpenAIProvider.URL, u)
 		err := cfg.Validate()
 		if err == nil {
 			t.Errorf("%q accepted", config.RedactURL(u))
@@ -90,13 +92,16 @@ func TestURLCredentialsAreNeverPrinted(t *testing.T) {
 // address, and the refusal names it.
 func TestOpenRelayOfEveryProvider(t *testing.T) {
 	for _, p := range focusgate.Providers {
-		cfg, err := config.Load(getenv(map[string]string{config.Prefix + p.Settings.Key: "key-" + p.Name}))
+		if p.Key.Name == "" {
+			continue
+		}
+		cfg, err := config.Load(getenv(map[string]string{config.Prefix + p.Key.Name: "key-" + p.Name, "FOCUSGATE_AZURE_URL": "https://a.openai.azure.com"}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = cfg.Validate()
-		if !errors.Is(err, config.ErrOpenRelay) || !strings.Contains(err.Error(), config.Prefix+p.Settings.Key) {
-			t.Errorf("%s: %v, want an open relay refusal naming %s%s", p.Name, err, config.Prefix, p.Settings.Key)
+		if !errors.Is(err, config.ErrOpenRelay) || !strings.Contains(err.Error(), config.Prefix+p.Key.Name) {
+			t.Errorf("%s: %v, want an open relay refusal naming %s%s", p.Name, err, config.Prefix, p.Key.Name)
 		}
 	}
 }

@@ -27,48 +27,50 @@ const Prefix = "FOCUSGATE_"
 // (after Prefix), envDefault its default and help its one-line description;
 // the flag of a field is its variable name in lower case with dashes.
 type Config struct {
-	Addr               string            `env:"ADDR" envDefault:":8080" help:"listen address"`
-	ClientKeysFile     string            `env:"CLIENT_KEYS_FILE" help:"gateway keys, lines name:key or name:sha256:<hex>; when set, clients authenticate with one and the upstream key is used upstream (reloaded on SIGHUP and on change)"`
-	AllowUnauth        bool              `env:"ALLOW_UNAUTHENTICATED" envDefault:"false" help:"allow an upstream key without client keys on a non-loopback address (otherwise start-up is refused)"`
-	UpstreamTimeout    time.Duration     `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
-	RetrieverURL       string            `env:"RETRIEVER_URL" help:"base URL of one retriever for the requests of every provider, speaking the API of FOCUSGATE_RETRIEVER_API's provider with FOCUSGATE_RETRIEVER_MODEL (default: each request's own provider, with its retriever model)"`
-	RetrieverAPIKey    string            `env:"RETRIEVER_API_KEY" help:"key of the retriever at FOCUSGATE_RETRIEVER_URL (default: the key of FOCUSGATE_RETRIEVER_API's provider, else the client's own credential when the client speaks to that provider)"`
-	RetrieverAPI       string            `env:"RETRIEVER_API" envDefault:"openai" help:"the provider whose API FOCUSGATE_RETRIEVER_URL speaks: openai (chat completions), anthropic (Messages), gemini (generateContent), or a cloud (bedrock, vertex, azure), whose credentials it then gets"`
-	RetrieverTimeout   time.Duration     `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
-	MaxAnswerTokens    int               `env:"RETRIEVER_MAX_TOKENS" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
-	RetrieverHistory   bool              `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
-	Mode               focusgate.Mode    `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
-	Prompt             focusgate.Variant `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
-	MinTokens          int               `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
-	PruneAll           bool              `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
-	BypassModels       string            `env:"BYPASS_MODELS" help:"comma-separated glob patterns of action models never pruned, e.g. o3*,gpt-5*"`
-	RedisURL           string            `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
-	RedisCluster       bool              `env:"REDIS_CLUSTER" envDefault:"false" help:"FOCUSGATE_REDIS_URL names a Redis Cluster: seed nodes as redis://host:7000?addr=host:7001&addr=host:7002"`
-	RedisTimeout       time.Duration     `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
-	CacheTTL           time.Duration     `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
-	CacheMaxBytes      int64             `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
-	PageMemoBytes      int64             `env:"PAGE_MEMO_BYTES" envDefault:"67108864" help:"memory for what focusgate remembers of the pages it has seen (their decoded text, trees and token counts), so that a page sent again, as an older page of a conversation or in a cache hit, costs look-ups; 0 remembers nothing"`
-	MaxBodyBytes       int64             `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
-	InspectBudget      int64             `env:"INSPECT_BUDGET_BYTES" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
-	Prices             string            `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
-	PricesFile         string            `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
-	ContextWindows     string            `env:"CONTEXT_WINDOWS" help:"context windows overriding the built-in table, as JSON: {\"model\": tokens}; a request estimated over its model's window has every page pruned before it is sent"`
-	ContextWindowsFile string            `env:"CONTEXT_WINDOWS_FILE" help:"a JSON file of context windows, same shape as FOCUSGATE_CONTEXT_WINDOWS (applied first)"`
-	ExpectedReduction  float64           `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
-	SkipUneconomic     bool              `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
-	Holdout            float64           `env:"HOLDOUT" envDefault:"0" help:"share of conversations (0 to 1) sent whole from their first request to their last, for the per-arm comparison on the dashboard (X-Focusgate-Status: skipped; reason=holdout); they cost their full price"`
-	HoldoutKey         string            `env:"HOLDOUT_KEY" help:"key of the hash that puts conversations in arms, the same on every replica (default: a built-in constant; set one to draw a new split)"`
-	HoldoutIdle        time.Duration     `env:"HOLDOUT_IDLE" envDefault:"10m" help:"how long a conversation goes without a request before it counts as ended, for the holdout comparison"`
-	HoldoutMaxOpen     int               `env:"HOLDOUT_MAX_OPEN" envDefault:"100000" help:"cap on conversations accounted for at once; past it the one quiet longest counts as ended"`
-	UI                 bool              `env:"UI" envDefault:"true" help:"serve the dashboard at /ui (from loopback; elsewhere with FOCUSGATE_ADMIN_KEY)"`
-	UICapture          bool              `env:"UI_CAPTURE" envDefault:"false" help:"keep the page text of recent requests in memory for the dashboard's detail view"`
-	UIMaxRequests      int               `env:"UI_MAX_REQUESTS" envDefault:"1000" help:"how many recent requests the dashboard keeps in memory"`
-	UIMaxBytes         int64             `env:"UI_MAX_BYTES" envDefault:"33554432" help:"memory bound of the dashboard's recent requests, page text included"`
-	AdminKey           string            `env:"ADMIN_KEY" help:"key that opens the dashboard from addresses other than loopback (bearer token or sign-in form)"`
-	ShutdownDelay      time.Duration     `env:"SHUTDOWN_DELAY" envDefault:"5s" help:"on SIGTERM, how long /readyz reports draining while new connections are still accepted (part of the shutdown timeout)"`
-	ShutdownTimeout    time.Duration     `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
-	LogFormat          string            `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
-	LogLevel           string            `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
+	Addr                 string            `env:"ADDR" envDefault:":8080" help:"listen address"`
+	ClientKeysFile       string            `env:"CLIENT_KEYS_FILE" help:"gateway keys, lines name:key or name:sha256:<hex>; when set, clients authenticate with one and the upstream key is used upstream (reloaded on SIGHUP and on change)"`
+	AllowUnauth          bool              `env:"ALLOW_UNAUTHENTICATED" envDefault:"false" help:"allow an upstream key without client keys on a non-loopback address (otherwise start-up is refused)"`
+	UpstreamTimeout      time.Duration     `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
+	RetrieverURL         string            `env:"RETRIEVER_URL" help:"base URL of one retriever for the requests of every provider, speaking the API of FOCUSGATE_RETRIEVER_API's provider with FOCUSGATE_RETRIEVER_MODEL (default: each request's own provider, with its retriever model)"`
+	RetrieverAPIKey      string            `env:"RETRIEVER_API_KEY" help:"key of the retriever at FOCUSGATE_RETRIEVER_URL (default: the key of FOCUSGATE_RETRIEVER_API's provider, else the client's own credential when the client speaks to that provider)"`
+	RetrieverAPI         string            `env:"RETRIEVER_API" envDefault:"openai" help:"the provider whose API FOCUSGATE_RETRIEVER_URL speaks: openai (chat completions), anthropic (Messages), gemini (generateContent), or a cloud (bedrock, vertex, azure), whose credentials it then gets"`
+	RetrieverTimeout     time.Duration     `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
+	MaxAnswerTokens      int               `env:"RETRIEVER_MAX_TOKENS" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
+	RetrieverHistory     bool              `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
+	RetrieverMaxCalls    int               `env:"RETRIEVER_MAX_CALLS" envDefault:"16" help:"retriever calls one request may make; pages past it go out whole (as stubs in a context-window rescue), skipped with reason retriever-limit"`
+	RetrieverConcurrency int               `env:"RETRIEVER_CONCURRENCY" envDefault:"64" help:"retriever calls in flight at once across the gateway; a call waits for a place within its request's deadline"`
+	Mode                 focusgate.Mode    `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
+	Prompt               focusgate.Variant `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
+	MinTokens            int               `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
+	PruneAll             bool              `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
+	BypassModels         string            `env:"BYPASS_MODELS" help:"comma-separated glob patterns of action models never pruned, e.g. o3*,gpt-5*"`
+	RedisURL             string            `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
+	RedisCluster         bool              `env:"REDIS_CLUSTER" envDefault:"false" help:"FOCUSGATE_REDIS_URL names a Redis Cluster: seed nodes as redis://host:7000?addr=host:7001&addr=host:7002"`
+	RedisTimeout         time.Duration     `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
+	CacheTTL             time.Duration     `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
+	CacheMaxBytes        int64             `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
+	PageMemoBytes        int64             `env:"PAGE_MEMO_BYTES" envDefault:"67108864" help:"memory for what focusgate remembers of the pages it has seen (their decoded text, trees and token counts), so that a page sent again, as an older page of a conversation or in a cache hit, costs look-ups; 0 remembers nothing"`
+	MaxBodyBytes         int64             `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
+	InspectBudget        int64             `env:"INSPECT_BUDGET_BYTES" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
+	Prices               string            `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
+	PricesFile           string            `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
+	ContextWindows       string            `env:"CONTEXT_WINDOWS" help:"context windows overriding the built-in table, as JSON: {\"model\": tokens}; a request estimated over its model's window has every page pruned before it is sent"`
+	ContextWindowsFile   string            `env:"CONTEXT_WINDOWS_FILE" help:"a JSON file of context windows, same shape as FOCUSGATE_CONTEXT_WINDOWS (applied first)"`
+	ExpectedReduction    float64           `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
+	SkipUneconomic       bool              `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
+	Holdout              float64           `env:"HOLDOUT" envDefault:"0" help:"share of conversations (0 to 1) sent whole from their first request to their last, for the per-arm comparison on the dashboard (X-Focusgate-Status: skipped; reason=holdout); they cost their full price"`
+	HoldoutKey           string            `env:"HOLDOUT_KEY" help:"key of the hash that puts conversations in arms, the same on every replica (default: a built-in constant; set one to draw a new split)"`
+	HoldoutIdle          time.Duration     `env:"HOLDOUT_IDLE" envDefault:"10m" help:"how long a conversation goes without a request before it counts as ended, for the holdout comparison"`
+	HoldoutMaxOpen       int               `env:"HOLDOUT_MAX_OPEN" envDefault:"100000" help:"cap on conversations accounted for at once; past it the one quiet longest counts as ended"`
+	UI                   bool              `env:"UI" envDefault:"true" help:"serve the dashboard at /ui (from loopback; elsewhere with FOCUSGATE_ADMIN_KEY)"`
+	UICapture            bool              `env:"UI_CAPTURE" envDefault:"false" help:"keep the page text of recent requests in memory for the dashboard's detail view"`
+	UIMaxRequests        int               `env:"UI_MAX_REQUESTS" envDefault:"1000" help:"how many recent requests the dashboard keeps in memory"`
+	UIMaxBytes           int64             `env:"UI_MAX_BYTES" envDefault:"33554432" help:"memory bound of the dashboard's recent requests, page text included"`
+	AdminKey             string            `env:"ADMIN_KEY" help:"key that opens the dashboard from addresses other than loopback (bearer token or sign-in form)"`
+	ShutdownDelay        time.Duration     `env:"SHUTDOWN_DELAY" envDefault:"5s" help:"on SIGTERM, how long /readyz reports draining while new connections are still accepted (part of the shutdown timeout)"`
+	ShutdownTimeout      time.Duration     `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
+	LogFormat            string            `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
+	LogLevel             string            `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
 
 	// Providers holds the settings the providers declare
 	// (focusgate.Provider.Settings), by name after Prefix; Value reads
@@ -224,6 +226,12 @@ func (c Config) Validate() error {
 		if _, err := path.Match(p, ""); err != nil {
 			bad("BYPASS_MODELS", "pattern %q: %v", p, err)
 		}
+	}
+	if c.RetrieverMaxCalls <= 0 {
+		bad("RETRIEVER_MAX_CALLS", "must be positive, got %d", c.RetrieverMaxCalls)
+	}
+	if c.RetrieverConcurrency <= 0 {
+		bad("RETRIEVER_CONCURRENCY", "must be positive, got %d", c.RetrieverConcurrency)
 	}
 	if c.MaxAnswerTokens <= 0 {
 		bad("RETRIEVER_MAX_TOKENS", "must be positive, got %d", c.MaxAnswerTokens)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"flag"
 	"io"
+	"maps"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,47 +25,77 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.Config{
-		Addr:               ":8080",
-		UpstreamURL:        "https://api.openai.com/v1",
-		UpstreamTimeout:    10 * time.Minute,
-		RetrieverModel:     "gpt-4.1-mini",
-		RetrieverAPI:       "openai",
-		AnthropicURL:       "https://api.anthropic.com",
-		AnthropicRetriever: "claude-haiku-4-5",
-		GeminiURL:          "https://generativelanguage.googleapis.com",
-		GeminiRetriever:    "gemini-2.5-flash-lite",
-		RetrieverTimeout:   20 * time.Second,
-		MaxAnswerTokens:    4096,
-		RetrieverHistory:   true,
-		Mode:               "remove",
-		Prompt:             "line",
-		MinTokens:          1000,
-		CacheTTL:           24 * time.Hour,
-		CacheMaxBytes:      64 << 20,
-		PageMemoBytes:      64 << 20,
-		RedisTimeout:       50 * time.Millisecond,
-		MaxBodyBytes:       32 << 20,
-		InspectBudget:      64 << 20,
-		ExpectedReduction:  0.5,
-		SkipUneconomic:     true,
-		HoldoutIdle:        10 * time.Minute,
-		HoldoutMaxOpen:     100000,
-		UI:                 true,
-		UIMaxRequests:      1000,
-		UIMaxBytes:         32 << 20,
-		ShutdownDelay:      5 * time.Second,
-		ShutdownTimeout:    30 * time.Second,
-		LogFormat:          "text",
-		LogLevel:           "info",
+		Addr:                 ":8080",
+		UpstreamTimeout:      10 * time.Minute,
+		RetrieverAPI:         "openai",
+		RetrieverTimeout:     20 * time.Second,
+		RetrieverMaxCalls:    16,
+		RetrieverConcurrency: 64,
+		MaxAnswerTokens:      4096,
+		RetrieverHistory:     true,
+		Mode:                 "remove",
+		Prompt:               "line",
+		MinTokens:            1000,
+		CacheTTL:             24 * time.Hour,
+		CacheMaxBytes:        64 << 20,
+		PageMemoBytes:        64 << 20,
+		RedisTimeout:         50 * time.Millisecond,
+		MaxBodyBytes:         32 << 20,
+		InspectBudget:        64 << 20,
+		ExpectedReduction:    0.5,
+		SkipUneconomic:       true,
+		HoldoutIdle:          10 * time.Minute,
+		HoldoutMaxOpen:       100000,
+		UI:                   true,
+		UIMaxRequests:        1000,
+		UIMaxBytes:           32 << 20,
+		ShutdownDelay:        5 * time.Second,
+		ShutdownTimeout:      30 * time.Second,
+		LogFormat:            "text",
+		LogLevel:             "info",
 	}
-	if cfg != want {
+	providers := cfg.Providers
+	cfg.Providers = nil
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
 	}
+	for name, v := range map[string]string{
+		"UPSTREAM_URL": "https://api.openai.com/v1", "RETRIEVER_MODEL": "gpt-4.1-mini",
+		"ANTHROPIC_URL": "https://api.anthropic.com", "ANTHROPIC_RETRIEVER_MODEL": "claude-haiku-4-5",
+		"GEMINI_URL": "https://generativelanguage.googleapis.com", "GEMINI_RETRIEVER_MODEL": "gemini-2.5-flash-lite",
+		"BEDROCK_URL": "https://bedrock-runtime.{region}.amazonaws.com", "BEDROCK_RETRIEVER_MODEL": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+		"VERTEX_URL": "https://{location}-aiplatform.googleapis.com", "VERTEX_RETRIEVER_MODEL": "claude-haiku-4-5@20251001",
+		"AZURE_URL": "", "AZURE_RETRIEVER_DEPLOYMENT": "gpt-4.1-mini", "UPSTREAM_API_KEY": "",
+	} {
+		if got, ok := providers[name]; !ok || got != v {
+			t.Errorf("FOCUSGATE_%s defaults to %q (set: %v), want %q", name, got, ok, v)
+		}
+	}
+	cfg.Providers = providers
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("defaults do not validate: %v", err)
 	}
-	if got := cfg.RetrieverFor(focusgate.APIChat).URL; got != cfg.UpstreamURL {
+	if got := cfg.RetrieverFor(&focusgate.OpenAIProvider, focusgate.APIChat).URL; got != "https://api.openai.com/v1" {
 		t.Errorf("retriever URL defaults to %q, want the upstream's", got)
+	}
+}
+
+// Bedrock's region comes from the environment the AWS SDKs read.
+func TestBedrockRegion(t *testing.T) {
+	for env, want := range map[[2]string]string{
+		{"us-west-2", ""}:           "https://bedrock-runtime.us-west-2.amazonaws.com",
+		{"", "eu-central-1"}:        "https://bedrock-runtime.eu-central-1.amazonaws.com",
+		{"ap-south-1", "us-east-1"}: "https://bedrock-runtime.ap-south-1.amazonaws.com",
+		{"", ""}:                    "https://bedrock-runtime.{region}.amazonaws.com",
+		{"evil.com/x", ""}:          "https://bedrock-runtime.{region}.amazonaws.com",
+	} {
+		cfg, err := config.Load(getenv(map[string]string{"AWS_REGION": env[0], "AWS_DEFAULT_REGION": env[1]}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Upstream(&focusgate.BedrockProvider).URL; got != want {
+			t.Errorf("AWS_REGION=%q AWS_DEFAULT_REGION=%q: %q, want %q", env[0], env[1], got, want)
+		}
 	}
 }
 
@@ -81,12 +113,12 @@ func TestLoadEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != "127.0.0.1:9000" || cfg.UpstreamURL != "http://localhost:11434/v1" ||
+	if cfg.Addr != "127.0.0.1:9000" || cfg.Value(focusgate.OpenAIProvider.URL) != "http://localhost:11434/v1" ||
 		cfg.RetrieverTimeout != 1500*time.Millisecond || cfg.Mode != "stubs" || cfg.MinTokens != 0 ||
 		!cfg.PruneAll || cfg.MaxBodyBytes != 1024 {
 		t.Errorf("environment not applied: %+v", cfg)
 	}
-	if got := cfg.RetrieverFor(focusgate.APIChat).Key; got != "sk-up" {
+	if got := cfg.RetrieverFor(&focusgate.OpenAIProvider, focusgate.APIChat).Key; got != "sk-up" {
 		t.Errorf("retriever key falls back to %q, want the upstream key", got)
 	}
 }
@@ -117,7 +149,10 @@ func TestValidate(t *testing.T) {
 		change func(*config.Config)
 		want   []string // every variable the error must name
 	}{
-		{"relative upstream", func(c *config.Config) { c.UpstreamURL = "/v1" }, []string{"FOCUSGATE_UPSTREAM_URL"}},
+		{"relative upstream", func(c *config.Config) { c.Set(focusgate.OpenAIProvider.URL, "/v1") }, []string{"FOCUSGATE_UPSTREAM_URL"}},
+		{"Vertex URL without a host", func(c *config.Config) { c.Set(focusgate.VertexProvider.URL, "https:///{location}") }, []string{"FOCUSGATE_VERTEX_URL"}},
+		{"bad Azure deployments", func(c *config.Config) { c.Set(focusgate.AzureProvider.Models, "prod") }, []string{"FOCUSGATE_AZURE_DEPLOYMENTS"}},
+		{"empty Bedrock retriever", func(c *config.Config) { c.Set(focusgate.BedrockProvider.Retrievers[0].Model, " ") }, []string{"FOCUSGATE_BEDROCK_RETRIEVER_MODEL"}},
 		{"ftp retriever", func(c *config.Config) { c.RetrieverURL = "ftp://host/v1" }, []string{"FOCUSGATE_RETRIEVER_URL"}},
 		{"unknown mode", func(c *config.Config) { c.Mode = "shrink" }, []string{"FOCUSGATE_MODE"}},
 		{"unknown prompt", func(c *config.Config) { c.Prompt = "gentle" }, []string{"FOCUSGATE_PROMPT"}},
@@ -138,7 +173,7 @@ func TestValidate(t *testing.T) {
 		{
 			"every problem at once",
 			func(c *config.Config) {
-				c.UpstreamURL = "nope"
+				c.Set(focusgate.OpenAIProvider.URL, "nope")
 				c.Mode = "x"
 				c.CacheTTL = -time.Second
 				c.MinTokens = -1
@@ -149,6 +184,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := valid
+			cfg.Providers = maps.Clone(valid.Providers)
 			tt.change(&cfg)
 			err := cfg.Validate()
 			if err == nil {
@@ -259,7 +295,8 @@ func TestModesAndPromptsReadLikeHeaders(t *testing.T) {
 	}
 }
 
-// The retriever of each API, as the README's configuration table says.
+// The retriever of each provider and API, as the README's configuration
+// table says.
 func TestRetrieverFor(t *testing.T) {
 	base := func(env map[string]string) config.Config {
 		cfg, err := config.Load(getenv(env))
@@ -268,37 +305,51 @@ func TestRetrieverFor(t *testing.T) {
 		}
 		return cfg
 	}
+	openai, anthropic, gemini := &focusgate.OpenAIProvider, &focusgate.AnthropicProvider, &focusgate.GeminiProvider
+	bedrock, vertex, azure := &focusgate.BedrockProvider, &focusgate.VertexProvider, &focusgate.AzureProvider
 	tests := []struct {
-		name string
-		env  map[string]string
-		api  focusgate.API
-		want config.Retriever
+		name     string
+		env      map[string]string
+		provider *focusgate.Provider
+		api      focusgate.API
+		want     config.Retriever // Spec is the provider's retriever for the API it names
+		on       *focusgate.Provider
 	}{
-		{"chat, defaults", nil, focusgate.APIChat,
-			config.Retriever{API: "openai", URL: "https://api.openai.com/v1", Model: "gpt-4.1-mini", ClientKey: true}},
-		{"messages, only an Anthropic key", map[string]string{"FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.APIMessages,
-			config.Retriever{API: "anthropic", URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", Key: "sk-ant", ClientKey: true}},
-		{"messages, the client's own credential", nil, focusgate.APIMessages,
-			config.Retriever{API: "anthropic", URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", ClientKey: true}},
-		{"messages through an OpenAI retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://r/v1", "FOCUSGATE_UPSTREAM_API_KEY": "sk-up"}, focusgate.APIMessages,
-			config.Retriever{API: "openai", URL: "http://r/v1", Model: "gpt-4.1-mini", Key: "sk-up"}},
-		{"chat through an Anthropic retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://claude", "FOCUSGATE_RETRIEVER_API": "anthropic", "FOCUSGATE_RETRIEVER_MODEL": "claude-haiku-4-5", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.APIChat,
-			config.Retriever{API: "anthropic", URL: "http://claude", Model: "claude-haiku-4-5", Key: "sk-ant"}},
-		{"the retriever's own key first", map[string]string{"FOCUSGATE_RETRIEVER_API_KEY": "sk-r", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, focusgate.APIMessages,
-			config.Retriever{API: "anthropic", URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", Key: "sk-r", ClientKey: true}},
-		{"gemini, defaults: the client's own Gemini key", nil, focusgate.APIGemini,
-			config.Retriever{API: "gemini", URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash-lite", ClientKey: true}},
-		{"gemini, only a Gemini key", map[string]string{"FOCUSGATE_GEMINI_API_KEY": "AIza-up", "FOCUSGATE_GEMINI_RETRIEVER_MODEL": "gemini-2.5-flash"}, focusgate.APIGemini,
-			config.Retriever{API: "gemini", URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash", Key: "AIza-up", ClientKey: true}},
-		{"gemini, the retriever's own key first", map[string]string{"FOCUSGATE_RETRIEVER_API_KEY": "sk-r", "FOCUSGATE_GEMINI_API_KEY": "AIza-up"}, focusgate.APIGemini,
-			config.Retriever{API: "gemini", URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash-lite", Key: "sk-r", ClientKey: true}},
-		{"chat through a Gemini retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://gemini", "FOCUSGATE_RETRIEVER_API": "gemini", "FOCUSGATE_RETRIEVER_MODEL": "gemini-2.5-flash-lite", "FOCUSGATE_GEMINI_API_KEY": "AIza-up"}, focusgate.APIResponses,
-			config.Retriever{API: "gemini", URL: "http://gemini", Model: "gemini-2.5-flash-lite", Key: "AIza-up"}},
+		{"chat, defaults", nil, openai, focusgate.APIChat,
+			config.Retriever{URL: "https://api.openai.com/v1", Model: "gpt-4.1-mini", ClientKey: true}, openai},
+		{"messages, only an Anthropic key", map[string]string{"FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, anthropic, focusgate.APIMessages,
+			config.Retriever{URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", Key: "sk-ant", ClientKey: true}, anthropic},
+		{"messages, the client's own credential", nil, anthropic, focusgate.APIMessages,
+			config.Retriever{URL: "https://api.anthropic.com", Model: "claude-haiku-4-5", ClientKey: true}, anthropic},
+		{"messages through an OpenAI retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://r/v1", "FOCUSGATE_UPSTREAM_API_KEY": "sk-up"}, anthropic, focusgate.APIMessages,
+			config.Retriever{URL: "http://r/v1", Model: "gpt-4.1-mini", Key: "sk-up"}, openai},
+		{"chat through an Anthropic retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://claude", "FOCUSGATE_RETRIEVER_API": "anthropic", "FOCUSGATE_RETRIEVER_MODEL": "claude-haiku-4-5", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, openai, focusgate.APIChat,
+			config.Retriever{URL: "http://claude", Model: "claude-haiku-4-5", Key: "sk-ant"}, anthropic},
+		{"the retriever's own key at its URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://claude", "FOCUSGATE_RETRIEVER_API": "anthropic", "FOCUSGATE_RETRIEVER_API_KEY": "sk-r", "FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant"}, anthropic, focusgate.APIMessages,
+			config.Retriever{URL: "http://claude", Model: "gpt-4.1-mini", Key: "sk-r", ClientKey: true}, anthropic},
+		{"gemini, defaults: the client's own Gemini key", nil, gemini, focusgate.APIGemini,
+			config.Retriever{URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash-lite", ClientKey: true}, gemini},
+		{"gemini, only a Gemini key", map[string]string{"FOCUSGATE_GEMINI_API_KEY": "AIza-up", "FOCUSGATE_GEMINI_RETRIEVER_MODEL": "gemini-2.5-flash"}, gemini, focusgate.APIGemini,
+			config.Retriever{URL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash", Key: "AIza-up", ClientKey: true}, gemini},
+		{"chat through a Gemini retriever URL", map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://gemini", "FOCUSGATE_RETRIEVER_API": "gemini", "FOCUSGATE_RETRIEVER_MODEL": "gemini-2.5-flash-lite", "FOCUSGATE_GEMINI_API_KEY": "AIza-up"}, openai, focusgate.APIResponses,
+			config.Retriever{URL: "http://gemini", Model: "gemini-2.5-flash-lite", Key: "AIza-up"}, gemini},
+		{"bedrock invoke: Claude on Bedrock", map[string]string{"AWS_REGION": "us-east-1"}, bedrock, focusgate.APIMessages,
+			config.Retriever{URL: "https://bedrock-runtime.us-east-1.amazonaws.com", Model: "us.anthropic.claude-haiku-4-5-20251001-v1:0", ClientKey: true}, bedrock},
+		{"bedrock converse: Claude on Bedrock through invoke", map[string]string{"AWS_REGION": "us-east-1", "FOCUSGATE_BEDROCK_API_KEY": "bedrock-key"}, bedrock, focusgate.APIConverse,
+			config.Retriever{URL: "https://bedrock-runtime.us-east-1.amazonaws.com", Model: "us.anthropic.claude-haiku-4-5-20251001-v1:0", Key: "bedrock-key", ClientKey: true}, bedrock},
+		{"vertex messages: Claude on Vertex AI", nil, vertex, focusgate.APIMessages,
+			config.Retriever{URL: "https://{location}-aiplatform.googleapis.com", Model: "claude-haiku-4-5@20251001", ClientKey: true}, vertex},
+		{"vertex gemini: the Gemini retriever model on Vertex AI", map[string]string{"FOCUSGATE_GEMINI_RETRIEVER_MODEL": "gemini-2.5-flash"}, vertex, focusgate.APIGemini,
+			config.Retriever{URL: "https://{location}-aiplatform.googleapis.com", Model: "gemini-2.5-flash", ClientKey: true}, vertex},
+		{"azure: a deployment on the same resource", map[string]string{"FOCUSGATE_AZURE_URL": "https://acme.openai.azure.com", "FOCUSGATE_AZURE_API_KEY": "az"}, azure, focusgate.APIResponses,
+			config.Retriever{URL: "https://acme.openai.azure.com", Model: "gpt-4.1-mini", Key: "az", ClientKey: true}, azure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := base(tt.env).RetrieverFor(tt.api); got != tt.want {
-				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			want := tt.want
+			want.Provider, want.Spec = tt.on, tt.on.RetrieverFor(tt.api)
+			if got := base(tt.env).RetrieverFor(tt.provider, tt.api); !reflect.DeepEqual(got, want) {
+				t.Errorf("got %+v\nwant %+v", got, want)
 			}
 		})
 	}
@@ -309,25 +360,37 @@ func TestRetrieverFor(t *testing.T) {
 }
 
 // A client's credential goes only to a retriever of the provider the client
-// speaks to: for every pair of client API and retriever API, with no key
-// configured, the client's key may serve exactly when the two are the same
-// provider's.
+// speaks to: for every route of every provider, and every provider a
+// retriever URL may be said to speak, with no key configured, the client's
+// credential may serve exactly when the two are the same provider. The same
+// API served by two providers (Azure's chat and OpenAI's, Bedrock's
+// Messages and Anthropic's) makes no difference.
 func TestClientCredentialsNeverCrossProviders(t *testing.T) {
-	for _, api := range focusgate.APIs {
-		for _, p := range focusgate.Providers {
-			t.Run(api.String()+" to "+p.Name, func(t *testing.T) {
-				cfg, err := config.Load(getenv(map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://retriever", "FOCUSGATE_RETRIEVER_API": p.Name}))
-				if err != nil {
-					t.Fatal(err)
+	for _, client := range focusgate.Providers {
+		for _, rt := range client.Routes {
+			t.Run(client.Name+" "+rt.Pattern, func(t *testing.T) {
+				own := base(t, nil).RetrieverFor(client, rt.API)
+				if own.Provider != client || own.Key != "" || !own.ClientKey {
+					t.Errorf("own retriever %+v: want %s's, no key, the client's credential allowed", own, client.Name)
 				}
-				r := cfg.RetrieverFor(api)
-				same := focusgate.ProviderOf(api) == p
-				if r.API != p.Name || r.Key != "" || r.ClientKey != same {
-					t.Errorf("retriever %+v; want API %s, no key, client key allowed: %v", r, p.Name, same)
+				for _, p := range focusgate.Providers {
+					r := base(t, map[string]string{"FOCUSGATE_RETRIEVER_URL": "http://retriever", "FOCUSGATE_RETRIEVER_API": p.Name}).RetrieverFor(client, rt.API)
+					if r.Provider != p || r.Key != "" || r.ClientKey != (p == client) {
+						t.Errorf("retriever at a URL speaking %s: %+v; want no key, client credential allowed: %v", p.Name, r, p == client)
+					}
 				}
 			})
 		}
 	}
+}
+
+func base(t *testing.T, env map[string]string) config.Config {
+	t.Helper()
+	cfg, err := config.Load(getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // Each provider's settings are the variables its declaration names, with
@@ -338,20 +401,26 @@ func TestSettingsFollowTheDeclarations(t *testing.T) {
 		defaults[s.Env] = s.Default
 	}
 	for _, p := range focusgate.Providers {
-		set := p.Settings
-		for name, want := range map[string]string{set.URL: set.DefaultURL, set.Key: "", set.RetrieverModel: set.DefaultRetrieverModel} {
-			got, ok := defaults[config.Prefix+name]
-			if !ok || got != want {
-				t.Errorf("%s: %s%s defaults to %q (declared: %v), want %q", p.Name, config.Prefix, name, got, ok, want)
+		env := map[string]string{}
+		for _, set := range p.Settings() {
+			got, ok := defaults[config.Prefix+set.Name]
+			if !ok || got != set.Default {
+				t.Errorf("%s: %s%s defaults to %q (declared: %v), want %q", p.Name, config.Prefix, set.Name, got, ok, set.Default)
 			}
+			env[config.Prefix+set.Name] = "http://" + p.Name
 		}
-		cfg, err := config.Load(getenv(map[string]string{
-			config.Prefix + set.URL: "http://" + p.Name, config.Prefix + set.Key: "key-" + p.Name, config.Prefix + set.RetrieverModel: "model-" + p.Name,
-		}))
-		if err != nil {
-			t.Fatal(err)
+		if p.Key.Name != "" {
+			env[config.Prefix+p.Key.Name] = "key-" + p.Name
 		}
-		if got, want := cfg.Upstream(p), (config.Upstream{URL: "http://" + p.Name, APIKey: "key-" + p.Name, RetrieverModel: "model-" + p.Name}); got != want {
+		if p.Models.Name != "" {
+			env[config.Prefix+p.Models.Name] = "d=m"
+		}
+		cfg := base(t, env)
+		want := config.Upstream{URL: "http://" + p.Name}
+		if p.Key.Name != "" {
+			want.Key = "key-" + p.Name
+		}
+		if got := cfg.Upstream(p); got.URL != want.URL || got.Key != want.Key || (p.Models.Name != "" && got.Models["d"] != "m") {
 			t.Errorf("%s: Upstream %+v, want %+v", p.Name, got, want)
 		}
 	}
@@ -360,16 +429,15 @@ func TestSettingsFollowTheDeclarations(t *testing.T) {
 // The command-line tools take a provider's key from the user's own variable
 // only where the configuration has none, and each provider's from its own.
 func TestWithUserKeys(t *testing.T) {
-	cfg, err := config.Load(getenv(map[string]string{"FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant-configured"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := getenv(map[string]string{"OPENAI_API_KEY": "sk-user", "ANTHROPIC_API_KEY": "sk-ant-user", "GEMINI_API_KEY": "AIza-user"})
+	cfg := base(t, map[string]string{"FOCUSGATE_ANTHROPIC_API_KEY": "sk-ant-configured"})
+	user := getenv(map[string]string{"OPENAI_API_KEY": "sk-user", "ANTHROPIC_API_KEY": "sk-ant-user", "GEMINI_API_KEY": "AIza-user", "AZURE_OPENAI_API_KEY": "az-user"})
 	got := cfg.WithUserKeys(user)
-	if got.UpstreamAPIKey != "sk-user" || got.AnthropicAPIKey != "sk-ant-configured" || got.GeminiAPIKey != "AIza-user" {
-		t.Errorf("keys openai %q anthropic %q gemini %q: want the user's where none is configured", got.UpstreamAPIKey, got.AnthropicAPIKey, got.GeminiAPIKey)
+	key := func(c config.Config, p *focusgate.Provider) string { return c.Upstream(p).Key }
+	if key(got, &focusgate.OpenAIProvider) != "sk-user" || key(got, &focusgate.AnthropicProvider) != "sk-ant-configured" ||
+		key(got, &focusgate.GeminiProvider) != "AIza-user" || key(got, &focusgate.AzureProvider) != "az-user" {
+		t.Errorf("keys: want the user's where none is configured: %+v", got.Providers)
 	}
-	if cfg.UpstreamAPIKey != "" {
+	if key(cfg, &focusgate.OpenAIProvider) != "" {
 		t.Error("WithUserKeys changed the configuration it was called on")
 	}
 }

@@ -116,18 +116,23 @@ func New(opts Options) *Holdout {
 	return h
 }
 
-// Assign says which conversation a request body of api belongs to, and in
-// which arm it is. It reads only the body and the key, so that every replica
-// with the same key decides the same.
-func (h *Holdout) Assign(api focusgate.API, body []byte) focusgate.Ticket {
-	key, ok := conversationKey(api, body)
+// Assign says which conversation a request belongs to, and in which arm it
+// is. It reads only the body and the key, so that every replica with the
+// same key decides the same.
+func (h *Holdout) Assign(req focusgate.Request) focusgate.Ticket {
+	key, ok := conversationKey(req.API, req.Body)
 	if !ok {
 		return focusgate.Ticket{}
 	}
 	m := hmac.New(sha256.New, h.mac)
 	m.Write([]byte(key))
 	sum := m.Sum(nil)
-	t := focusgate.Ticket{OK: true, Model: gjson.GetBytes(body, "model").String()}
+	// The model the path names (Gemini's, the clouds') is the model.
+	model := req.Model
+	if model == "" {
+		model = gjson.GetBytes(req.Body, "model").String()
+	}
+	t := focusgate.Ticket{OK: true, Model: model}
 	copy(t.ID[:], sum)
 	if binary.BigEndian.Uint64(sum[16:24]) < h.threshold {
 		t.Arm = focusgate.ArmHoldout

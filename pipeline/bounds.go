@@ -36,6 +36,13 @@ func (p *Pipeline) Rewrite(ctx context.Context, req focusgate.Request) ([]byte, 
 		body, out = p.rewriteBounded(ctx, req)
 	}
 	out.API = req.API
+	out.Provider = focusgate.DefaultProvider.Name
+	if req.Provider != nil {
+		out.Provider = req.Provider.Name
+	}
+	if out.Model == "" {
+		out.Model = req.Model
+	}
 	return body, out
 }
 

@@ -30,9 +30,11 @@ func TestClientKeyReachesOnlyARetrieverOfTheClientsProvider(t *testing.T) {
 			t.Cleanup(srv.Close)
 			pr := retrieverPruner(&retriever{URL: srv.URL + "/v1"}, "gpt-4.1-mini", cache.NewMemory(1<<20, time.Hour))
 			p := retrieverPipeline(pr, func(o *pipeline.Options) {
-				o.ByAPI = map[focusgate.API]pipeline.Retrieval{focusgate.APIChat: {Pruner: pr, RetrieverModel: "gpt-4.1-mini", ClientKey: clientKey}}
+				o.Retrievals = map[pipeline.RetrievalKey]pipeline.Retrieval{
+					{Provider: "openai", API: focusgate.APIChat}: {Pruner: pr, RetrieverModel: "gpt-4.1-mini", ClientKey: clientKey},
+				}
 			})
-			_, out := rewrite(p, focusgate.Request{API: focusgate.APIChat, Body: body, Credential: "sk-client-own"})
+			_, out := rewrite(p, focusgate.Request{API: focusgate.APIChat, Provider: &focusgate.OpenAIProvider, Body: body, Credential: ownKey("sk-client-own")})
 			if out.Status != focusgate.StatusFailedOpen || out.Reason != focusgate.ReasonRetrieverHTTP4xx {
 				t.Fatalf("%s %s, want failed-open retriever-http-4xx", out.Status, out.Reason)
 			}

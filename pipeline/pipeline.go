@@ -39,13 +39,16 @@ var _ Pruner = (*prune.Pruner)(nil)
 // Options configure a Pipeline. Pruner is required; the rest have defaults.
 type Options struct {
 	// Pruner prunes observations, with the retriever named RetrieverModel
-	// (whose price is the cost side of the savings), for every API that
-	// ByAPI does not name; the client's own credential never serves it
-	// (ByAPI says which retrievals speak the client's provider).
+	// (whose price is the cost side of the savings), for every provider and
+	// API that Retrievals does not name; the client's own credential never
+	// serves it.
 	Pruner Pruner
-	// ByAPI prunes the requests of some APIs with another retriever: the
-	// Anthropic Messages API's with Claude, say.
-	ByAPI map[focusgate.API]Retrieval
+	// Retrievals prune the requests of each provider and API with its own
+	// retriever: Bedrock's Messages requests with Claude on Bedrock, say.
+	Retrievals map[RetrievalKey]Retrieval
+	// MaxCalls bounds the retriever calls one request may make (0: no
+	// bound); pages past it go out as they came, or as stubs in a rescue.
+	MaxCalls int
 	// Finder finds the observations of a body and remembers the pages it
 	// has seen; nil finds them every time anew.
 	Finder *detect.Finder
@@ -85,12 +88,18 @@ type Options struct {
 	Logger            *slog.Logger
 }
 
-// Retrieval is what prunes the requests of one API.
+// RetrievalKey names the requests of one API sent to one provider.
+type RetrievalKey struct {
+	Provider string // focusgate.Provider.Name
+	API      focusgate.API
+}
+
+// Retrieval is what prunes the requests of one API of one provider.
 type Retrieval struct {
 	Pruner         Pruner
 	RetrieverModel string // its price is the cost side of the savings
 	// ClientKey says the client's own credential may be handed to the
-	// retriever (it speaks the provider's API the client speaks).
+	// retriever: it is called on the provider the client speaks to.
 	ClientKey bool
 }
 
@@ -106,7 +115,8 @@ type Pipeline struct {
 	stopping context.Context
 	stop     context.CancelCauseFunc
 
-	retrievals map[focusgate.API]retrieval
+	retrievals map[RetrievalKey]retrieval
+	fallback   retrieval
 }
 
 var _ focusgate.Rewriter = (*Pipeline)(nil)
@@ -141,16 +151,28 @@ func New(opts Options) *Pipeline {
 		p.inspecting = budget.New(opts.InspectBudgetBytes)
 	}
 	p.stopping, p.stop = context.WithCancelCause(context.Background())
-	p.retrievals = map[focusgate.API]retrieval{}
-	for _, api := range focusgate.APIs {
-		r, ok := opts.ByAPI[api]
-		if !ok {
-			r = Retrieval{Pruner: opts.Pruner, RetrieverModel: opts.RetrieverModel}
-		}
-		price, priced := opts.Prices.Lookup(r.RetrieverModel)
-		p.retrievals[api] = retrieval{Retrieval: r, price: price, priced: priced}
+	priced := func(r Retrieval) retrieval {
+		price, ok := opts.Prices.Lookup(r.RetrieverModel)
+		return retrieval{Retrieval: r, price: price, priced: ok}
 	}
+	p.retrievals = map[RetrievalKey]retrieval{}
+	for k, r := range opts.Retrievals {
+		p.retrievals[k] = priced(r)
+	}
+	p.fallback = priced(Retrieval{Pruner: opts.Pruner, RetrieverModel: opts.RetrieverModel})
 	return p
+}
+
+// retrievalFor is what prunes req: its provider's retrieval for its API.
+func (p *Pipeline) retrievalFor(req focusgate.Request) retrieval {
+	provider := req.Provider
+	if provider == nil {
+		provider = focusgate.DefaultProvider
+	}
+	if r, ok := p.retrievals[RetrievalKey{provider.Name, req.API}]; ok {
+		return r
+	}
+	return p.fallback
 }
 
 // errShutdown ends the inspections still running once the pipeline stops

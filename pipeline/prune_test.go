@@ -21,7 +21,7 @@ func TestPrunedBodyDiffersOnlyInsideTheTree(t *testing.T) {
 	body := readFile(t, laptopRequest)
 	obs := onlyObservation(t, body)
 
-	sent, out := rewrite(p, focusgate.Request{API: focusgate.APIChat, Body: body, Credential: "sk-client"})
+	sent, out := rewrite(p, focusgate.Request{API: focusgate.APIChat, Body: body, Credential: ownKey("sk-client")})
 	if out.Status != focusgate.StatusPruned {
 		t.Fatalf("%s %s, want pruned", out.Status, out.Reason)
 	}
@@ -118,7 +118,7 @@ func TestRetrieverFailuresFailOpen(t *testing.T) {
 					r.Timeout = 300 * time.Millisecond
 				}
 			})
-			got, out := rewrite(retrieverPipeline(pr), focusgate.Request{API: focusgate.APIChat, Body: body, Credential: "sk-client"})
+			got, out := rewrite(retrieverPipeline(pr), focusgate.Request{API: focusgate.APIChat, Body: body, Credential: ownKey("sk-client")})
 			if out.Status != focusgate.StatusFailedOpen || out.Reason != tt.reason {
 				t.Errorf("%s %s, want failed-open %s", out.Status, out.Reason, tt.reason)
 			}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"path"
-	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
@@ -30,7 +30,9 @@ type plan struct {
 	variant     focusgate.Variant
 	obs         []detect.Observation
 	model       string
-	credential  string
+	credential  focusgate.ClientCredential
+	vars        focusgate.Vars
+	calls       *prune.Calls
 	actionPrice focusgate.Price
 	priced      bool // both the action model and the retriever have a price
 	rescue      bool // every page is pruned: see Request.Rescue
@@ -41,30 +43,36 @@ type plan struct {
 // what detection needs on tab. It returns false, with the outcome to report,
 // when there is nothing to prune.
 func (p *Pipeline) plan(ctx context.Context, req focusgate.Request, tab *budget.Tab) (plan, focusgate.Outcome, bool) {
-	pl := plan{api: req.API, retrieval: p.retrievals[req.API], mode: p.opts.Mode, variant: p.opts.Variant,
-		rescue: req.Rescue && !req.Sizing, sizing: req.Sizing}
+	pl := plan{api: req.API, retrieval: p.retrievalFor(req), mode: p.opts.Mode, variant: p.opts.Variant,
+		rescue: req.Rescue && !req.Sizing, sizing: req.Sizing, vars: req.Vars, calls: prune.NewCalls(p.opts.MaxCalls)}
 	if req.Holdout {
 		return pl, p.heldOut(req, tab), false
 	}
 	if pl.retrieval.ClientKey {
 		pl.credential = req.Credential
 	}
+	// A request skipped before detection reads its model is reported with
+	// the model its body names first, which costs a short scan.
+	quickModel := func(out focusgate.Outcome) focusgate.Outcome {
+		out.Model = modelOf(req, detect.FirstModel(req.Body))
+		return out
+	}
 	if req.Mode != "" {
 		m, err := focusgate.ParseMode(req.Mode)
 		if err != nil {
-			return pl, skipped(focusgate.ReasonBadHeader), false
+			return pl, quickModel(skipped(focusgate.ReasonBadHeader)), false
 		}
 		pl.mode = m
 	}
 	if req.Prompt != "" {
 		v, err := focusgate.ParseVariant(req.Prompt)
 		if err != nil {
-			return pl, skipped(focusgate.ReasonBadHeader), false
+			return pl, quickModel(skipped(focusgate.ReasonBadHeader)), false
 		}
 		pl.variant = v
 	}
 	if pl.mode == focusgate.ModeOff {
-		return pl, skipped(focusgate.ReasonModeOff), false
+		return pl, quickModel(skipped(focusgate.ReasonModeOff)), false
 	}
 	body := req.Body
 	// The model decides whether the request is pruned at all (a bypassed or
@@ -78,11 +86,13 @@ func (p *Pipeline) plan(ctx context.Context, req focusgate.Request, tab *budget.
 	if checked {
 		first := req.Model
 		if first == "" {
-			first = detect.FirstModel(body)
+			first = modelOf(req, detect.FirstModel(body))
 		}
 		if reason, skip := p.skipModel(&pl, first); skip {
-			if req.Model != "" || detect.Model(body) == pl.model {
-				return pl, skipped(reason), false
+			if req.Model != "" || modelOf(req, detect.Model(body)) == pl.model {
+				out := skipped(reason)
+				out.Model = pl.model
+				return pl, out, false
 			}
 		}
 	}
@@ -104,23 +114,26 @@ func (p *Pipeline) plan(ctx context.Context, req focusgate.Request, tab *budget.
 		return pl, skipped(focusgate.ReasonBusy), false
 	}
 	if err != nil || len(obs) == 0 {
-		return pl, skipped(focusgate.ReasonNoObservation), false
+		out := skipped(focusgate.ReasonNoObservation)
+		out.Model = modelOf(req, read.Model)
+		return pl, out, false
 	}
 	if obs[len(obs)-1].Goal == "" || req.Sizing && read.Messages <= 1 {
 		// Without a goal the retriever cannot tell what matters; a lone
 		// message sized by count_tokens is one tool output, whose own
 		// headings (Playwright MCP's "### Page") are no goal either, and
 		// neither is a system prompt sized with it.
-		return pl, skipped(focusgate.ReasonNoGoal), false
+		out := skipped(focusgate.ReasonNoGoal)
+		out.Model = modelOf(req, read.Model)
+		return pl, out, false
 	}
 
-	model := read.Model
-	if req.Model != "" {
-		model = req.Model
-	}
+	model := modelOf(req, read.Model)
 	if !checked || model != pl.model {
 		if reason, skip := p.skipModel(&pl, model); skip {
-			return pl, skipped(reason), false
+			out := skipped(reason)
+			out.Model = model
+			return pl, out, false
 		}
 	}
 	pl.obs = obs
@@ -139,11 +152,24 @@ func (p *Pipeline) heldOut(req focusgate.Request, tab *budget.Tab) focusgate.Out
 	if err != nil {
 		return out
 	}
-	out.Model = read.Model
+	out.Model = modelOf(req, read.Model)
 	if obs := read.Observations; len(obs) > 1 {
 		out.Repeated = obs[len(obs)-1].Text == obs[len(obs)-2].Text
 	}
 	return out
+}
+
+// modelOf is the action model of req, whose body names bodyModel: the model
+// its path names, else the body's, as its provider names it (Azure's
+// deployments, through req.Aliases).
+func modelOf(req focusgate.Request, bodyModel string) string {
+	if req.Model != "" {
+		return req.Model
+	}
+	if m, ok := req.Aliases[bodyModel]; ok {
+		return m
+	}
+	return bodyModel
 }
 
 // modelChecks says whether a model can keep a request from being pruned:
@@ -261,20 +287,29 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, f
 // newest, unless it repeats the page before it: whether it is a re-look (see
 // relook) depends on how that page went out, so it waits for it. A rescue
 // prunes every page with a selection of its own and knows no re-looks.
+//
+// At most maxParallelPages pages are pruned at once, from the newest back:
+// when the request may make fewer retriever calls than it has pages without
+// a stored selection (Options.MaxCalls), the calls go to the pages the agent
+// reads now.
 func (p *Pipeline) prunePages(ctx context.Context, pl plan) []page {
 	obs := pl.obs
 	pages := make([]page, len(obs))
 	newest := len(obs) - 1
 	current := currentFrom(obs)
 	repeated := !pl.rescue && newest > 0 && obs[newest].Text == obs[newest-1].Text
-	var wg sync.WaitGroup
-	for i := range obs {
+	var g errgroup.Group
+	g.SetLimit(maxParallelPages)
+	for i := newest; i >= 0; i-- {
 		pages[i].obs = obs[i]
 		if i < newest || !repeated {
-			wg.Go(func() { pages[i].res = p.prunePage(ctx, pl, obs[i], i >= current) })
+			g.Go(func() error {
+				pages[i].res = p.prunePage(ctx, pl, obs[i], i >= current)
+				return nil
+			})
 		}
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if pl.rescue {
 		return pages
 	}
@@ -292,6 +327,12 @@ func (p *Pipeline) prunePages(ctx context.Context, pl plan) []page {
 	}
 	return pages
 }
+
+// maxParallelPages bounds the pages of one request pruned at once. Their
+// retriever calls are bounded on their own (Options.MaxCalls, and the
+// gateway's prune.Gate); this bounds the goroutines and cache look-ups of a
+// body that holds thousands of pages.
+const maxParallelPages = 8
 
 // currentFrom is the index of the first tree of the newest output. Every
 // tree of that output is new, and the agent reads them all now: the two
@@ -319,13 +360,15 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 		}
 	}()
 	in := prune.Input{
-		Tree:    prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID),
-		Goal:    o.Goal,
-		History: o.History,
-		Mode:    pl.mode,
-		Variant: pl.variant,
-		Model:   pl.model,
-		APIKey:  pl.credential,
+		Tree:       prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID),
+		Goal:       o.Goal,
+		History:    o.History,
+		Mode:       pl.mode,
+		Variant:    pl.variant,
+		Model:      pl.model,
+		Credential: pl.credential,
+		Vars:       pl.vars,
+		Calls:      pl.calls,
 		// The whole page is what the upstream refused.
 		StubsOnFailure: pl.rescue,
 	}

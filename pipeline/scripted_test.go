@@ -33,11 +33,20 @@ var (
 // unless a test is about it.
 func retrieverPruner(rt *retriever, model string, store cache.Store, configure ...func(*prune.Config, *prune.RetrieverConfig)) *prune.Pruner {
 	cfg := prune.Config{RetrieverModel: model, MinTokens: 1000, UseHistory: true}
-	rcfg := prune.RetrieverConfig{BaseURL: rt.URL, Model: model, Timeout: time.Minute}
+	rcfg := prune.RetrieverConfig{Speaks: focusgate.APIChat, BaseURL: rt.URL, Model: model, Timeout: time.Minute}
 	for _, c := range configure {
 		c(&cfg, &rcfg)
 	}
-	return prune.New(cfg, prune.NewOpenAIRetriever(rcfg), cache.New(store, nil))
+	r, err := prune.NewRetriever(rcfg)
+	if err != nil {
+		panic(err)
+	}
+	return prune.New(cfg, r, cache.New(store, nil))
+}
+
+// ownKey is an OpenAI client's own key.
+func ownKey(key string) focusgate.ClientCredential {
+	return focusgate.ClientCredential{Place: focusgate.OpenAIProvider.Credentials[0], Value: key}
 }
 
 // retrieverPipeline is the gateway's pipeline in remove mode with the line

@@ -8,48 +8,18 @@ import (
 	"github.com/focusgate/focusgate"
 )
 
-// defaultWindows are the context windows, in tokens, of the common models
-// of OpenAI, Anthropic and Google: the most a request may hold, prompt and
+// defaultWindows are the context windows, in tokens, of every provider's
+// declaration (focusgate.Providers): the most a request may hold, prompt and
 // answer together, before the provider refuses it. A request whose estimate
 // exceeds its model's window has every page pruned before it is sent (see
-// pipeline). Claude's 1M-token window is a beta a client asks for with a
-// header, so the table gives Claude the 200k every client has; a team on the
-// beta raises it with FOCUSGATE_CONTEXT_WINDOWS.
-var defaultWindows = map[string]int{
-	"gpt-5":                 400_000,
-	"gpt-5-mini":            400_000,
-	"gpt-5-nano":            400_000,
-	"gpt-4.1":               1_047_576,
-	"gpt-4.1-mini":          1_047_576,
-	"gpt-4.1-nano":          1_047_576,
-	"gpt-4.5":               128_000,
-	"gpt-4o":                128_000,
-	"gpt-4o-mini":           128_000,
-	"o1":                    200_000,
-	"o1-mini":               128_000,
-	"o3":                    200_000,
-	"o3-mini":               200_000,
-	"o4-mini":               200_000,
-	"gpt-4-turbo":           128_000,
-	"gpt-4":                 8_192,
-	"gpt-3.5-turbo":         16_385,
-	"claude-opus-4":         200_000,
-	"claude-sonnet-4":       200_000,
-	"claude-haiku-4":        200_000,
-	"claude-3-7-sonnet":     200_000,
-	"claude-3-5-sonnet":     200_000,
-	"claude-3-5-haiku":      200_000,
-	"claude-3-haiku":        200_000,
-	"gemini-1.5-pro":        2_097_152,
-	"gemini-1.5-flash":      1_048_576,
-	"gemini-2.0-flash":      1_048_576,
-	"gemini-2.0-flash-lite": 1_048_576,
-	"gemini-2.5-pro":        1_048_576,
-	"gemini-2.5-flash":      1_048_576,
-	"gemini-2.5-flash-lite": 1_048_576,
-	"gemini-3-pro":          1_048_576,
-	"gemini-3-flash":        1_048_576,
-}
+// pipeline).
+var defaultWindows = func() map[string]int {
+	m := map[string]int{}
+	for _, p := range focusgate.Providers {
+		maps.Copy(m, p.Windows)
+	}
+	return m
+}()
 
 // Windows maps model names to their context windows in tokens. The zero
 // value knows no model.

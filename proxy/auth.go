@@ -32,7 +32,7 @@ func keyName(ctx context.Context) string {
 // authenticate guards every proxied route when gateway keys are configured:
 // the client must present one of them in one of the places its API's
 // clients put a key (or another provider's), and none of them leaves the
-// gateway: finishCredentials puts the upstream's own key in their place. A
+// gateway: authorize puts the gateway's own credential in their place. A
 // request without a valid key is answered with 401 in its API's error shape
 // and nothing is sent upstream.
 func (s *Server) authenticate(c *gin.Context) {
@@ -55,7 +55,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	// The gateway key never leaves the gateway: it is taken out of where it
-	// came and of every other header that repeats it; finishCredentials puts
+	// came and of every other header that repeats it; authorize puts
 	// the upstream's own key in its place.
 	carrier.Remove(r)
 	s.stripGatewayKeys(r, presented, name)
@@ -74,23 +74,6 @@ func presentedKey(r *http.Request, own *focusgate.Provider) (focusgate.Credentia
 		}
 	}
 	return focusgate.Credential{Kind: focusgate.CredentialBearer, Name: "Authorization"}, ""
-}
-
-// finishCredentials is the one place that decides the credential an
-// outgoing request carries, once every other header is final. The
-// provider's upstream key, when one is configured, goes in the first of its
-// credential places: with gateway keys always (the gateway key was taken
-// out by authenticate), without them only when the client sent no
-// credential of its own. An upstream that needs no key (a local model
-// server) gets none.
-func (s *Server) finishCredentials(out *http.Request, p *focusgate.Provider) {
-	key := s.upstreamFor(p).APIKey
-	if key == "" || len(p.Credentials) == 0 {
-		return
-	}
-	if s.opts.Keys != nil || !p.HasCredential(out) {
-		p.Credentials[0].Set(out, key)
-	}
 }
 
 // keyNamer is implemented by Keys that can list their names (*keys.File).

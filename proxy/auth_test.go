@@ -91,12 +91,9 @@ func newKeyedGateway(t *testing.T, k proxy.Keys, configure ...func(*gatewayOptio
 	t.Cleanup(upSrv.Close)
 	base, _ := url.Parse(upSrv.URL + "/tenant-a/v1")
 	logs := testlog.New()
-	opts := gatewayOptions{proxyOptions: proxy.Options{
-		Upstream:          base,
-		AnthropicUpstream: base,
-		UpstreamAPIKey:    upstreamKey,
-		Keys:              k,
-		Logger:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	opts := gatewayOptions{upstreamOptions: upstreamOptions{Upstream: base, AnthropicUpstream: base, UpstreamAPIKey: upstreamKey}, proxyOptions: proxy.Options{
+		Keys:   k,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}}
 	for _, c := range configure {
 		c(&opts)
@@ -310,7 +307,7 @@ func TestRevokedKeyIsRejectedAfterReload(t *testing.T) {
 func TestMetricsPerKey(t *testing.T) {
 	rt := newRetriever(t, keep("[a237] combobox", "[a203] textbox"))
 	pruner := prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000, UseHistory: true},
-		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: 10 * time.Second}),
+		mustRetriever(prune.RetrieverConfig{Speaks: focusgate.APIChat, BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: 10 * time.Second}),
 		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 	f, _ := openKeys(t, teamKeys)
 	gw := newKeyedGateway(t, f, func(o *gatewayOptions) {
@@ -654,8 +651,8 @@ func TestPipelineNeverGetsTheGatewayKey(t *testing.T) {
 		t.Fatalf("the pipeline was handed %d requests, want 2", len(reqs))
 	}
 	for _, r := range reqs {
-		if strings.Contains(r.Credential, aliceKey) || strings.Contains(r.Credential, bobKey) {
-			t.Errorf("the pipeline was handed the gateway key as the client's credential: %q", r.Credential)
+		if strings.Contains(r.Credential.Value, aliceKey) || strings.Contains(r.Credential.Value, bobKey) {
+			t.Errorf("the pipeline was handed the gateway key as the client's credential: %q", r.Credential.Value)
 		}
 	}
 }

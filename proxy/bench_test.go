@@ -81,7 +81,7 @@ func passthrough(b *testing.B, body func(n uint64) []byte) {
 	b.Cleanup(bare.Close)
 
 	gw, _ := gatewayOptions{
-		proxyOptions: proxy.Options{Upstream: base},
+		upstreamOptions: upstreamOptions{Upstream: base},
 		// Never consulted: the body has no observation. It is set so that
 		// focusgate reads and inspects the body, as in production.
 		pipelineOptions: pipeline.Options{Pruner: benchPruner(nil), Finder: benchFinder(), Mode: focusgate.ModeRemove, Variant: focusgate.VariantLine},
@@ -125,7 +125,7 @@ func BenchmarkCacheHitHotPath(b *testing.B) {
 		b.Fatal(err)
 	}
 	gw, _ := gatewayOptions{
-		proxyOptions:    proxy.Options{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"}, Transport: cannedTransport{}},
+		upstreamOptions: upstreamOptions{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"}}, proxyOptions: proxy.Options{Transport: cannedTransport{}},
 		pipelineOptions: pipeline.Options{Pruner: benchPruner(workload.Keep(tree.Lines)), Finder: benchFinder(), Mode: focusgate.ModeRemove, Variant: focusgate.VariantLine},
 	}.build()
 	serve := func(mode focusgate.Mode) *httptest.ResponseRecorder {
@@ -198,7 +198,7 @@ func BenchmarkConversation(b *testing.B) {
 				PageKeyMemoBytes: tc.keyMemo,
 			}, keepRetriever{}, cache.New(cache.NewMemory(64<<20, 24*time.Hour), nil))
 			gw, _ := gatewayOptions{
-				proxyOptions:    proxy.Options{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"}, Transport: cannedTransport{}},
+				upstreamOptions: upstreamOptions{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"}}, proxyOptions: proxy.Options{Transport: cannedTransport{}},
 				pipelineOptions: pipeline.Options{Pruner: pruner, Finder: tc.finder, Mode: focusgate.ModeRemove, Variant: focusgate.VariantLine},
 			}.build()
 			replay := func() (pruned int) {

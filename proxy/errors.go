@@ -9,8 +9,12 @@ import (
 // and code are the error's type and code, else the provider's own, which
 // derives its type from the status.
 func writeError(w http.ResponseWriter, status int, message, typ, code string) {
-	body := providerOfWriter(w).ErrorBody(status, message, typ, code)
+	p := providerOfWriter(w)
+	body := p.ErrorBody(status, message, typ, code)
 	h := w.Header()
+	if p.ErrorHeader != nil {
+		p.ErrorHeader(h, status)
+	}
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

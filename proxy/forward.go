@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/focusgate/focusgate"
 	"github.com/gin-gonic/gin"
 )
 
@@ -32,10 +33,9 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		// client as the upstream produces them, and it leaves an answer of
 		// known length to the server's buffer, which saves a write system
 		// call and a flush per request.
-		FlushInterval:  0,
-		ErrorHandler:   s.upstreamError,
-		ModifyResponse: s.meterResponse,
-		BufferPool:     copyBuffers{},
+		FlushInterval: 0,
+		ErrorHandler:  s.upstreamError,
+		BufferPool:    copyBuffers{},
 	}
 }
 
@@ -57,8 +57,13 @@ func (copyBuffers) Put(b []byte) {
 // the client sent them, minus hop-by-hop ones (removed by ReverseProxy) and
 // focusgate's own.
 func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
-	p := providerOf(pr.In)
-	up := upstreamURL(s.upstreamFor(p).URL, pr.In.URL)
+	m := infoFrom(pr.In.Context()).match
+	if m.Provider == nil {
+		m.Provider = focusgate.DefaultProvider
+	}
+	// The handler checked that the request has somewhere to go.
+	base, _ := s.target(m)
+	up := upstreamURL(base, pr.In.URL)
 	pr.Out.URL.Scheme, pr.Out.URL.Host = up.Scheme, up.Host
 	pr.Out.URL.Path, pr.Out.URL.RawPath = up.Path, up.RawPath
 	pr.Out.Host = ""
@@ -76,7 +81,9 @@ func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
 		}
 	}
 	stripOwnTrailers(pr.Out)
-	s.finishCredentials(pr.Out, p)
+	// Only a credential that does not sign the body can be put here: a
+	// request to a provider whose credential does goes through passSigned.
+	_ = s.authorize(pr.Out.Context(), pr.Out, m.Provider, nil)
 }
 
 // upstreamURL joins the request path onto the upstream base URL. Clients are

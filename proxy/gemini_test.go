@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
 )
@@ -25,11 +27,13 @@ import (
 type geminiGateway struct {
 	*gateway
 	anthropic, gemini *recorder
+	// clouds are the upstreams of the cloud providers, by name.
+	clouds map[string]*recorder
 }
 
 func newGeminiGateway(t *testing.T, gemini http.HandlerFunc, configure ...func(*gatewayOptions)) *geminiGateway {
 	t.Helper()
-	g := &geminiGateway{anthropic: &recorder{}, gemini: &recorder{}}
+	g := &geminiGateway{anthropic: &recorder{}, gemini: &recorder{}, clouds: map[string]*recorder{}}
 	if gemini == nil {
 		gemini = func(w http.ResponseWriter, r *http.Request) {
 			g.gemini.record(r)
@@ -37,19 +41,25 @@ func newGeminiGateway(t *testing.T, gemini http.HandlerFunc, configure ...func(*
 			io.WriteString(w, `{"candidates":[]}`)
 		}
 	}
-	upstreams := map[string]proxy.Upstream{}
-	for name, h := range map[string]http.HandlerFunc{
+	upstreams := map[string]testUpstream{}
+	handlers := map[string]http.HandlerFunc{
 		"anthropic": func(w http.ResponseWriter, r *http.Request) { g.anthropic.record(r) },
 		"gemini":    gemini,
-	} {
+	}
+	for _, name := range []string{"bedrock", "vertex", "azure"} {
+		rec := &recorder{}
+		g.clouds[name] = rec
+		handlers[name] = func(w http.ResponseWriter, r *http.Request) { rec.record(r) }
+	}
+	for name, h := range handlers {
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
 		u, _ := url.Parse(srv.URL)
-		upstreams[name] = proxy.Upstream{URL: u}
+		upstreams[name] = testUpstream{URL: u}
 	}
 	g.gateway = newGateway(t, nil, append([]func(*gatewayOptions){func(o *gatewayOptions) {
-		upstreams["openai"] = proxy.Upstream{URL: o.Upstream}
-		o.Upstreams = upstreams
+		upstreams["openai"] = testUpstream{URL: o.Upstream}
+		o.Providers = upstreams
 	}}, configure...)...)
 	return g
 }
@@ -93,13 +103,23 @@ func TestEachAPIsRequestsReachOnlyItsUpstream(t *testing.T) {
 	for _, tt := range []struct {
 		method, path string
 		header       map[string]string
-		want         string // "openai", "anthropic" or "gemini"
+		want         string // the provider whose upstream gets it
 	}{
 		{"POST", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", nil, "gemini"},
 		{"POST", "/v1beta/models/gemini-2.5-flash:generateContent", nil, "gemini"},
 		{"POST", "/v1beta/models/gemini-2.5-flash:countTokens", nil, "gemini"},
 		{"POST", "/v1/models/gemini-2.5-pro:generateContent", nil, "gemini"},
-		{"POST", "/v1/projects/acme/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse", map[string]string{"Authorization": "Bearer ya29.token"}, "gemini"},
+		{"POST", "/v1/projects/acme/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse", map[string]string{"Authorization": "Bearer ya29.token"}, "vertex"},
+		{"POST", "/v1/projects/acme/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict", nil, "vertex"},
+		{"POST", "/v1beta1/projects/acme/locations/global/publishers/anthropic/models/count-tokens:rawPredict", nil, "vertex"},
+		{"GET", "/v1/projects/acme/locations/us-east5/publishers/google/models", nil, "vertex"},
+		{"POST", "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream", map[string]string{"Anthropic-Version": "2023-06-01"}, "bedrock"},
+		{"POST", "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse", nil, "bedrock"},
+		{"POST", "/model/us.anthropic.claude-haiku-4-5-20251001-v1:0/count-tokens", nil, "bedrock"},
+		{"POST", "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21", map[string]string{"Api-Key": "az"}, "azure"},
+		{"POST", "/openai/responses?api-version=preview", nil, "azure"},
+		{"POST", "/openai/v1/chat/completions", nil, "azure"},
+		{"GET", "/openai/v1/models", nil, "azure"},
 		{"POST", "/v1beta/models/gemini-embedding-001:embedContent", nil, "gemini"},
 		{"GET", "/v1beta/models", nil, "gemini"},
 		{"GET", "/v1/models", map[string]string{"X-Goog-Api-Key": "AIza-client"}, "gemini"},
@@ -111,7 +131,12 @@ func TestEachAPIsRequestsReachOnlyItsUpstream(t *testing.T) {
 		{"GET", "/v1/models", map[string]string{"Anthropic-Version": "2023-06-01"}, "anthropic"},
 	} {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			before := map[string]int{"openai": gw.upstream.count(), "anthropic": gw.anthropic.count(), "gemini": gw.gemini.count()}
+			got := map[string]*recorder{"openai": gw.upstream, "anthropic": gw.anthropic, "gemini": gw.gemini}
+			maps.Copy(got, gw.clouds)
+			before := map[string]int{}
+			for name, rec := range got {
+				before[name] = rec.count()
+			}
 			req, _ := http.NewRequest(tt.method, gw.URL+tt.path, strings.NewReader(`{}`))
 			for k, v := range tt.header {
 				req.Header.Set(k, v)
@@ -122,7 +147,6 @@ func TestEachAPIsRequestsReachOnlyItsUpstream(t *testing.T) {
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			got := map[string]*recorder{"openai": gw.upstream, "anthropic": gw.anthropic, "gemini": gw.gemini}
 			for name, rec := range got {
 				want := before[name]
 				if name == tt.want {
@@ -133,6 +157,7 @@ func TestEachAPIsRequestsReachOnlyItsUpstream(t *testing.T) {
 				}
 			}
 			path, query, _ := strings.Cut(tt.path, "?")
+			path, _ = url.PathUnescape(path)
 			if r := got[tt.want].last(t); r.Path != path || r.RawQuery != query {
 				t.Errorf("reached %s?%s, want %s", r.Path, r.RawQuery, tt.path)
 			}
@@ -207,13 +232,13 @@ func geminiPruningGateway(t *testing.T, f *fakeGeminiAPI, configure ...func(*gat
 	api := httptest.NewServer(f)
 	t.Cleanup(api.Close)
 	pruner := prune.New(prune.Config{RetrieverModel: "gemini-2.5-flash-lite", MinTokens: 1000, UseHistory: true},
-		prune.NewGeminiRetriever(prune.RetrieverConfig{BaseURL: api.URL, Model: "gemini-2.5-flash-lite", Timeout: time.Minute}),
+		mustRetriever(prune.RetrieverConfig{Speaks: focusgate.APIGemini, BaseURL: api.URL, Model: "gemini-2.5-flash-lite", Timeout: time.Minute}),
 		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 	return newGeminiGateway(t, nil, append([]func(*gatewayOptions){func(o *gatewayOptions) {
 		u, _ := url.Parse(api.URL)
-		o.Upstreams["gemini"] = proxy.Upstream{URL: u, APIKey: o.Upstreams["gemini"].APIKey}
+		o.Providers["gemini"] = testUpstream{URL: u, APIKey: o.Providers["gemini"].APIKey}
 		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.ModeRemove, focusgate.VariantLine, "gemini-2.5-flash-lite"
-		o.ByAPI = map[focusgate.API]pipelineRetrieval{focusgate.APIGemini: {Pruner: pruner, RetrieverModel: "gemini-2.5-flash-lite", ClientKey: true}}
+		o.Retrievals = map[pipeline.RetrievalKey]pipelineRetrieval{{Provider: "gemini", API: focusgate.APIGemini}: {Pruner: pruner, RetrieverModel: "gemini-2.5-flash-lite", ClientKey: true}}
 	}}, configure...)...)
 }
 
@@ -325,8 +350,8 @@ func TestGeminiCountTokens(t *testing.T) {
 // sends no credential of its own; no other provider's key goes to Gemini.
 func TestGeminiUpstreamKey(t *testing.T) {
 	gw := newGeminiGateway(t, nil, func(o *gatewayOptions) {
-		o.Upstreams["gemini"] = proxy.Upstream{URL: o.Upstreams["gemini"].URL, APIKey: "AIza-gateway"}
-		o.Upstreams["openai"] = proxy.Upstream{URL: o.Upstream, APIKey: "sk-openai-gateway"}
+		o.Providers["gemini"] = testUpstream{URL: o.Providers["gemini"].URL, APIKey: "AIza-gateway"}
+		o.Providers["openai"] = testUpstream{URL: o.Upstream, APIKey: "sk-openai-gateway"}
 	})
 	for _, tt := range []struct {
 		name             string
@@ -366,7 +391,7 @@ func TestGeminiGatewayKeys(t *testing.T) {
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
 	gw := newKeyedGateway(t, f, func(o *gatewayOptions) {
-		o.Upstreams = map[string]proxy.Upstream{"gemini": {URL: u, APIKey: "AIza-gateway"}}
+		o.Providers = map[string]testUpstream{"gemini": {URL: u, APIKey: "AIza-gateway"}}
 	})
 	const path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
 	for _, tt := range []struct {
@@ -430,7 +455,7 @@ func TestGeminiGatewayKeys(t *testing.T) {
 func TestGeminiErrorsAreGoogleShaped(t *testing.T) {
 	gw := newGeminiGateway(t, nil, func(o *gatewayOptions) {
 		o.MaxBodyBytes = 1 << 10
-		o.Upstreams["gemini"] = proxy.Upstream{URL: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}}
+		o.Providers["gemini"] = testUpstream{URL: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}}
 	})
 	const path = "/v1beta/models/gemini-2.5-flash:generateContent"
 	resp := post(t, gw.URL+path, bytes.Repeat([]byte("a"), 2<<10), nil)

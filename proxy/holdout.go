@@ -13,7 +13,7 @@ import (
 // recordStep tells the holdout how one step of a conversation went, once its
 // response has been copied to the client (or has failed). Sizing requests
 // (count_tokens) are no step.
-func (s *Server) recordStep(r *http.Request, t focusgate.Ticket, out focusgate.Outcome, sent int, status int) {
+func (s *Server) recordStep(r *http.Request, t focusgate.Ticket, out focusgate.Outcome, sent int, status int, meter *usage.Meter) {
 	info := infoFrom(r.Context())
 	if info.clientGone.Load() {
 		status = focusgate.StatusClientGone
@@ -29,9 +29,7 @@ func (s *Server) recordStep(r *http.Request, t focusgate.Ticket, out focusgate.O
 	if out.Model != "" {
 		step.Model = out.Model
 	}
-	if info.meter != nil {
-		step.Usage = focusgate.UpstreamUsage(info.meter.Usage())
-	}
+	step.Usage = focusgate.UpstreamUsage(meter.Usage())
 	s.opts.Holdout.Record(t, step)
 }
 
@@ -55,15 +53,10 @@ func (s *Server) agentName(r *http.Request) string {
 	return ua
 }
 
-// meterResponse has the usage report of an accounted step's response read
-// as it streams to the client.
-func (s *Server) meterResponse(resp *http.Response) error {
-	m := infoFrom(resp.Request.Context()).meter
-	if m == nil || resp.Body == nil {
-		return nil
-	}
-	resp.Body = &meteredBody{ReadCloser: resp.Body, meter: m, encoding: resp.Header.Get("Content-Encoding"), limit: s.opts.MaxBodyBytes}
-	return nil
+// meter is resp's body, its usage report read by m as it streams to the
+// client.
+func (s *Server) meter(resp *http.Response, m *usage.Meter) io.ReadCloser {
+	return &meteredBody{ReadCloser: resp.Body, meter: m, encoding: resp.Header.Get("Content-Encoding"), limit: s.opts.MaxBodyBytes}
 }
 
 // maxMeteredCompressed bounds the compressed response bytes kept to read the

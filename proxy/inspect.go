@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -16,100 +17,135 @@ import (
 // inspect handles the routes whose bodies may carry page observations. The
 // body is read whole (under the size cap and a read deadline) and decoded,
 // then handed to the pipeline; what goes upstream is the body it returns,
-// with a matching Content-Length.
-func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		r, m := c.Request, infoFrom(c.Request.Context()).match
-		if r.ContentLength > s.opts.MaxBodyBytes {
+// with a matching Content-Length, signed with the gateway's credential. An
+// answer refusing it as longer than the model's context window may be
+// followed by a second attempt (rescue); the answer that goes to the client
+// streams back as it comes.
+func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
+	r := c.Request
+	ctx := r.Context()
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		s.tooLarge(c)
+		return
+	}
+	raw, ok := s.readBody(c)
+	if !ok {
+		return
+	}
+
+	// A body that cannot be read goes on as it came; the pipeline
+	// reports it skipped for the reason it was not read.
+	body, unread := raw, focusgate.Reason("")
+	enc := r.Header.Get("Content-Encoding")
+	switch {
+	case s.clientSigned(ctx, r, m.Provider):
+		unread = focusgate.ReasonClientSigned
+	case enc != "":
+		decoded, charged, err := decode(raw, enc, s.opts.MaxBodyBytes, s.opts.Memory)
+		switch {
+		case errors.Is(err, errBodyTooLarge):
+			s.tooLarge(c)
+			return
+		case errors.Is(err, errBusy):
+			unread = focusgate.ReasonBusy
+		case err != nil:
+			// Not ours to judge: the upstream answers for a body it
+			// cannot read either, so it goes on as it came.
+			unread = focusgate.ReasonUndecodable
+		default:
+			// The pipeline charges the body again while it inspects it.
+			s.opts.Memory.Release(charged)
+			body = decoded
+			r.Header.Del("Content-Encoding")
+		}
+	}
+	req := focusgate.Request{
+		API:        m.Route.API,
+		Provider:   m.Provider,
+		Vars:       m.Vars,
+		Body:       body,
+		Model:      s.model(m),
+		Aliases:    s.upstreams[m.Provider.Name].Models,
+		Mode:       r.Header.Get(HeaderMode),
+		Prompt:     r.Header.Get(HeaderPrompt),
+		Credential: m.Provider.Credential(r),
+		Sizing:     m.Route.Sizing,
+		Unread:     unread,
+	}
+	sent := len(body) // decoded: what estimates the step's tokens
+	var out focusgate.Outcome
+	var meter *usage.Meter
+	if unread == "" && s.opts.Holdout != nil {
+		// The arm is decided before anything else is done to the body.
+		ticket := s.opts.Holdout.Assign(req)
+		req.Holdout = ticket.Arm == focusgate.ArmHoldout
+		if ticket.OK && !req.Sizing {
+			meter = &usage.Meter{}
+			defer func() { s.recordStep(r, ticket, out, sent, c.Writer.Status(), meter) }()
+		}
+	}
+	if s.opts.Pipeline != nil {
+		body, out = s.opts.Pipeline.Rewrite(ctx, req)
+		sent = len(body)
+		if req.Holdout && enc != "" && r.Header.Get("Content-Encoding") == "" {
+			// A held-out body goes as it came, compressed too.
+			body = raw
+			r.Header.Set("Content-Encoding", enc)
+		}
+	}
+	if out.Status != "" {
+		// Reported once the answer is over: a request refused for its
+		// length may be rescued, and is reported as it went.
+		defer func() {
+			s.logOutcome(ctx, out)
+			s.metrics.observeOutcome(keyName(ctx), out)
+			s.record(ctx, out)
+		}()
+	}
+	resp, err := s.send(ctx, r, base, m.Provider, body)
+	if err == nil && s.opts.Pipeline != nil && !req.Holdout && !req.Sizing && unread == "" {
+		// A held-out conversation is not rescued from its context window
+		// either: its overflows are part of the comparison. Nor is a body
+		// that was not read.
+		resp, out = s.rescue(ctx, r, base, req, resp, len(body), out)
+	}
+	setHeaders(c.Writer.Header(), out)
+	if err != nil {
+		s.upstreamError(c.Writer, r, err)
+		return
+	}
+	if meter != nil {
+		resp.Body = s.meter(resp, meter)
+	}
+	s.respond(c, resp)
+}
+
+// passSigned forwards a request on no route to a provider whose upstream
+// takes the gateway's signature over the body (AWS SigV4), or a token of
+// the gateway's: the body is read whole, under the cap, to be signed, and
+// goes as it came. The answer streams back.
+func (s *Server) passSigned(c *gin.Context, m focusgate.Match, base *url.URL) {
+	r := c.Request
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		s.tooLarge(c)
+		return
+	}
+	raw, ok := s.readBody(c)
+	if !ok {
+		return
+	}
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && len(raw) > 0 {
+		if err := checkDecodedSize(raw, enc, s.opts.MaxBodyBytes); errors.Is(err, errBodyTooLarge) {
 			s.tooLarge(c)
 			return
 		}
-		raw, ok := s.readBody(c)
-		if !ok {
-			return
-		}
-
-		// A body that cannot be read goes on as it came; the pipeline
-		// reports it skipped for the reason it was not read.
-		body, unread := raw, focusgate.Reason("")
-		enc := r.Header.Get("Content-Encoding")
-		if enc != "" {
-			decoded, charged, err := decode(raw, enc, s.opts.MaxBodyBytes, s.opts.Memory)
-			switch {
-			case errors.Is(err, errBodyTooLarge):
-				s.tooLarge(c)
-				return
-			case errors.Is(err, errBusy):
-				unread = focusgate.ReasonBusy
-			case err != nil:
-				// Not ours to judge: the upstream answers for a body it
-				// cannot read either, so it goes on as it came.
-				unread = focusgate.ReasonUndecodable
-			default:
-				// The pipeline charges the body again while it inspects it.
-				s.opts.Memory.Release(charged)
-				body = decoded
-				r.Header.Del("Content-Encoding")
-			}
-		}
-		sizing := m.Route.Sizing
-		var ticket focusgate.Ticket
-		var out focusgate.Outcome
-		sent := len(body) // decoded: what estimates the step's tokens
-		if unread == "" && s.opts.Holdout != nil {
-			// The arm is decided before anything else is done to the body.
-			ticket = s.opts.Holdout.Assign(api, body)
-			if ticket.OK && !sizing {
-				infoFrom(r.Context()).meter = &usage.Meter{}
-				defer func() { s.recordStep(r, ticket, out, sent, c.Writer.Status()) }()
-			}
-		}
-		held := ticket.Arm == focusgate.ArmHoldout
-		var rs *rescue
-		if s.opts.Pipeline != nil {
-			req := focusgate.Request{
-				API:        api,
-				Body:       body,
-				Mode:       r.Header.Get(HeaderMode),
-				Prompt:     r.Header.Get(HeaderPrompt),
-				Model:      m.Model,
-				Credential: m.Provider.Credential(r),
-				Sizing:     sizing,
-				Holdout:    held,
-				Unread:     unread,
-			}
-			body, out = s.opts.Pipeline.Rewrite(r.Context(), req)
-			sent = len(body)
-			switch {
-			case held && enc != "" && r.Header.Get("Content-Encoding") == "":
-				// A held-out body goes as it came, compressed too.
-				body = raw
-				r.Header.Set("Content-Encoding", enc)
-			case held, req.Sizing, unread != "":
-				// A held-out conversation is not rescued from its
-				// context window either: its overflows are part of the
-				// comparison. Nor is a body that was not read.
-			default:
-				rs = &rescue{req: req, sent: len(body), header: c.Writer.Header(), out: out}
-				infoFrom(r.Context()).rescue = rs
-			}
-		}
-		if out.Status != "" {
-			setHeaders(c.Writer.Header(), out)
-			// Reported once the upstream has answered: a request refused
-			// for its length may be rescued, and is reported as it went.
-			defer func() {
-				if rs != nil {
-					out = rs.out
-				}
-				s.logOutcome(r.Context(), out)
-				s.metrics.observeOutcome(keyName(r.Context()), out)
-				s.record(r.Context(), out)
-			}()
-		}
-		setBody(r, body)
-		s.forward(c)
 	}
+	resp, err := s.send(r.Context(), r, base, m.Provider, raw)
+	if err != nil {
+		s.upstreamError(c.Writer, r, err)
+		return
+	}
+	s.respond(c, resp)
 }
 
 // logOutcome writes one line per request focusgate tried to prune, with the

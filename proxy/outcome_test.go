@@ -186,9 +186,9 @@ func TestPipelineGetsTheRequestsSettings(t *testing.T) {
 	}
 	for i, api := range []focusgate.API{focusgate.APIChat, focusgate.APIResponses} {
 		r := reqs[i]
-		if r.API != api || r.Mode != "ancestors" || r.Prompt != "defender" || r.Credential != "sk-client" || r.Sizing || r.Holdout || r.Rescue {
+		if r.API != api || r.Mode != "ancestors" || r.Prompt != "defender" || r.Credential.Value != "sk-client" || r.Provider != &focusgate.OpenAIProvider || r.Sizing || r.Holdout || r.Rescue {
 			t.Errorf("request %d: API %s, mode %q, prompt %q, credential set %v, sizing %v, holdout %v, rescue %v; want %s, ancestors, defender, the client's key",
-				i, r.API, r.Mode, r.Prompt, r.Credential != "", r.Sizing, r.Holdout, r.Rescue, api)
+				i, r.API, r.Mode, r.Prompt, r.Credential.Value != "", r.Sizing, r.Holdout, r.Rescue, api)
 		}
 	}
 }

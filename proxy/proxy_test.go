@@ -7,7 +7,6 @@ import (
 	"compress/zlib"
 	"context"
 	"encoding/json"
-	"github.com/focusgate/focusgate/pipeline"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,6 +18,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/pipeline"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -75,15 +77,74 @@ type (
 )
 
 // gatewayOptions are the settings of a gateway and of its request pipeline,
-// which the tests set side by side.
+// which the tests set side by side, and its upstreams as the tests name
+// them.
 type gatewayOptions struct {
 	proxyOptions
 	pipelineOptions
+	upstreamOptions
+}
+
+// upstreamOptions are where a test gateway's requests go: the OpenAI and
+// Anthropic upstreams, which most tests set, and any other provider's by its
+// name; each with a static key of the gateway's, sent as the provider's
+// clients send theirs.
+type upstreamOptions struct {
+	Upstream          *url.URL
+	UpstreamAPIKey    string
+	AnthropicUpstream *url.URL
+	AnthropicAPIKey   string
+	Providers         map[string]testUpstream
+}
+
+type testUpstream struct {
+	URL    *url.URL
+	APIKey string
+}
+
+// staticKey is a static key of the gateway's, as cloudauth.Key sends one.
+type staticKey struct {
+	place focusgate.Credential
+	key   string
+}
+
+func (k staticKey) Ready(context.Context) bool { return k.key != "" }
+
+func (k staticKey) Sign(_ context.Context, r *http.Request, _ []byte) error {
+	k.place.Set(r, k.key)
+	return nil
+}
+
+// upstreams are the proxy's Upstreams for o.
+func (o upstreamOptions) upstreams() map[string]proxy.Upstream {
+	all := map[string]testUpstream{}
+	if o.Upstream != nil || o.UpstreamAPIKey != "" {
+		all["openai"] = testUpstream{o.Upstream, o.UpstreamAPIKey}
+	}
+	if o.AnthropicUpstream != nil || o.AnthropicAPIKey != "" {
+		all["anthropic"] = testUpstream{o.AnthropicUpstream, o.AnthropicAPIKey}
+	}
+	for name, u := range o.Providers {
+		all[name] = u
+	}
+	ups := map[string]proxy.Upstream{}
+	for name, u := range all {
+		up := proxy.Upstream{ClientFirst: true}
+		if u.URL != nil {
+			up.URL = u.URL.String()
+		}
+		if u.APIKey != "" {
+			up.Signer = staticKey{focusgate.ProviderNamed(name).Credentials[0], u.APIKey}
+		}
+		ups[name] = up
+	}
+	return ups
 }
 
 // build makes the gateway; given a Pruner, in front of a pipeline that
 // logs where the gateway does.
 func (o gatewayOptions) build() (*proxy.Server, *pipeline.Pipeline) {
+	o.proxyOptions.Upstreams = o.upstreamOptions.upstreams()
 	var pl *pipeline.Pipeline
 	if o.Pruner != nil {
 		o.pipelineOptions.Logger = o.proxyOptions.Logger
@@ -111,9 +172,9 @@ func newGateway(t *testing.T, handler http.HandlerFunc, configure ...func(*gatew
 	logs := testlog.New()
 	opts := gatewayOptions{
 		proxyOptions: proxy.Options{
-			Upstream: base,
-			Logger:   slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		},
+		upstreamOptions: upstreamOptions{Upstream: base},
 		// No deadline unless a test is about it: a busy machine must not
 		// turn a prune into a timeout.
 		pipelineOptions: pipeline.Options{Budget: time.Hour},
@@ -461,7 +522,7 @@ func TestUnreachableUpstreamGets502(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	base, _ := url.Parse(dead.URL + "/v1")
 	dead.Close()
-	gw := httptest.NewServer(proxy.New(proxy.Options{Upstream: base}))
+	gw := httptest.NewServer(proxy.New(proxy.Options{Upstreams: map[string]proxy.Upstream{"openai": {URL: base.String()}}}))
 	t.Cleanup(gw.Close)
 
 	resp := post(t, gw.URL+"/v1/chat/completions", []byte(`{}`), nil)
@@ -479,7 +540,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rec.record(r) }))
 	t.Cleanup(up.Close)
 	base, _ := url.Parse(up.URL)
-	srv = proxy.New(proxy.Options{Upstream: base, Checks: map[string]proxy.Check{"redis": redisDown}})
+	srv = proxy.New(proxy.Options{Upstreams: map[string]proxy.Upstream{"openai": {URL: base.String()}}, Checks: map[string]proxy.Check{"redis": redisDown}})
 	gw := httptest.NewServer(srv)
 	t.Cleanup(gw.Close)
 

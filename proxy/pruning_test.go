@@ -29,7 +29,7 @@ var (
 func pruningGateway(t *testing.T, rt *retriever, configure ...func(*gatewayOptions)) *gateway {
 	t.Helper()
 	pruner := prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000, UseHistory: true},
-		prune.NewOpenAIRetriever(prune.RetrieverConfig{BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: time.Minute}),
+		mustRetriever(prune.RetrieverConfig{Speaks: focusgate.APIChat, BaseURL: rt.URL, Model: "gpt-4.1-mini", Timeout: time.Minute}),
 		cache.New(cache.NewMemory(1<<20, time.Hour), nil))
 	return newGateway(t, nil, append([]func(*gatewayOptions){func(o *gatewayOptions) {
 		o.Pruner, o.Mode, o.Variant, o.RetrieverModel = pruner, focusgate.ModeRemove, focusgate.VariantLine, "gpt-4.1-mini"
@@ -46,3 +46,12 @@ func readFile(t *testing.T, name string) []byte {
 }
 
 const laptopRequest = "../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json"
+
+// mustRetriever is the retriever client cfg describes.
+func mustRetriever(cfg prune.RetrieverConfig) prune.Retriever {
+	r, err := prune.NewRetriever(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}

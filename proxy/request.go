@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/internal/usage"
 )
 
 // requestInfo is what the handlers tell the access log about a request
@@ -27,13 +26,6 @@ type requestInfo struct {
 	// match is the request's provider and, for an inspected request, its
 	// route, set before the handler runs.
 	match focusgate.Match
-	// meter reads the usage report of the response, for a step the holdout
-	// accounts for; nil otherwise.
-	meter *usage.Meter
-	// rescue is set on an inspected request whose body the pipeline read,
-	// for the transport to retry it if the upstream refuses it for its
-	// length (see rescueTransport).
-	rescue *rescue
 }
 
 // isTimeout reports whether err is a deadline passing, such as a

@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
+	"net/url"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -16,94 +18,57 @@ import (
 // bytes; a longer answer is passed on unread.
 const maxRefusalBytes = 64 << 10
 
-// rescue is what an inspected request needs if the upstream refuses it for
-// its length: the body as the client sent it (decoded), the settings it came
-// with, and where the client's answer headers are. It travels in the
-// request's context (requestInfo.rescue); the transport fills in the result.
-type rescue struct {
-	req    focusgate.Request
-	sent   int         // bytes of the body the first attempt sent
-	header http.Header // the client's response headers, set before the answer is written
-	out    focusgate.Outcome
-}
-
-// rescueTransport retries once a request the upstream refused as longer
-// than its model's context window, with every page of the conversation
-// pruned (see focusgate.Request.Rescue). The refusal is read before any byte
-// of it reaches the client, so the client gets either the retry's answer,
-// streamed as usual, or the refusal exactly as the upstream sent it: when the
-// pruned request is refused again, or there is nothing more to prune. No
-// other status, and no other 400, is retried.
-type rescueTransport struct {
-	next     http.RoundTripper
-	pipeline focusgate.Rewriter
-}
-
-var _ http.RoundTripper = rescueTransport{}
-
-func (t rescueTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	rs := infoFrom(req.Context()).rescue
-	if err != nil || rs == nil || resp.StatusCode != http.StatusBadRequest {
-		return resp, err
+// rescue retries once a request the upstream refused as longer than its
+// model's context window (resp), with every page of the conversation pruned
+// (see focusgate.Request.Rescue), and returns the answer for the client and
+// the request's outcome. The refusal is read before any byte of it reaches
+// the client, so the client gets either the retry's answer, streamed as
+// usual, or the refusal exactly as the upstream sent it: when the pruned
+// request is refused again, or there is nothing more to prune. No other
+// status, and no other 400, is retried. sent is the size of the body the
+// first attempt sent.
+func (s *Server) rescue(ctx context.Context, in *http.Request, base *url.URL, req focusgate.Request, resp *http.Response, sent int, out focusgate.Outcome) (*http.Response, focusgate.Outcome) {
+	if resp.StatusCode != http.StatusBadRequest {
+		return resp, out
 	}
 	refusal, complete := readRefusal(resp)
-	if !complete || !overflow(rs.req.API, resp, refusal) {
-		return resp, nil
+	if !complete || !overflow(req.Provider, resp, refusal) {
+		return resp, out
 	}
-	defer func() { setHeaders(rs.header, rs.out) }()
-	if rs.out.Rescue != "" {
+	if out.Rescue != "" {
 		// Already sent with every page pruned (the window table foresaw
 		// it): there is nothing more to try.
-		rs.refused(focusgate.RescueStillTooLong, focusgate.Outcome{})
-		return resp, nil
+		return resp, out.Refused(focusgate.RescueStillTooLong, focusgate.Outcome{})
 	}
-
-	ctx, span := tracer.Start(req.Context(), "focusgate.rescue", trace.WithAttributes(
-		attribute.String("focusgate.api", rs.req.API.String())))
+	ctx, span := tracer.Start(ctx, "focusgate.rescue", trace.WithAttributes(
+		attribute.String("focusgate.api", req.API.String()), attribute.String("focusgate.provider", req.Provider.Name)))
+	result := focusgate.RescueStillTooLong
 	defer func() {
-		span.SetAttributes(attribute.String("focusgate.rescue", string(rs.out.Rescue)))
+		span.SetAttributes(attribute.String("focusgate.rescue", string(result)))
 		span.End()
 	}()
-	r := rs.req
-	r.Rescue = true
-	body, out := t.pipeline.Rewrite(ctx, r)
-	if out.Rescue != focusgate.RescueRescued || len(body) >= rs.sent {
-		rs.refused(focusgate.RescueNothingToPrune, out)
-		return resp, nil
+	req.Rescue = true
+	body, second := s.opts.Pipeline.Rewrite(ctx, req)
+	if second.Rescue != focusgate.RescueRescued || len(body) >= sent {
+		result = focusgate.RescueNothingToPrune
+		return resp, out.Refused(result, second)
 	}
-	retry := req.Clone(ctx)
-	setBody(retry, body)
-	second, err := t.next.RoundTrip(retry)
+	retry, err := s.send(ctx, in, base, req.Provider, body)
 	if err != nil {
 		// The refusal is the upstream's own answer to this request; a
 		// retry that could not be made changes nothing of it.
-		rs.refused(focusgate.RescueStillTooLong, out)
-		return resp, nil
+		return resp, out.Refused(result, second)
 	}
-	if second.StatusCode == http.StatusBadRequest {
-		again, complete := readRefusal(second)
-		if complete && overflow(rs.req.API, second, again) {
-			second.Body.Close()
-			rs.refused(focusgate.RescueStillTooLong, out)
-			return resp, nil
+	if retry.StatusCode == http.StatusBadRequest {
+		again, complete := readRefusal(retry)
+		if complete && overflow(req.Provider, retry, again) {
+			retry.Body.Close()
+			return resp, out.Refused(result, second)
 		}
 	}
 	resp.Body.Close()
-	rs.keep(out)
-	return second, nil
-}
-
-// keep makes out, a rescue's outcome, the request's outcome (see
-// focusgate.Outcome.Retried).
-func (rs *rescue) keep(out focusgate.Outcome) {
-	rs.out = out.Retried(rs.out)
-}
-
-// refused records a rescue that ended with the upstream's refusal going to
-// the client (see focusgate.Outcome.Refused).
-func (rs *rescue) refused(result focusgate.Rescue, spent focusgate.Outcome) {
-	rs.out = rs.out.Refused(result, spent)
+	result = focusgate.RescueRescued
+	return retry, second.Retried(out)
 }
 
 // readRefusal reads a 400 answer's body, up to maxRefusalBytes, and puts
@@ -127,14 +92,13 @@ type readCloser struct {
 	io.Closer
 }
 
-// overflow says whether resp, an answer of api's upstream whose body is
-// body, refuses the request as longer than the model's context window, in
-// that provider's words. A compressed answer (the client asked for one with
+// overflow says whether resp, an answer of p's upstream whose body is body,
+// refuses the request as longer than the model's context window, in that
+// provider's words. A compressed answer (the client asked for one with
 // Accept-Encoding) is read decoded, within maxRefusalBytes; what goes to the
 // client is body as it came.
-func overflow(api focusgate.API, resp *http.Response, body []byte) bool {
-	p := focusgate.ProviderOf(api)
-	if p == nil || p.ContextOverflow == nil {
+func overflow(p *focusgate.Provider, resp *http.Response, body []byte) bool {
+	if p.ContextOverflow == nil {
 		return false
 	}
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" {

@@ -16,7 +16,6 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
-	"github.com/focusgate/focusgate/proxy"
 )
 
 // rescueAPI is one API's side of the context-window tests: a tool loop of
@@ -225,7 +224,7 @@ func newWindowGateway(t *testing.T, up *windowUpstream, rw *rescuer) *gateway {
 	openai, _ := url.Parse(srv.URL + "/v1")
 	base, _ := url.Parse(srv.URL)
 	return newGateway(t, nil, func(o *gatewayOptions) {
-		o.Upstreams = map[string]proxy.Upstream{"openai": {URL: openai}, "anthropic": {URL: base}, "gemini": {URL: base}}
+		o.Providers = map[string]testUpstream{"openai": {URL: openai}, "anthropic": {URL: base}, "gemini": {URL: base}}
 		o.Pipeline = rw
 	})
 }

@@ -143,7 +143,7 @@ func TestPipelineNeverGetsAGatewayKeyFromAnotherHeader(t *testing.T) {
 			if len(reqs) == 0 {
 				t.Fatal("the request did not reach the pipeline")
 			}
-			if got := reqs[len(reqs)-1].Credential; strings.Contains(got, key) || strings.Contains(got, form) {
+			if got := reqs[len(reqs)-1].Credential.Value; strings.Contains(got, key) || strings.Contains(got, form) {
 				t.Errorf("the pipeline was handed the gateway key as the client's credential: %q", got)
 			}
 		}

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -24,19 +23,12 @@ import (
 )
 
 // Options configure a Server. Every field has a default; a gateway for an
-// OpenAI-compatible server sets at least Upstream.
+// OpenAI-compatible server sets at least the "openai" entry of Upstreams.
 type Options struct {
 	// Upstreams are where each provider's requests go, by provider name
 	// (focusgate.Provider.Name). A provider not named goes to its
-	// declaration's default URL, without a key of the gateway's.
+	// declaration's default URL, without a credential of the gateway's.
 	Upstreams map[string]Upstream
-	// Upstream and UpstreamAPIKey are the "openai" entry of Upstreams,
-	// AnthropicUpstream and AnthropicAPIKey the "anthropic" one, when
-	// Upstreams does not name them.
-	Upstream          *url.URL
-	UpstreamAPIKey    string
-	AnthropicUpstream *url.URL
-	AnthropicAPIKey   string
 	// Keys, when set, are the gateway keys a client must present on every
 	// proxied route; nil leaves the gateway open (see authenticate).
 	Keys Keys
@@ -93,9 +85,10 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	draining atomic.Bool
 	// upstreams are Options.Upstreams completed for every provider.
-	upstreams map[string]Upstream
-	// inspectors handle the inspected routes, by API.
-	inspectors map[focusgate.API]gin.HandlerFunc
+	upstreams map[string]*upstream
+	// transport carries the requests the handler sends itself (exchange.go):
+	// Options.Transport, traced when tracing is on.
+	transport http.RoundTripper
 }
 
 // New builds a Server.
@@ -115,52 +108,21 @@ func New(opts Options) *Server {
 	if opts.Tracing {
 		opts.Transport = tracingTransport{opts.Transport}
 	}
-	if opts.Pipeline != nil {
-		// Outside the tracing transport: a retry is an upstream call of
-		// its own, with a span of its own.
-		opts.Transport = rescueTransport{next: opts.Transport, pipeline: opts.Pipeline}
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{opts: opts, log: opts.Logger, gatherer: opts.Registry, upstreams: upstreams(opts)}
+	s := &Server{opts: opts, log: opts.Logger, gatherer: opts.Registry, upstreams: upstreams(opts), transport: opts.Transport}
 	s.metrics = newMetrics(opts.Registry)
 	if opts.RedisStats != nil {
 		registerRedis(opts.Registry, opts.RedisStats)
-	}
-	s.inspectors = map[focusgate.API]gin.HandlerFunc{}
-	for _, api := range focusgate.APIs {
-		s.inspectors[api] = s.inspect(api)
 	}
 	s.initKeys()
 	s.proxy = s.newReverseProxy()
 	s.engine = s.routes()
 	return s
-}
-
-// upstreams completes Options.Upstreams: the legacy fields, then every
-// provider's default URL.
-func upstreams(opts Options) map[string]Upstream {
-	ups := map[string]Upstream{}
-	legacy := map[string]Upstream{
-		focusgate.OpenAIProvider.Name:    {URL: opts.Upstream, APIKey: opts.UpstreamAPIKey},
-		focusgate.AnthropicProvider.Name: {URL: opts.AnthropicUpstream, APIKey: opts.AnthropicAPIKey},
-	}
-	for _, p := range focusgate.Providers {
-		up, ok := opts.Upstreams[p.Name]
-		if !ok {
-			up = legacy[p.Name]
-		}
-		if up.URL == nil {
-			// The declarations' defaults are absolute URLs.
-			up.URL, _ = url.Parse(p.Settings.DefaultURL)
-		}
-		ups[p.Name] = up
-	}
-	return ups
 }
 
 // ServeHTTP implements http.Handler.

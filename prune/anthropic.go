@@ -3,8 +3,6 @@ package prune
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -18,34 +16,16 @@ const anthropicVersion = "2023-06-01"
 // Messages API requires one.
 const defaultAnthropicMaxTokens = 4096
 
-// AnthropicRetriever asks a Claude model, through the Anthropic Messages API,
-// which lines of a tree matter: the retriever of a team that has only an
-// Anthropic key. Prompts, answers, the re-ask and the deadline are the
-// OpenAIRetriever's. It is safe for concurrent use.
-type AnthropicRetriever struct {
-	cfg RetrieverConfig
-}
-
-// NewAnthropicRetriever returns a retriever for cfg; cfg.BaseURL is the
-// Anthropic API's base, without /v1.
-func NewAnthropicRetriever(cfg RetrieverConfig) *AnthropicRetriever {
-	cfg.HTTPClient = cappedClient(cfg.HTTPClient)
-	cfg.BaseURL = strings.TrimSuffix(strings.TrimSuffix(cfg.BaseURL, "/"), "/v1")
-	return &AnthropicRetriever{cfg: cfg}
-}
-
-// Select asks the retriever for the lines that matter to q (see ask).
-func (r *AnthropicRetriever) Select(ctx context.Context, q Query) (Selection, error) {
-	return ask(ctx, r, r.cfg.Timeout, cmp.Or(r.cfg.APIKey, q.APIKey), q)
-}
-
 type anthropicMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 }
 
 type anthropicRequest struct {
-	Model       string             `json:"model"`
+	// Model names the model, except on the clouds, where the path names it
+	// and Version the API's version.
+	Model       string             `json:"model,omitempty"`
+	Version     string             `json:"anthropic_version,omitempty"`
 	MaxTokens   int                `json:"max_tokens"`
 	System      string             `json:"system"`
 	Messages    []anthropicMessage `json:"messages"`
@@ -68,10 +48,16 @@ type anthropicResponse struct {
 	} `json:"error"`
 }
 
-func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, turns []turn) (ans answer, usage focusgate.RetrieverUsage, err error) {
-	ctx, span := startChat(ctx, "anthropic", r.cfg.Model)
+// messagesCall asks Claude through the Messages API: Anthropic's own, or
+// Bedrock's invoke and Vertex AI's rawPredict, which take the same body with
+// the model in the path.
+func messagesCall(ctx context.Context, c *client, x exchange, system string, turns []turn) (ans answer, usage focusgate.RetrieverUsage, err error) {
+	ctx, span := startChat(ctx, "anthropic", c.cfg.Model)
 	defer func() { endChat(span, usage, err) }()
-	req := anthropicRequest{Model: r.cfg.Model, MaxTokens: cmp.Or(r.cfg.MaxTokens, defaultAnthropicMaxTokens), System: system}
+	req := anthropicRequest{MaxTokens: cmp.Or(c.cfg.MaxTokens, defaultAnthropicMaxTokens), System: system}
+	if req.Version = c.cfg.Version; req.Version == "" {
+		req.Model = c.cfg.Model
+	}
 	for _, t := range turns {
 		role := "user"
 		if t.assistant {
@@ -79,20 +65,12 @@ func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, t
 		}
 		req.Messages = append(req.Messages, anthropicMessage{Role: role, Content: t.content})
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return answer{}, focusgate.RetrieverUsage{}, fmt.Errorf("prune: retriever request: %w", err)
-	}
-	header := http.Header{"Anthropic-Version": {anthropicVersion}}
-	if strings.HasPrefix(key, "sk-ant-oat") {
-		// A Claude subscription's OAuth token (Claude Code's
-		// ANTHROPIC_AUTH_TOKEN) is a bearer token, not an API key.
-		header.Set("Authorization", "Bearer "+key)
-	} else if key != "" {
-		header.Set("X-Api-Key", key)
+	var header http.Header
+	if c.cfg.Version == "" {
+		header = http.Header{"Anthropic-Version": {anthropicVersion}}
 	}
 	var out anthropicResponse
-	err = postJSON(ctx, r.cfg.HTTPClient, r.cfg.BaseURL+"/v1/messages", header, body, &out, func() string {
+	err = postCall(ctx, c, x, header, req, &out, func() string {
 		if out.Error == nil {
 			return ""
 		}
@@ -102,9 +80,9 @@ func (r *AnthropicRetriever) complete(ctx context.Context, key, system string, t
 		return answer{}, focusgate.RetrieverUsage{}, err
 	}
 	var text strings.Builder
-	for _, c := range out.Content {
-		if c.Type == "text" {
-			text.WriteString(c.Text)
+	for _, part := range out.Content {
+		if part.Type == "text" {
+			text.WriteString(part.Text)
 		}
 	}
 	u := focusgate.RetrieverUsage{PromptTokens: out.Usage.InputTokens, CompletionTokens: out.Usage.OutputTokens}

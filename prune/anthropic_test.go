@@ -54,8 +54,9 @@ func newFakeClaude(t *testing.T, status int, texts ...string) *fakeClaude {
 
 func TestAnthropicRetrieverAsksClaude(t *testing.T) {
 	claude := newFakeClaude(t, http.StatusOK, "<think>The button.</think><answer>[(1,1), (3,4)]</answer>")
-	r := NewAnthropicRetriever(RetrieverConfig{BaseURL: claude.URL + "/", Model: "claude-haiku-4-5", MaxTokens: 2048})
-	q := Query{Goal: "Save the employee", Numbered: "   1 root\n   2 a\n   3 b\n   4 c", Lines: 4, Variant: focusgate.VariantDefender, APIKey: "sk-ant-client"}
+	r := messagesRetriever(RetrieverConfig{BaseURL: claude.URL + "/", Model: "claude-haiku-4-5", MaxTokens: 2048})
+	q := Query{Goal: "Save the employee", Numbered: "   1 root\n   2 a\n   3 b\n   4 c", Lines: 4, Variant: focusgate.VariantDefender,
+		Credential: focusgate.ClientCredential{Place: focusgate.AnthropicProvider.Credentials[0], Value: "sk-ant-client"}}
 	sel, err := r.Select(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
@@ -73,18 +74,23 @@ func TestAnthropicRetrieverAsksClaude(t *testing.T) {
 	}
 }
 
-// A subscription's OAuth token goes as a bearer token; a configured key
-// beats the client's.
+// A client's own credential goes where the client put it (a subscription's
+// OAuth token as a bearer token); the gateway's key beats the client's.
 func TestAnthropicRetrieverCredentials(t *testing.T) {
+	apiKey := focusgate.AnthropicProvider.Credentials[0]
 	for _, tt := range []struct {
-		configured, client, wantKey, wantAuth string
+		configured string
+		client     focusgate.ClientCredential
+		wantKey    string
+		wantAuth   string
 	}{
-		{"", "sk-ant-oat01-xyz", "", "Bearer sk-ant-oat01-xyz"},
-		{"sk-ant-team", "sk-ant-client", "sk-ant-team", ""},
+		{"", clientBearer("sk-ant-oat01-xyz"), "", "Bearer sk-ant-oat01-xyz"},
+		{"", focusgate.ClientCredential{Place: apiKey, Value: "sk-ant-client"}, "sk-ant-client", ""},
+		{"sk-ant-team", focusgate.ClientCredential{Place: apiKey, Value: "sk-ant-client"}, "sk-ant-team", ""},
 	} {
 		claude := newFakeClaude(t, http.StatusOK, "<answer>[(1,1)]</answer>")
-		r := NewAnthropicRetriever(RetrieverConfig{BaseURL: claude.URL, Model: "m", APIKey: tt.configured})
-		if _, err := r.Select(context.Background(), Query{Numbered: "   1 x", Lines: 1, APIKey: tt.client}); err != nil {
+		r := messagesRetriever(RetrieverConfig{BaseURL: claude.URL, Model: "m", Signer: staticKey{apiKey, tt.configured}})
+		if _, err := r.Select(context.Background(), Query{Numbered: "   1 x", Lines: 1, Credential: tt.client}); err != nil {
 			t.Fatal(err)
 		}
 		if h := claude.headers[0]; h.Get("X-Api-Key") != tt.wantKey || h.Get("Authorization") != tt.wantAuth {
@@ -97,7 +103,7 @@ func TestAnthropicRetrieverCredentials(t *testing.T) {
 // answer and the correction as the next turns.
 func TestAnthropicRetrieverReasks(t *testing.T) {
 	claude := newFakeClaude(t, http.StatusOK, "I think the second one.", "<answer>[(2,2)]</answer>")
-	r := NewAnthropicRetriever(RetrieverConfig{BaseURL: claude.URL, Model: "m"})
+	r := messagesRetriever(RetrieverConfig{BaseURL: claude.URL, Model: "m"})
 	q := Query{Numbered: "   1 x\n   2 y", Lines: 2}
 	sel, err := r.Select(context.Background(), q)
 	if err != nil || fmt.Sprint(sel.Ranges) != "[{2 2}]" || sel.Usage != (focusgate.RetrieverUsage{PromptTokens: 240, CompletionTokens: 18}) {
@@ -121,7 +127,7 @@ func TestAnthropicRetrieverErrors(t *testing.T) {
 		http.StatusInternalServerError: focusgate.ReasonRetrieverHTTP5xx,
 	} {
 		claude := newFakeClaude(t, status)
-		_, err := NewAnthropicRetriever(RetrieverConfig{BaseURL: claude.URL, Model: "m"}).Select(context.Background(), Query{Numbered: "   1 x", Lines: 1})
+		_, err := messagesRetriever(RetrieverConfig{BaseURL: claude.URL, Model: "m"}).Select(context.Background(), Query{Numbered: "   1 x", Lines: 1})
 		if got := Reason(err); got != want || !strings.Contains(err.Error(), fmt.Sprint(status)) {
 			t.Errorf("HTTP %d: reason %s (%v), want %s", status, got, err, want)
 		}

@@ -57,9 +57,10 @@ func TestGeminiRetrieverAsksGemini(t *testing.T) {
 		{Text: "Which lines? Line 9 is a trap.", Thought: true},
 		{Text: "<think>The button.</think><answer>[(1,1), (3,4)]</answer>"},
 	})
-	q := Query{Goal: "Save the employee", Numbered: "   1 root\n   2 a\n   3 b\n   4 c", Lines: 4, Variant: focusgate.VariantLine, APIKey: "AIza-client"}
+	q := Query{Goal: "Save the employee", Numbered: "   1 root\n   2 a\n   3 b\n   4 c", Lines: 4, Variant: focusgate.VariantLine,
+		Credential: focusgate.ClientCredential{Place: focusgate.GeminiProvider.Credentials[0], Value: "AIza-client"}}
 	for _, base := range []string{gemini.URL, gemini.URL + "/", gemini.URL + "/v1beta"} {
-		r := NewGeminiRetriever(RetrieverConfig{BaseURL: base, Model: "gemini-2.5-flash-lite", MaxTokens: 2048})
+		r := geminiRetriever(RetrieverConfig{BaseURL: base, Model: "gemini-2.5-flash-lite", MaxTokens: 2048})
 		sel, err := r.Select(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +96,7 @@ func TestGeminiRetrieverFailures(t *testing.T) {
 	q := Query{Goal: "g", Numbered: "   1 root\n   2 a", Lines: 2, Variant: focusgate.VariantLine}
 	t.Run("an error status is a StatusError with Google's message", func(t *testing.T) {
 		gemini := newFakeGemini(t, http.StatusServiceUnavailable, "")
-		_, err := NewGeminiRetriever(RetrieverConfig{BaseURL: gemini.URL, Model: "gemini-2.5-flash-lite", APIKey: "AIza-own"}).Select(context.Background(), q)
+		_, err := geminiRetriever(RetrieverConfig{BaseURL: gemini.URL, Model: "gemini-2.5-flash-lite", Signer: staticKey{focusgate.GeminiProvider.Credentials[0], "AIza-own"}}).Select(context.Background(), q)
 		var se *StatusError
 		if !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable {
 			t.Fatalf("err %v, want a 503 StatusError", err)
@@ -104,11 +105,11 @@ func TestGeminiRetrieverFailures(t *testing.T) {
 			t.Errorf("key %q, want the retriever's own", got)
 		}
 	})
-	t.Run("an OAuth token goes as a bearer token", func(t *testing.T) {
+	t.Run("a client's OAuth token goes as the client sent it", func(t *testing.T) {
 		gemini := newFakeGemini(t, http.StatusOK, "STOP", []geminiPart{{Text: "<answer>[(1,2)]</answer>"}})
 		q := q
-		q.APIKey = "ya29.a0token"
-		if _, err := NewGeminiRetriever(RetrieverConfig{BaseURL: gemini.URL, Model: "gemini-2.5-flash-lite"}).Select(context.Background(), q); err != nil {
+		q.Credential = clientBearer("ya29.a0token")
+		if _, err := geminiRetriever(RetrieverConfig{BaseURL: gemini.URL, Model: "gemini-2.5-flash-lite"}).Select(context.Background(), q); err != nil {
 			t.Fatal(err)
 		}
 		if h := gemini.headers[0]; h.Get("Authorization") != "Bearer ya29.a0token" || h.Get("X-Goog-Api-Key") != "" {
@@ -117,15 +118,17 @@ func TestGeminiRetrieverFailures(t *testing.T) {
 	})
 }
 
-// Every provider's API has a retriever client, so that
-// FOCUSGATE_RETRIEVER_API accepts every provider's name.
+// Every API a provider's retriever speaks has a client, and no other API
+// has one.
 func TestEveryProviderHasARetriever(t *testing.T) {
 	for _, p := range focusgate.Providers {
-		if _, err := NewRetriever(p.Name, RetrieverConfig{BaseURL: "http://127.0.0.1:1", Model: "m"}); err != nil {
-			t.Errorf("%s: %v", p.Name, err)
+		for _, r := range p.Retrievers {
+			if _, err := NewRetriever(RetrieverConfig{Speaks: r.Speaks, BaseURL: "http://127.0.0.1:1", Model: "m"}); err != nil {
+				t.Errorf("%s: %v", p.Name, err)
+			}
 		}
 	}
-	if _, err := NewRetriever("cohere", RetrieverConfig{}); err == nil {
-		t.Error("an unknown API has a retriever")
+	if _, err := NewRetriever(RetrieverConfig{Speaks: focusgate.APIConverse}); err == nil {
+		t.Error("Converse has a retriever client, which no provider calls")
 	}
 }

@@ -43,9 +43,11 @@ type Input struct {
 	Mode    focusgate.Mode    // empty means Remove
 	Variant focusgate.Variant // empty means LineVariant
 	Model   string            // the action model: picks the token encoding
-	// APIKey is the client's key (without "Bearer "), passed on to
-	// Query.APIKey; it is never logged and never part of a cache key.
-	APIKey string
+	// Credential is the client's own and Vars its request's route
+	// variables, passed on to the Query; the credential is never logged and
+	// never part of a cache key.
+	Credential focusgate.ClientCredential
+	Vars       focusgate.Vars
 	// StubsOnFailure makes Prune write a page it could not get a selection
 	// for (the retriever failed, timed out or answered nothing usable) as
 	// stubs of its root and focused element, instead of leaving it whole.
@@ -53,6 +55,9 @@ type Input struct {
 	// the upstream refused. Such a result is not stored: the next request
 	// asks the retriever again.
 	StubsOnFailure bool
+	// Calls bounds the retriever calls of the request this observation
+	// belongs to; nil bounds nothing.
+	Calls *Calls
 }
 
 // Result says what happened to one observation. Text is the original unless
@@ -117,6 +122,9 @@ type Config struct {
 	// or less disables it.
 	PageKeyMemoBytes int
 	Logger           *slog.Logger
+	// Gate bounds the retriever calls in flight across the gateway; nil
+	// bounds nothing.
+	Gate *Gate
 }
 
 // Pruner prunes observations. It is safe for concurrent use.
@@ -146,7 +154,8 @@ func New(cfg Config, r Retriever, c Cache) *Pruner {
 // an agent must not be the reason a step fails.
 func (p *Pruner) Prune(ctx context.Context, in Input) Result {
 	res := p.prune(ctx, in)
-	if in.StubsOnFailure && res.Status == focusgate.StatusFailedOpen && res.TokensBefore > 0 {
+	failed := res.Status == focusgate.StatusFailedOpen || res.Reason == focusgate.ReasonRetrieverLimit
+	if in.StubsOnFailure && failed && res.TokensBefore > 0 {
 		return p.stubbed(in, res)
 	}
 	return res
@@ -185,6 +194,10 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 	var reasoning atomic.Pointer[string]
 	var spent atomic.Pointer[focusgate.RetrieverUsage]
 	compute := func(ctx context.Context) ([]byte, error) {
+		if err := p.cfg.Gate.enter(ctx); err != nil {
+			return nil, err
+		}
+		defer p.cfg.Gate.leave()
 		q := j.q
 		q.Numbered = Number(in.Tree)
 		sel, err := p.retriever.Select(ctx, q)
@@ -199,14 +212,25 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 	var raw []byte
 	var err error
 	fetchCtx, span := tracer.Start(ctx, "focusgate.cache")
-	if p.cache == nil {
+	switch {
+	case !in.Calls.take():
+		// No call left: a stored selection still serves.
+		raw, err = p.stored(fetchCtx, j.key)
+		res.Cache = focusgate.CacheHit
+	case p.cache == nil:
 		raw, err = compute(fetchCtx)
 		res.Cache = focusgate.CacheMiss
-	} else {
+	default:
 		raw, res.Cache, err = p.cache.Fetch(fetchCtx, j.key, compute)
+		if res.Cache != focusgate.CacheMiss {
+			in.Calls.giveBack()
+		}
 	}
 	span.SetAttributes(attribute.String("focusgate.cache", string(res.Cache)))
 	span.End()
+	if errors.Is(err, ErrCallLimit) {
+		return skip(res, focusgate.ReasonRetrieverLimit)
+	}
 	if res.Cache != focusgate.CacheHit {
 		res.RetrieverTime = time.Since(start)
 	}
@@ -241,6 +265,19 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 		res.Reasoning = *r
 	}
 	return p.finish(ctx, in, j, sel, res)
+}
+
+// stored is the selection stored under key, or ErrCallLimit when there is
+// none: the request may make no more calls to compute it.
+func (p *Pruner) stored(ctx context.Context, key string) ([]byte, error) {
+	if p.cache == nil {
+		return nil, ErrCallLimit
+	}
+	raw, err := p.cache.Lookup(ctx, key)
+	if err != nil {
+		return nil, ErrCallLimit
+	}
+	return raw, nil
 }
 
 func decodeSelection(raw []byte) (Selection, error) {
@@ -289,7 +326,7 @@ func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool)
 		*res = p.failOpen(ctx, *res, focusgate.ReasonPostprocessError, err)
 		return job{}, false
 	}
-	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), APIKey: in.APIKey}
+	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), Credential: in.Credential, Vars: in.Vars}
 	if p.cfg.UseHistory {
 		q.History = in.History
 	}

@@ -75,7 +75,7 @@ const laptopAnswer = "<answer>[(61,61), (133,147), (161,171), (182,185)]</answer
 func TestPrunePrunesWithScriptedRetriever(t *testing.T) {
 	srv := newChatServer(t, reply{content: laptopAnswer})
 	p := New(Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000},
-		NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), nil)
+		chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), nil)
 	in := laptopInput(t)
 	res := p.Prune(context.Background(), in)
 
@@ -149,7 +149,7 @@ func TestPruneFailsOpen(t *testing.T) {
 			if tt.reason == "timeout" {
 				timeout = 200 * time.Millisecond
 			}
-			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: url, Model: "gpt-4.1-mini", Timeout: timeout})
+			r := chatRetriever(RetrieverConfig{BaseURL: url, Model: "gpt-4.1-mini", Timeout: timeout})
 			in := laptopInput(t)
 			res := New(Config{MinTokens: 1000}, r, &mapCache{}).Prune(ctx, in)
 			if res.Status != focusgate.StatusFailedOpen || res.Reason != tt.reason {
@@ -264,7 +264,7 @@ func TestPruneCachesSelections(t *testing.T) {
 	ctx := context.Background()
 
 	first := laptopInput(t)
-	first.APIKey = "key-one"
+	first.Credential = clientBearer("key-one")
 	res := p.Prune(ctx, first)
 	if res.Status != focusgate.StatusPruned || res.Cache != focusgate.CacheMiss || res.Usage.PromptTokens != 3000 {
 		t.Fatalf("first: %s %q cache=%q usage=%+v; want a pruned miss with usage", res.Status, res.Reason, res.Cache, res.Usage)
@@ -272,7 +272,7 @@ func TestPruneCachesSelections(t *testing.T) {
 
 	// Another client key and another mode reuse the cached selection.
 	again := first
-	again.APIKey = "key-two"
+	again.Credential = clientBearer("key-two")
 	again.Mode = focusgate.ModeAncestors
 	res = p.Prune(ctx, again)
 	if res.Status != focusgate.StatusPruned || res.Cache != focusgate.CacheHit || res.RetrieverTime != 0 || res.Usage != (focusgate.RetrieverUsage{}) {
@@ -360,7 +360,7 @@ func TestPruneHistoryInKeyOnlyWhenUsed(t *testing.T) {
 func TestPruneReportsFlaggedInjection(t *testing.T) {
 	tree := readTree(t, "agentlab-tutorial_webarena_shopping_prompt_0_with_doomarena_popup_injection_tabs-restored.txt")
 	srv := newChatServer(t, reply{content: goldenCases[1].answer})
-	p := New(Config{}, NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), nil)
+	p := New(Config{}, chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), nil)
 	for _, mode := range []focusgate.Mode{focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs} {
 		res := p.Prune(context.Background(), Input{Tree: tree, Goal: "Buy the headphones in Black & Gold", Mode: mode, Variant: focusgate.VariantDefender})
 		if res.Status != focusgate.StatusPruned || res.Flagged != 5 {
@@ -392,7 +392,7 @@ func TestResultReportsTheSelection(t *testing.T) {
 	answer := "<think>The quantity field and the order button.</think><answer>[(61,61), (133,147)]</answer><injection>[(140,140)]</injection>"
 	srv := newChatServer(t, reply{content: answer}, reply{content: answer})
 	p := New(Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000},
-		NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), &mapCache{})
+		chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"}), &mapCache{})
 	in := laptopInput(t)
 	in.Variant = focusgate.VariantDefender
 	focused := 0

@@ -45,7 +45,7 @@ func TestReapplyRepeatsThePrunedText(t *testing.T) {
 			want: func(_ *testing.T, pruned string) string { return pruned },
 		},
 		{
-			name: "another client key", edit: func(in *Input) { in.APIKey = "sk-other" }, status: focusgate.StatusPruned, cached: focusgate.CacheHit,
+			name: "another client key", edit: func(in *Input) { in.Credential = clientBearer("sk-other") }, status: focusgate.StatusPruned, cached: focusgate.CacheHit,
 			want: func(_ *testing.T, pruned string) string { return pruned },
 		},
 		{

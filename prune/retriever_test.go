@@ -27,8 +27,8 @@ type reply struct {
 	hang    bool   // block until the request's context ends
 }
 
-// chatRequest is what the fake endpoint received.
-type chatRequest struct {
+// sentChat is what the fake endpoint received.
+type sentChat struct {
 	auth string
 	body openai.ChatCompletionRequest
 	raw  map[string]any
@@ -42,7 +42,7 @@ type chatServer struct {
 
 	mu       sync.Mutex
 	replies  []reply
-	requests []chatRequest
+	requests []sentChat
 }
 
 func newChatServer(t *testing.T, replies ...reply) *chatServer {
@@ -64,7 +64,7 @@ func (s *chatServer) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	req := chatRequest{auth: r.Header.Get("Authorization")}
+	req := sentChat{auth: r.Header.Get("Authorization")}
 	if err := json.Unmarshal(b, &req.body); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -106,7 +106,7 @@ func (s *chatServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *chatServer) received() []chatRequest {
+func (s *chatServer) received() []sentChat {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.requests)
@@ -114,7 +114,7 @@ func (s *chatServer) received() []chatRequest {
 
 func TestSelectSendsGoalHistoryAndNumberedTree(t *testing.T) {
 	srv := newChatServer(t, reply{content: "<think>The cart link.</think><answer>[(2,3)]</answer>"})
-	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, APIKey: "retriever-key", Model: "gpt-4.1-mini"})
+	r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Signer: bearer("retriever-key"), Model: "gpt-4.1-mini"})
 	tree := browserGymTree("RootWebArea 'Shop'\n\t[12] link 'Cart'\n\t\tStaticText 'Cart'\n\t[13] link 'Help'\n")
 	q := Query{
 		Goal:     "Open the cart",
@@ -164,7 +164,7 @@ func TestSelectSendsGoalHistoryAndNumberedTree(t *testing.T) {
 
 func TestSelectWithoutHistory(t *testing.T) {
 	srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})
-	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
+	r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
 	if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 RootWebArea 'a'", Lines: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +184,8 @@ func TestSelectAPIKey(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})
-			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, APIKey: tt.own, Model: "gpt-4.1-mini"})
-			if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 1, APIKey: tt.client}); err != nil {
+			r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Signer: bearer(tt.own), Model: "gpt-4.1-mini"})
+			if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 1, Credential: clientBearer(tt.client)}); err != nil {
 				t.Fatal(err)
 			}
 			if got := srv.received()[0].auth; got != tt.want {
@@ -210,7 +210,7 @@ func TestSelectTemperature(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
 			srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})
-			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: tt.model})
+			r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: tt.model})
 			if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 1}); err != nil {
 				t.Fatal(err)
 			}
@@ -240,7 +240,7 @@ func TestSelectPromptVariants(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.variant), func(t *testing.T) {
 			srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})
-			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
+			r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
 			if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 1, Variant: tt.variant}); err != nil {
 				t.Fatal(err)
 			}
@@ -261,7 +261,7 @@ func TestSelectReasksOnceAfterUnreadableAnswer(t *testing.T) {
 		reply{content: "The relevant part is the cart link."},
 		reply{content: "<answer>[(2,2)]</answer>"},
 	)
-	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
+	r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
 	sel, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a\n   2 b\n   3 c", Lines: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +288,7 @@ func TestSelectReasksOnceAfterUnreadableAnswer(t *testing.T) {
 // question.
 func TestSelectReasksAfterAnEmptyAnswer(t *testing.T) {
 	srv := newChatServer(t, reply{content: ""}, reply{content: "<answer>[(2,3)]</answer>"})
-	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
+	r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
 	sel, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a\n   2 b\n   3 c", Lines: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +316,7 @@ func TestSelectGivesUpAfterOneReask(t *testing.T) {
 	for _, answer := range answers {
 		t.Run(answer, func(t *testing.T) {
 			srv := newChatServer(t, reply{content: answer})
-			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
+			r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini"})
 			_, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a", Lines: 1446})
 			if Reason(err) != "bad-answer" {
 				t.Errorf("error = %v, want a bad answer", err)
@@ -347,7 +347,7 @@ func TestSelectCapsOutputTokens(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.model+"/"+strconv.Itoa(tt.maxTokens), func(t *testing.T) {
 			srv := newChatServer(t, reply{content: "<answer>[(1,1)]</answer>"})
-			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: tt.model, MaxTokens: tt.maxTokens})
+			r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: tt.model, MaxTokens: tt.maxTokens})
 			if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 1}); err != nil {
 				t.Fatal(err)
 			}
@@ -382,7 +382,7 @@ func TestSelectReadsAnAnswerCutOffByTheCap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newChatServer(t, tt.replies...)
-			r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini", MaxTokens: 64})
+			r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-4.1-mini", MaxTokens: 64})
 			sel, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 50})
 			if err != nil {
 				t.Fatal(err)
@@ -399,7 +399,7 @@ func TestSelectReadsAnAnswerCutOffByTheCap(t *testing.T) {
 
 func TestSelectNamesTheCapWhenACutAnswerIsUnusable(t *testing.T) {
 	srv := newChatServer(t, reply{content: "<think>The relevant", finish: "length"})
-	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-5-mini", MaxTokens: 64})
+	r := chatRetriever(RetrieverConfig{BaseURL: srv.url, Model: "gpt-5-mini", MaxTokens: 64})
 	_, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 x", Lines: 50})
 	if !errors.Is(err, ErrBadAnswer) || !strings.Contains(err.Error(), "output-token cap") {
 		t.Errorf("error = %v, want a bad answer that names the output-token cap", err)
@@ -421,7 +421,7 @@ func TestSelectCapsTheResponseBody(t *testing.T) {
 		io.WriteString(w, `"}}]}`)
 	}))
 	t.Cleanup(srv.Close)
-	r := NewOpenAIRetriever(RetrieverConfig{BaseURL: srv.URL + "/v1", Model: "gpt-4.1-mini"})
+	r := chatRetriever(RetrieverConfig{BaseURL: srv.URL + "/v1", Model: "gpt-4.1-mini"})
 	if _, err := r.Select(context.Background(), Query{Goal: "g", Numbered: "   1 a", Lines: 1}); Reason(err) != "retriever-error" {
 		t.Errorf("error = %v, want a retriever error for an oversized answer", err)
 	}
