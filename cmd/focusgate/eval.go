@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/cloudauth"
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/eval"
 	"github.com/focusgate/focusgate/prune"
@@ -88,9 +89,12 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 
 	// As for `focusgate prune`, a command-line user's own key of the
 	// retriever's provider serves when none is configured.
-	retriever := cfg.WithUserKeys(getenv).RetrieverFor(focusgate.APIChat)
+	retriever := cfg.WithUserKeys(getenv).RetrieverFor(focusgate.DefaultProvider, focusgate.APIChat)
 	key := retriever.Key
-	keyVars := config.Prefix + "RETRIEVER_API_KEY, " + config.Prefix + retrieverProvider(retriever).Settings.Key + " or " + retrieverProvider(retriever).ClientKeyEnv
+	keyVars := config.Prefix + "RETRIEVER_API_KEY"
+	if p := retriever.Provider; p.Key.Name != "" {
+		keyVars += ", " + config.Prefix + p.Key.Name + " or " + p.ClientKeyEnv
+	}
 	switch {
 	case len(names) == 0 && key != "":
 		names = eval.StrategyNames
@@ -122,11 +126,11 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 
 	var llm *eval.LLM
 	if slices.Contains(names, "llm") {
-		r, err := newRetriever(cfg, retriever)
+		r, err := newRetriever(cfg, retriever, cloudauth.For(retriever.Provider, key, cloudauth.Options{Getenv: getenv}))
 		if err != nil {
 			return err
 		}
-		llm = &eval.LLM{Retriever: r, RetrieverModel: cfg.RetrieverModel, Variant: focusgate.Variant(cfg.Prompt), UseHistory: cfg.RetrieverHistory}
+		llm = &eval.LLM{Retriever: r, RetrieverModel: retriever.Model, Variant: focusgate.Variant(cfg.Prompt), UseHistory: cfg.RetrieverHistory}
 	}
 	strategies := eval.Strategies(names, budgets, llm)
 
@@ -155,7 +159,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	used := ""
 	if slices.Contains(names, "llm") {
-		used = fmt.Sprintf(", retriever %s with prompt %s", cfg.RetrieverModel, cfg.Prompt)
+		used = fmt.Sprintf(", retriever %s with prompt %s", retriever.Model, cfg.Prompt)
 	}
 	fmt.Fprintf(stderr, "focusgate eval: %d steps of %s (%d skipped), mode %s%s, tokens counted for %s, %s\n",
 		len(traces), data, len(skipped), cfg.Mode, used, model, time.Since(start).Round(100*time.Millisecond))
@@ -175,12 +179,4 @@ func terminal(w io.Writer) io.Writer {
 		return nil
 	}
 	return f
-}
-
-// retrieverProvider is the provider whose API r speaks.
-func retrieverProvider(r config.Retriever) *focusgate.Provider {
-	if p := focusgate.ProviderNamed(r.API); p != nil {
-		return p
-	}
-	return focusgate.DefaultProvider
 }

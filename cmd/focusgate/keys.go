@@ -31,7 +31,7 @@ func newRedactor(cfg config.Config) *redact.Redactor {
 func configuredKeys(cfg config.Config) []string {
 	keys := []string{cfg.RetrieverAPIKey}
 	for _, p := range focusgate.Providers {
-		keys = append(keys, cfg.Upstream(p).APIKey)
+		keys = append(keys, cfg.Upstream(p).Key)
 	}
 	return keys
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/config"
@@ -45,14 +46,15 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 func prunePageOrFail(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var goal, history, model, api string
+	var goal, history, model, api, provider string
 	var request bool
 	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages|gemini] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
 		fs.StringVar(&goal, "goal", "", "the agent's goal at this step")
 		fs.StringVar(&history, "history", "", "what the agent did so far (optional)")
 		fs.StringVar(&model, "model", "gpt-4.1", "the action model, whose tokenizer counts the tokens")
 		fs.BoolVar(&request, "request", false, "the input is a whole request body: print exactly the bytes the gateway would forward, and the outcome on stderr")
-		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses, messages or gemini (default: told from the body's shape)")
+		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses, messages, gemini or converse (default: told from the body's shape)")
+		fs.StringVar(&provider, "provider", "", "with --request, the provider the body is sent to, whose retriever prunes it: "+strings.Join(focusgate.ProviderNames(), ", ")+" (default: openai, anthropic or gemini, as the API says; bedrock for converse)")
 	})
 	if err != nil {
 		return err
@@ -65,7 +67,7 @@ func prunePageOrFail(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	if request {
-		return pruneRequest(ctx, cfg, name, page, api, stdout, stderr)
+		return pruneRequest(ctx, cfg, getenv, name, page, api, provider, stdout, stderr)
 	}
 	b, ok := detect.Page(string(page))
 	if !ok {
@@ -73,7 +75,7 @@ func prunePageOrFail(ctx context.Context, args []string, getenv func(string) str
 	}
 
 	log := newLogger(cfg, stderr)
-	pr, err := newPruning(cfg, log)
+	pr, err := newPruning(cfg, getenv, false, log)
 	if err != nil {
 		return err
 	}
@@ -97,7 +99,7 @@ func prunePageOrFail(ctx context.Context, args []string, getenv func(string) str
 	if res.Reason != "" {
 		fmt.Fprintf(stderr, ", reason %s", res.Reason)
 	}
-	fmt.Fprintf(stderr, ", mode %s, prompt %s, retriever %s %dms, cache %s", cfg.Mode, cfg.Prompt, cfg.RetrieverModel, res.RetrieverTime.Milliseconds(), res.Cache)
+	fmt.Fprintf(stderr, ", mode %s, prompt %s, retriever %s %dms, cache %s", cfg.Mode, cfg.Prompt, cfg.RetrieverFor(focusgate.DefaultProvider, focusgate.APIChat).Model, res.RetrieverTime.Milliseconds(), res.Cache)
 	if res.Flagged > 0 {
 		fmt.Fprintf(stderr, ", %d injection lines removed", res.Flagged)
 	}
@@ -166,7 +168,7 @@ func readAll(name string, isFile bool, stdin io.Reader, limit int64) ([]byte, er
 // the bytes the gateway would forward, stderr the outcome. Like the gateway,
 // it fails open: a body it cannot prune is printed as it came, and the
 // command then exits 1 if pruning failed (not if it was skipped).
-func pruneRequest(ctx context.Context, cfg config.Config, name string, body []byte, api string, stdout, stderr io.Writer) error {
+func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) string, name string, body []byte, api, provider string, stdout, stderr io.Writer) error {
 	kind := detect.APIOf(body)
 	if api != "" {
 		var err error
@@ -174,13 +176,19 @@ func pruneRequest(ctx context.Context, cfg config.Config, name string, body []by
 			return fmt.Errorf("--api: %w", err)
 		}
 	}
+	p := providerFor(kind)
+	if provider != "" {
+		if p = focusgate.ProviderNamed(provider); p == nil {
+			return fmt.Errorf("--provider: unknown provider %q (want %s)", provider, strings.Join(focusgate.ProviderNames(), ", "))
+		}
+	}
 	log := newLogger(cfg, stderr)
-	pr, err := newPruning(cfg, log)
+	pr, err := newPruning(cfg, getenv, false, log)
 	if err != nil {
 		return err
 	}
 	defer pr.Close()
-	out, outcome := pr.pipeline.Rewrite(ctx, focusgate.Request{API: kind, Body: body})
+	out, outcome := pr.pipeline.Rewrite(ctx, focusgate.Request{API: kind, Provider: p, Body: body})
 	if _, err := stdout.Write(out); err != nil {
 		return err
 	}
@@ -190,4 +198,29 @@ func pruneRequest(ctx context.Context, cfg config.Config, name string, body []by
 		return fmt.Errorf("%w: %s", errFailedOpen, outcome.Reason)
 	}
 	return nil
+}
+
+// providerFor is the provider a body of api is sent to when the command
+// line says none: the first that serves api at a default address of its own
+// (OpenAI's, Anthropic's or Google's API), else the first that serves it (a
+// Converse body is Bedrock's).
+func providerFor(api focusgate.API) *focusgate.Provider {
+	var cloud *focusgate.Provider
+	for _, p := range focusgate.Providers {
+		for _, rt := range p.Routes {
+			if rt.API != api {
+				continue
+			}
+			if p.Cloud == focusgate.CloudNone && p.URL.Default != "" {
+				return p
+			}
+			if cloud == nil {
+				cloud = p
+			}
+		}
+	}
+	if cloud == nil {
+		return focusgate.DefaultProvider
+	}
+	return cloud
 }

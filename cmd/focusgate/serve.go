@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,15 +49,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	upstreams := map[string]proxy.Upstream{}
-	for _, p := range focusgate.Providers {
-		up := cfg.Upstream(p)
-		u, err := url.Parse(up.URL)
-		if err != nil {
-			return fmt.Errorf("%s%s: %w", config.Prefix, p.Settings.URL, err)
-		}
-		upstreams[p.Name] = proxy.Upstream{URL: u, APIKey: up.APIKey}
-	}
 
 	tracing, stopTracing, err := telemetry.Setup(getenv, log)
 	if err != nil {
@@ -83,11 +73,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer cancel()
 		flushTraces(ctx)
 	}()
-	pr, err := newPruning(cfg, log)
+	pr, err := newPruning(cfg, getenv, cfg.Open(), log)
 	if err != nil {
 		return err
 	}
 	defer pr.Close()
+	upstreams := map[string]proxy.Upstream{}
+	for _, p := range focusgate.Providers {
+		up := cfg.Upstream(p)
+		upstreams[p.Name] = proxy.Upstream{URL: up.URL, Signer: pr.signers[p.Name], ClientFirst: up.Key != "", Models: up.Models}
+	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	checks := map[string]proxy.Check{}
@@ -140,9 +135,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("listen: %w", err)
 	}
 	logEconomics(log, cfg, pr.prices)
-	log.Info("focusgate listening", "addr", ln.Addr().String(), "upstream", config.RedactURL(cfg.UpstreamURL), "anthropic", config.RedactURL(cfg.AnthropicURL), "gemini", config.RedactURL(cfg.GeminiURL),
-		"retriever", cfg.RetrieverModel, "mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg),
-		"dashboard", dashboardState(cfg), "tracing", tracing)
+	attrs := []any{"addr", ln.Addr().String()}
+	for _, p := range focusgate.Providers {
+		if u := cfg.Upstream(p).URL; u != "" {
+			attrs = append(attrs, p.Name, config.RedactURL(u))
+		}
+	}
+	log.Info("focusgate listening", append(attrs, "retriever", cfg.RetrieverFor(focusgate.DefaultProvider, focusgate.APIChat).Model,
+		"mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg), "dashboard", dashboardState(cfg), "tracing", tracing)...)
 
 	if split != nil {
 		go split.Run(ctx)

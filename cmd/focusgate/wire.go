@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cloudauth"
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/internal/budget"
@@ -28,8 +30,16 @@ import (
 // the same way, so that `prune --request` prints what the gateway forwards.
 type pruning struct {
 	pipeline *pipeline.Pipeline
-	pruner   *prune.Pruner
-	prices   *pricing.Table
+	// pruner prunes with the OpenAI-compatible retriever: the one `prune`
+	// uses for a page given alone.
+	pruner *prune.Pruner
+	prices *pricing.Table
+	// signers are the gateway's credentials for each provider, by name
+	// (nil: none); the gateway's upstream calls and the retrievers share
+	// them.
+	signers map[string]focusgate.Signer
+	// gate bounds the retriever calls in flight across the gateway.
+	gate *prune.Gate
 	// memory bounds the request bytes decoded and inspected at once; the
 	// gateway's decoding shares it with the pipeline.
 	memory *budget.Bytes
@@ -37,9 +47,14 @@ type pruning struct {
 	redis *cache.Redis
 }
 
-// newPruning builds the cache store, the retriever, the pruner and the
-// pipeline.
-func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
+// newPruning builds the cache store, the signers, the retrievers, the
+// pruners and the pipeline.
+//
+// open says that anyone who can reach the gateway may use it without a
+// gateway key (config.Config.Open): it then uses no cloud credential of its
+// environment, which it would spend for everyone. The command-line tools are
+// their user's own client and are never open.
+func newPruning(cfg config.Config, getenv func(string) string, open bool, log *slog.Logger) (*pruning, error) {
 	prices, err := loadPrices(cfg)
 	if err != nil {
 		return nil, err
@@ -48,7 +63,8 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pruning{prices: prices, memory: budget.New(cfg.InspectBudget)}
+	p := &pruning{prices: prices, memory: budget.New(cfg.InspectBudget), gate: prune.NewGate(cfg.RetrieverConcurrency),
+		signers: newSigners(cfg, getenv, open, log)}
 	var store cache.Store
 	if cfg.RedisURL == "" {
 		store = cache.NewMemory(cfg.CacheMaxBytes, cfg.CacheTTL)
@@ -68,45 +84,51 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 	// them, and the cache (keys name the retriever model).
 	counter := prune.NewCounter(int(cfg.PageMemoBytes / 4))
 	selections := cache.New(store, log)
-	newPruner := func(r config.Retriever) (*prune.Pruner, error) {
-		retriever, err := newRetriever(cfg, r)
-		if err != nil {
-			return nil, err
-		}
-		return prune.New(prune.Config{
-			RetrieverModel:   r.Model,
-			MinTokens:        cfg.MinTokens,
-			UseHistory:       cfg.RetrieverHistory,
-			Counter:          counter,
-			PageKeyMemoBytes: int(cfg.PageMemoBytes / 4),
-			Logger:           log,
-		}, retriever, selections), nil
+	// Each provider's requests of each API are pruned by the retriever
+	// RetrieverFor names, called on its provider with the gateway's
+	// credential there, else the client's own when the client speaks to
+	// that provider (never another provider's client's). Requests whose
+	// retrievers are the same share one pruner.
+	type shared struct {
+		provider, url, model, path string
+		signed                     bool
 	}
-	// Each API's requests are pruned by the retriever RetrieverFor names;
-	// APIs whose retrievers are the same share one pruner. Whether the
-	// client's credential may serve is each API's own (it never goes to
-	// another provider's retriever).
-	byAPI := map[focusgate.API]pipeline.Retrieval{}
-	pruners := map[config.Retriever]*prune.Pruner{}
-	for _, api := range focusgate.APIs {
-		r := cfg.RetrieverFor(api)
-		shared := r
-		shared.ClientKey = false
-		pr, ok := pruners[shared]
-		if !ok {
-			if pr, err = newPruner(r); err != nil {
-				return nil, err
+	pruners := map[shared]*prune.Pruner{}
+	retrievals := map[pipeline.RetrievalKey]pipeline.Retrieval{}
+	for _, prov := range focusgate.Providers {
+		for _, api := range apisOf(prov) {
+			r := cfg.RetrieverFor(prov, api)
+			signer := p.retrieverSigner(cfg, r)
+			k := shared{r.Provider.Name, r.URL, r.Model, r.Spec.Path, signer != nil}
+			pr, ok := pruners[k]
+			if !ok {
+				retriever, err := newRetriever(cfg, r, signer)
+				if err != nil {
+					return nil, err
+				}
+				pr = prune.New(prune.Config{
+					RetrieverModel:   r.Model,
+					MinTokens:        cfg.MinTokens,
+					UseHistory:       cfg.RetrieverHistory,
+					Counter:          counter,
+					PageKeyMemoBytes: int(cfg.PageMemoBytes / 4),
+					Logger:           log,
+					Gate:             p.gate,
+				}, retriever, selections)
+				pruners[k] = pr
 			}
-			pruners[shared] = pr
-		}
-		byAPI[api] = pipeline.Retrieval{Pruner: pr, RetrieverModel: r.Model, ClientKey: r.ClientKey}
-		if api == focusgate.APIChat {
-			p.pruner = pr
+			retrievals[pipeline.RetrievalKey{Provider: prov.Name, API: api}] = pipeline.Retrieval{Pruner: pr, RetrieverModel: r.Model, ClientKey: r.ClientKey}
+			if prov == focusgate.DefaultProvider && api == focusgate.APIChat {
+				p.pruner = pr
+			}
 		}
 	}
+	chat := retrievals[pipeline.RetrievalKey{Provider: focusgate.DefaultProvider.Name, API: focusgate.APIChat}]
 	p.pipeline = pipeline.New(pipeline.Options{
-		Pruner:            p.pruner,
-		ByAPI:             byAPI,
+		Pruner:            chat.Pruner,
+		RetrieverModel:    chat.RetrieverModel,
+		Retrievals:        retrievals,
+		MaxCalls:          cfg.RetrieverMaxCalls,
 		Finder:            detect.NewFinder(int(cfg.PageMemoBytes / 2)),
 		Mode:              cfg.Mode,
 		Variant:           cfg.Prompt,
@@ -116,7 +138,6 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 		Memory:            p.memory,
 		Prices:            prices,
 		Windows:           windows,
-		RetrieverModel:    cfg.RetrieverModel,
 		SkipUneconomic:    cfg.SkipUneconomic,
 		ExpectedReduction: cfg.ExpectedReduction,
 		Logger:            log,
@@ -130,6 +151,48 @@ func newPruning(cfg config.Config, log *slog.Logger) (*pruning, error) {
 		}
 	}()
 	return p, nil
+}
+
+// apisOf lists the APIs of a provider's routes, each once.
+func apisOf(p *focusgate.Provider) []focusgate.API {
+	var apis []focusgate.API
+	for _, rt := range p.Routes {
+		if !slices.Contains(apis, rt.API) {
+			apis = append(apis, rt.API)
+		}
+	}
+	return apis
+}
+
+// newSigners builds the gateway's credential for each provider: its static
+// key, else the cloud credentials of the gateway's environment. An open
+// gateway uses no cloud credential: it would sign for everyone who reaches
+// it. A configured key there refuses start-up (config's open-relay check).
+func newSigners(cfg config.Config, getenv func(string) string, open bool, log *slog.Logger) map[string]focusgate.Signer {
+	signers := map[string]focusgate.Signer{}
+	for _, p := range focusgate.Providers {
+		key := cfg.Upstream(p).Key
+		if key == "" && p.Cloud != focusgate.CloudNone && open {
+			log.Warn("the cloud credentials of the gateway's environment are not used: anyone who can reach the gateway would be signed for; "+
+				"set FOCUSGATE_CLIENT_KEYS_FILE, listen on loopback, or set FOCUSGATE_ALLOW_UNAUTHENTICATED=true behind an authenticating proxy. "+
+				"Until then the client's own credentials go through", "provider", p.Name, "addr", cfg.Addr)
+			continue
+		}
+		if s := cloudauth.For(p, key, cloudauth.Options{Getenv: getenv, Logger: log}); s != nil {
+			signers[p.Name] = s
+		}
+	}
+	return signers
+}
+
+// retrieverSigner is the credential a retriever is called with: its own key
+// (FOCUSGATE_RETRIEVER_API_KEY), else its provider's credential, the same
+// signer its upstream calls use. Nil: the client's own.
+func (p *pruning) retrieverSigner(cfg config.Config, r config.Retriever) focusgate.Signer {
+	if r.Key != "" && r.Key != cfg.Upstream(r.Provider).Key {
+		return cloudauth.Key(r.Provider.Credentials[0], r.Key)
+	}
+	return p.signers[r.Provider.Name]
 }
 
 func (p *pruning) Close() error {
@@ -179,10 +242,11 @@ func overridden[T any](table T, override func(T, []byte) (T, error), name, file,
 // pruning saves money only when it removes a larger share than the price
 // ratio of the two models.
 func logEconomics(log *slog.Logger, cfg config.Config, prices *pricing.Table) {
-	r, ok := prices.Lookup(cfg.RetrieverModel)
+	retriever := cfg.RetrieverFor(focusgate.DefaultProvider, focusgate.APIChat).Model
+	r, ok := prices.Lookup(retriever)
 	if !ok {
 		log.Info("the retriever model has no known price: savings are reported in tokens only (set FOCUSGATE_PRICES)",
-			"retriever", cfg.RetrieverModel)
+			"retriever", retriever)
 		return
 	}
 	threshold := r.Input / cfg.ExpectedReduction
@@ -193,7 +257,7 @@ func logEconomics(log *slog.Logger, cfg config.Config, prices *pricing.Table) {
 		}
 	}
 	log.Info("pruning pays for action models whose input costs more than the threshold",
-		"retriever", cfg.RetrieverModel, "retriever_input_usd_per_mtok", r.Input,
+		"retriever", retriever, "retriever_input_usd_per_mtok", r.Input,
 		"expected_reduction", cfg.ExpectedReduction, "threshold_usd_per_mtok", threshold)
 	if len(losing) == 0 {
 		return
@@ -203,21 +267,27 @@ func logEconomics(log *slog.Logger, cfg config.Config, prices *pricing.Table) {
 		what = "they are pruned anyway (FOCUSGATE_SKIP_UNECONOMIC=false)"
 	}
 	log.Warn("with this retriever, pruning costs more than it saves for some action models; "+what,
-		"retriever", cfg.RetrieverModel, "models", strings.Join(losing, ","))
+		"retriever", retriever, "models", strings.Join(losing, ","))
 }
 
-// newRetriever is the retriever r describes, called with its key (empty:
-// each call uses the key its query carries).
-func newRetriever(cfg config.Config, r config.Retriever) (prune.Retriever, error) {
+// newRetriever is the retriever r describes, called with signer (nil: the
+// client's own credential).
+func newRetriever(cfg config.Config, r config.Retriever, signer focusgate.Signer) (prune.Retriever, error) {
 	rc := prune.RetrieverConfig{
+		Speaks:     r.Spec.Speaks,
 		BaseURL:    r.URL,
-		APIKey:     r.Key,
+		Path:       r.Spec.Path,
+		Version:    r.Spec.Version,
 		Model:      r.Model,
+		Signer:     signer,
 		Timeout:    cfg.RetrieverTimeout,
 		MaxTokens:  cfg.MaxAnswerTokens,
 		HTTPClient: &http.Client{Transport: retrieverTransport()},
 	}
-	retriever, err := prune.NewRetriever(r.API, rc)
+	if strings.Contains(r.URL, "{") {
+		rc.Resolve = r.Provider.Resolve
+	}
+	retriever, err := prune.NewRetriever(rc)
 	if err != nil {
 		return nil, fmt.Errorf("%sRETRIEVER_API: %w", config.Prefix, err)
 	}
