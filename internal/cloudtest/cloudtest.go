@@ -50,6 +50,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tidwall/gjson"
 )
@@ -256,12 +257,16 @@ func (r Reply) usage() (in, out int) {
 	return in, out
 }
 
+// callIDs number the tool calls the fakes make up ids for: a client maps
+// each result to its call by id, so ids must not repeat in a conversation.
+var callIDs atomic.Int64
+
 // callID makes up a tool call's id when the Answer gave none.
-func callID(prefix string, i int, c ToolCall) string {
+func callID(prefix string, _ int, c ToolCall) string {
 	if c.ID != "" {
 		return c.ID
 	}
-	return fmt.Sprintf("%s%d", prefix, i)
+	return fmt.Sprintf("%s%d", prefix, callIDs.Add(1))
 }
 
 // input is a tool call's input as a JSON value, {} when empty.
