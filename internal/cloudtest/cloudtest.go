@@ -12,7 +12,8 @@
 //   - NewBedrock: InvokeModel (/model/{id}/invoke), its stream
 //     (/invoke-with-response-stream, AWS event-stream frames whose chunk
 //     events carry base64 Anthropic SSE events), Converse and ConverseStream
-//     (/converse, /converse-stream) and CountTokens (/count-tokens). It
+//     (/converse, /converse-stream), CountTokens (/count-tokens), and the
+//     control plane's GET /inference-profiles, which Claude Code calls. It
 //     accepts a SigV4 signature (service bedrock, the fake's region) made
 //     with the fake's access key, body hash included, recomputed with the AWS
 //     SDK's own signer, or a Bedrock API key as a bearer token, and refuses
@@ -80,7 +81,9 @@ type Call struct {
 	Body   []byte
 }
 
-// ToolCall is one tool call in a Reply; Input is a JSON object.
+// ToolCall is one tool call in a Reply; Input is a JSON object. On the
+// Responses API a name "mcp__server__tool" is sent as Codex names its MCP
+// tools: namespace "mcp__server", name "tool".
 type ToolCall struct {
 	ID    string // made up by the fake when empty
 	Name  string

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -271,6 +272,9 @@ func TestVertexTokenFlow(t *testing.T) {
 	tok, err := creds.TokenSource.Token()
 	if err != nil {
 		t.Fatalf("token: %v", err)
+	}
+	if file, err := os.ReadFile(v.CredentialsFile(t)); err != nil || !bytes.Equal(file, v.ServiceAccountJSON()) {
+		t.Errorf("the credentials file holds %q (%v)", file, err)
 	}
 	post := func(path, token, body string) (*http.Response, []byte) {
 		req, _ := http.NewRequest(http.MethodPost, v.URL+path, strings.NewReader(body))
