@@ -24,10 +24,15 @@ var BedrockProvider = Provider{
 		// as it came, like any request focusgate cannot read.
 	},
 	// Bedrock's own paths: its runtime's other operations (count-tokens,
-	// asynchronous invocations, guardrails) pass through to it.
+	// asynchronous invocations, guardrails) pass through to it, and so does
+	// the inference-profile listing Claude Code sends to the runtime's URL.
 	Claims: func(r *http.Request) bool {
-		p := r.URL.Path
-		return strings.HasPrefix(p, "/model/") || strings.HasPrefix(p, "/async-invoke") || strings.HasPrefix(p, "/guardrail/")
+		for _, prefix := range []string{"/model/", "/async-invoke", "/guardrail/", "/inference-profiles"} {
+			if strings.HasPrefix(r.URL.Path, prefix) {
+				return true
+			}
+		}
+		return false
 	},
 	// A Bedrock API key is a bearer token; a client that signs with SigV4
 	// puts its signature in the same header.

@@ -105,6 +105,7 @@ func TestMatchRequest(t *testing.T) {
 		{"POST", "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.amazon.nova-pro-v1%3A0/converse", nil, "bedrock", "converse", "arn:aws:bedrock:us-east-1:1:inference-profile/us.amazon.nova-pro-v1:0", false},
 		{"POST", "/model/amazon.nova-lite-v1:0/converse-stream", nil, "bedrock", "converse", "amazon.nova-lite-v1:0", false},
 		{"POST", "/model/amazon.nova-lite-v1:0/count-tokens", nil, "bedrock", "", "amazon.nova-lite-v1:0", false},
+		{"GET", "/inference-profiles?type=SYSTEM_DEFINED", nil, "bedrock", "", "", false},
 		// Azure OpenAI: the deployment names the model.
 		{"POST", "/openai/deployments/prod-4o/chat/completions?api-version=2024-10-21", nil, "azure", "chat", "prod-4o", false},
 		{"POST", "/openai/deployments/prod-4o/responses?api-version=2025-04-01-preview", nil, "azure", "responses", "prod-4o", false},
