@@ -32,7 +32,6 @@ type plan struct {
 	model       string
 	credential  focusgate.ClientCredential
 	vars        focusgate.Vars
-	calls       *prune.Calls
 	actionPrice focusgate.Price
 	priced      bool // both the action model and the retriever have a price
 	rescue      bool // every page is pruned: see Request.Rescue
@@ -44,7 +43,7 @@ type plan struct {
 // when there is nothing to prune.
 func (p *Pipeline) plan(ctx context.Context, req focusgate.Request, tab *budget.Tab) (plan, focusgate.Outcome, bool) {
 	pl := plan{api: req.API, retrieval: p.retrievalFor(req), mode: p.opts.Mode, variant: p.opts.Variant,
-		rescue: req.Rescue && !req.Sizing, sizing: req.Sizing, vars: req.Vars, calls: prune.NewCalls(p.opts.MaxCalls)}
+		rescue: req.Rescue && !req.Sizing, sizing: req.Sizing, vars: req.Vars}
 	if req.Holdout {
 		return pl, p.heldOut(req, tab), false
 	}
@@ -288,23 +287,25 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, f
 // relook) depends on how that page went out, so it waits for it. A rescue
 // prunes every page with a selection of its own and knows no re-looks.
 //
-// At most maxParallelPages pages are pruned at once, from the newest back:
-// when the request may make fewer retriever calls than it has pages without
-// a stored selection (Options.MaxCalls), the calls go to the pages the agent
-// reads now.
+// At most maxParallelPages pages are pruned at once. A request makes at most
+// Options.MaxCalls retriever calls (see limitCalls).
 func (p *Pipeline) prunePages(ctx context.Context, pl plan) []page {
 	obs := pl.obs
 	pages := make([]page, len(obs))
+	for i := range obs {
+		pages[i].obs = obs[i]
+	}
 	newest := len(obs) - 1
 	current := currentFrom(obs)
 	repeated := !pl.rescue && newest > 0 && obs[newest].Text == obs[newest-1].Text
+	asks := func(i int) bool { return i >= current || p.opts.PruneAll || pl.rescue }
+	settled, noCall := p.limitCalls(ctx, pl, pages, asks, repeated)
 	var g errgroup.Group
 	g.SetLimit(maxParallelPages)
 	for i := newest; i >= 0; i-- {
-		pages[i].obs = obs[i]
-		if i < newest || !repeated {
+		if (i < newest || !repeated) && !settled[i] {
 			g.Go(func() error {
-				pages[i].res = p.prunePage(ctx, pl, obs[i], i >= current)
+				pages[i].res = p.prunePage(ctx, pl, obs[i], asks(i), noCall[i])
 				return nil
 			})
 		}
@@ -322,10 +323,57 @@ func (p *Pipeline) prunePages(ctx context.Context, pl plan) []page {
 		if relook(pages[newest-1], pages[newest]) {
 			pages[newest].res = sentWhole(pages[newest-1], pages[newest])
 		} else {
-			pages[newest].res = p.prunePage(ctx, pl, obs[newest], true)
+			pages[newest].res = p.prunePage(ctx, pl, obs[newest], true, noCall[newest])
 		}
 	}
 	return pages
+}
+
+// limitCalls holds a request to Options.MaxCalls retriever calls when more of
+// its pages may ask the retriever (asks) than that: the pages whose
+// selection is stored are pruned with it (settled), which costs no call, and
+// the calls go to the others from the newest back, which is what the agent
+// reads now; the rest may not call (noCall) and go out whole, or as stubs in
+// a rescue. A newest page that repeats the one before it (repeated) is
+// pruned once the re-look rule has spoken, but is given its call first.
+func (p *Pipeline) limitCalls(ctx context.Context, pl plan, pages []page, asks func(int) bool, repeated bool) (settled, noCall []bool) {
+	settled, noCall = make([]bool, len(pages)), make([]bool, len(pages))
+	var askers []int
+	for i := len(pages) - 1; i >= 0; i-- {
+		if asks(i) {
+			askers = append(askers, i)
+		}
+	}
+	if p.opts.MaxCalls <= 0 || len(askers) <= p.opts.MaxCalls {
+		return settled, noCall
+	}
+	newest := len(pages) - 1
+	var g errgroup.Group
+	g.SetLimit(maxParallelPages)
+	for _, i := range askers {
+		if i == newest && repeated {
+			continue
+		}
+		g.Go(func() error {
+			res := p.reapply(ctx, pl, pages[i].obs)
+			if res.Reason != focusgate.ReasonNotCached {
+				pages[i].res, settled[i] = res, true
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	left := p.opts.MaxCalls
+	for _, i := range askers {
+		switch {
+		case settled[i]:
+		case left > 0:
+			left--
+		default:
+			noCall[i] = true
+		}
+	}
+	return settled, noCall
 }
 
 // maxParallelPages bounds the pages of one request pruned at once. Their
@@ -348,10 +396,11 @@ func currentFrom(obs []detect.Observation) int {
 	return current
 }
 
-// prunePage prunes one observation: the newest (or, with PruneAll, any) with
-// a selection from the cache or the retriever, an older one with the
-// selection stored when it was the newest.
-func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation, newest bool) (res prune.Result) {
+// prunePage prunes one observation: one that asks (the newest, or with
+// PruneAll or in a rescue any) with a selection from the cache or the
+// retriever, unless noCall forbids a call; an older one with the selection
+// stored when it was the newest.
+func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation, asks, noCall bool) (res prune.Result) {
 	// A panic here would end the process, not just this request.
 	defer func() {
 		if v := recover(); v != nil {
@@ -368,14 +417,19 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 		Model:      pl.model,
 		Credential: pl.credential,
 		Vars:       pl.vars,
-		Calls:      pl.calls,
+		NoCall:     noCall,
 		// The whole page is what the upstream refused.
 		StubsOnFailure: pl.rescue,
 	}
-	if newest || p.opts.PruneAll || pl.rescue {
+	if asks {
 		return pl.retrieval.Pruner.Prune(ctx, in)
 	}
 	return pl.retrieval.Pruner.Reapply(ctx, in)
+}
+
+// reapply prunes an observation with its stored selection, if any.
+func (p *Pipeline) reapply(ctx context.Context, pl plan, o detect.Observation) prune.Result {
+	return p.prunePage(ctx, pl, o, false, false)
 }
 
 // relook says whether page is a re-look: the agent was shown prev pruned and

@@ -37,6 +37,7 @@ type metrics struct {
 	relooks          *prometheus.CounterVec
 	prunedPages      *prometheus.CounterVec
 	rescues          *prometheus.CounterVec
+	limitedPages     prometheus.Counter
 	// models bounds the model label: model names come from request bodies.
 	models boundedNames
 }
@@ -46,17 +47,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_requests_total",
-			Help: "Requests served, by route (the API of an inspected route: chat, responses, messages, gemini; passthrough; own), HTTP status code and gateway key name.",
-		}, []string{"route", "code", "key"}),
+			Help: "Requests served, by route (the API of an inspected route: chat, responses, messages, gemini, converse; passthrough; own), provider (openai, anthropic, gemini, bedrock, vertex, azure; empty for own), HTTP status code and gateway key name.",
+		}, []string{"route", "provider", "code", "key"}),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "focusgate_request_duration_seconds",
-			Help:    "Time from request to the end of the response (of the stream, for streams), by route.",
+			Help:    "Time from request to the end of the response (of the stream, for streams), by route and provider.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}, []string{"route"}),
+		}, []string{"route", "provider"}),
 		outcomes: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_prune_outcomes_total",
-			Help: "Inspected requests by outcome: pruned, skipped or failed-open, with the reason (fail-open events are status=\"failed-open\"), by gateway key name.",
-		}, []string{"status", "reason", "key"}),
+			Help: "Inspected requests by outcome: pruned, skipped or failed-open, with the reason (fail-open events are status=\"failed-open\"), by provider and gateway key name.",
+		}, []string{"status", "reason", "provider", "key"}),
 		tokensBefore: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_observation_tokens_before_total",
 			Help: "Observation tokens of the inspected requests before pruning, by gateway key name.",
@@ -117,17 +118,32 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"format", "model", "key"}),
 		rescues: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "focusgate_context_rescues_total",
-			Help: "Requests that did not fit the action model's context window and were sent with every page pruned, by API and outcome: rescued (the upstream took the pruned request), still-too-long (refused again: the client got the first refusal), nothing-to-prune (no page left to prune: the client got the refusal).",
-		}, []string{"api", "outcome"}),
+			Help: "Requests that did not fit the action model's context window and were sent with every page pruned, by provider, API and outcome: rescued (the upstream took the pruned request), still-too-long (refused again: the client got the first refusal), nothing-to-prune (no page left to prune: the client got the refusal).",
+		}, []string{"provider", "api", "outcome"}),
+		limitedPages: f.NewCounter(prometheus.CounterOpts{
+			Name: "focusgate_retriever_limited_pages_total",
+			Help: "Pages sent whole (or as stubs in a context-window rescue) because their request had made FOCUSGATE_RETRIEVER_MAX_CALLS retriever calls.",
+		}),
 		models: boundedNames{max: maxModelLabels},
 	}
-	for _, api := range focusgate.APIs {
-		for _, r := range focusgate.Rescues {
-			m.rescues.WithLabelValues(api.String(), string(r))
+	for _, p := range focusgate.Providers {
+		for _, rt := range p.Routes {
+			for _, r := range focusgate.Rescues {
+				m.rescues.WithLabelValues(p.Name, rt.API.String(), string(r))
+			}
 		}
 	}
 	m.keyLabels.vecs = []deleter{m.requests, m.outcomes, m.tokensBefore, m.tokensAfter, m.savedUSD, m.spentUSD, m.netUSD, m.relooks, m.prunedPages}
 	return m
+}
+
+// registerInFlight exposes how many retriever calls are in flight, read
+// when scraped.
+func registerInFlight(reg prometheus.Registerer, inFlight func() int64) {
+	promauto.With(reg).NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "focusgate_retriever_calls_in_flight",
+		Help: "Retriever calls in flight across the gateway (at most FOCUSGATE_RETRIEVER_CONCURRENCY; more wait for a place).",
+	}, func() float64 { return float64(inFlight()) })
 }
 
 // registerRedis exposes the Redis store's health, read when scraped.
@@ -192,9 +208,13 @@ func routeLabel(c *gin.Context) string {
 
 func (m *metrics) observeRequest(c *gin.Context, seconds float64) {
 	route := routeLabel(c)
+	provider := ""
+	if p := infoFrom(c.Request.Context()).match.Provider; p != nil && route != "own" {
+		provider = p.Name
+	}
 	key := m.keyLabel(keyName(c.Request.Context()))
-	m.requests.WithLabelValues(route, codeLabel(c.Writer.Status()), key).Inc()
-	m.duration.WithLabelValues(route).Observe(seconds)
+	m.requests.WithLabelValues(route, provider, codeLabel(c.Writer.Status()), key).Inc()
+	m.duration.WithLabelValues(route, provider).Observe(seconds)
 }
 
 // observeOutcome records what pruning did to one inspected request and to
@@ -204,7 +224,7 @@ func (m *metrics) observeOutcome(keyName string, o focusgate.Outcome) {
 		return
 	}
 	key := m.keyLabel(keyName)
-	m.outcomes.WithLabelValues(string(o.Status), string(o.Reason), key).Inc()
+	m.outcomes.WithLabelValues(string(o.Status), string(o.Reason), o.Provider, key).Inc()
 	if o.Status == focusgate.StatusPruned && o.TokensBefore > 0 {
 		m.reduction.Observe(1 - float64(o.TokensAfter)/float64(o.TokensBefore))
 	}
@@ -212,6 +232,9 @@ func (m *metrics) observeOutcome(keyName string, o focusgate.Outcome) {
 		m.tokensBefore.WithLabelValues(key).Add(float64(r.TokensBefore))
 		m.tokensAfter.WithLabelValues(key).Add(float64(r.TokensAfter))
 		m.flaggedLines.Add(float64(r.Flagged))
+		if r.Reason == focusgate.ReasonRetrieverLimit {
+			m.limitedPages.Inc()
+		}
 		if r.Cache == "" {
 			continue
 		}
@@ -238,7 +261,7 @@ func (m *metrics) observeOutcome(keyName string, o focusgate.Outcome) {
 		}
 	}
 	if o.Rescue != "" {
-		m.rescues.WithLabelValues(o.API.String(), string(o.Rescue)).Inc()
+		m.rescues.WithLabelValues(o.Provider, o.API.String(), string(o.Rescue)).Inc()
 	}
 	m.older.WithLabelValues("reapplied").Add(float64(o.Older.Reapplied))
 	m.older.WithLabelValues("left").Add(float64(o.Older.Left))

@@ -59,6 +59,9 @@ type Options struct {
 	Registry *prometheus.Registry
 	// RedisStats, when set, exposes the Redis cache's health as metrics.
 	RedisStats func() focusgate.RedisStats
+	// RetrieversInFlight, when set, exposes how many retriever calls are in
+	// flight across the gateway.
+	RetrieversInFlight func() int64
 	// Checks are reported by /readyz. They inform and never make the gateway
 	// unready: a gateway whose cache is down still serves.
 	Checks map[string]Check
@@ -118,6 +121,9 @@ func New(opts Options) *Server {
 	s.metrics = newMetrics(opts.Registry)
 	if opts.RedisStats != nil {
 		registerRedis(opts.Registry, opts.RedisStats)
+	}
+	if opts.RetrieversInFlight != nil {
+		registerInFlight(opts.Registry, opts.RetrieversInFlight)
 	}
 	s.initKeys()
 	s.proxy = s.newReverseProxy()

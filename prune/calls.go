@@ -8,45 +8,8 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// Calls bounds the retriever calls of one request: a body that holds a
-// thousand pages must not make a thousand paid calls. A nil *Calls bounds
-// nothing. It is safe for concurrent use.
-type Calls struct {
-	left atomic.Int64
-}
-
-// NewCalls returns a bound of n calls; n <= 0 bounds nothing (nil).
-func NewCalls(n int) *Calls {
-	if n <= 0 {
-		return nil
-	}
-	c := &Calls{}
-	c.left.Store(int64(n))
-	return c
-}
-
-// take reserves one call; false when none is left.
-func (c *Calls) take() bool {
-	if c == nil {
-		return true
-	}
-	if c.left.Add(-1) >= 0 {
-		return true
-	}
-	c.left.Add(1)
-	return false
-}
-
-// giveBack returns a call reserved but not made (the selection was stored
-// after all).
-func (c *Calls) giveBack() {
-	if c != nil {
-		c.left.Add(1)
-	}
-}
-
-// ErrCallLimit says that a request had made as many retriever calls as it
-// may (FOCUSGATE_RETRIEVER_MAX_CALLS).
+// ErrCallLimit says that a page could not be given a retriever call: its
+// request had made as many as it may (FOCUSGATE_RETRIEVER_MAX_CALLS).
 var ErrCallLimit = errors.New("prune: the request made as many retriever calls as it may")
 
 // Gate bounds the retriever calls in flight across a gateway

@@ -55,9 +55,11 @@ type Input struct {
 	// the upstream refused. Such a result is not stored: the next request
 	// asks the retriever again.
 	StubsOnFailure bool
-	// Calls bounds the retriever calls of the request this observation
-	// belongs to; nil bounds nothing.
-	Calls *Calls
+	// NoCall says the retriever may not be asked: the request made all the
+	// calls it may (FOCUSGATE_RETRIEVER_MAX_CALLS). A stored selection
+	// still serves; without one the page is skipped (retriever-limit), as
+	// stubs with StubsOnFailure.
+	NoCall bool
 }
 
 // Result says what happened to one observation. Text is the original unless
@@ -213,8 +215,7 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 	var err error
 	fetchCtx, span := tracer.Start(ctx, "focusgate.cache")
 	switch {
-	case !in.Calls.take():
-		// No call left: a stored selection still serves.
+	case in.NoCall:
 		raw, err = p.stored(fetchCtx, j.key)
 		res.Cache = focusgate.CacheHit
 	case p.cache == nil:
@@ -222,9 +223,6 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 		res.Cache = focusgate.CacheMiss
 	default:
 		raw, res.Cache, err = p.cache.Fetch(fetchCtx, j.key, compute)
-		if res.Cache != focusgate.CacheMiss {
-			in.Calls.giveBack()
-		}
 	}
 	span.SetAttributes(attribute.String("focusgate.cache", string(res.Cache)))
 	span.End()
@@ -268,7 +266,7 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 }
 
 // stored is the selection stored under key, or ErrCallLimit when there is
-// none: the request may make no more calls to compute it.
+// none: the request may make no call to compute it.
 func (p *Pruner) stored(ctx context.Context, key string) ([]byte, error) {
 	if p.cache == nil {
 		return nil, ErrCallLimit

@@ -105,19 +105,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		})
 	}
 	gateway := proxy.New(proxy.Options{
-		Upstreams:       upstreams,
-		Keys:            gatewayKeys(clientKeys),
-		UpstreamTimeout: cfg.UpstreamTimeout,
-		MaxBodyBytes:    cfg.MaxBodyBytes,
-		Pipeline:        pr.pipeline,
-		Tracing:         tracing,
-		Memory:          pr.memory,
-		Registry:        registry,
-		RedisStats:      redisStats,
-		Checks:          checks,
-		Dashboard:       dashboard,
-		Holdout:         split.gateway(),
-		Logger:          log,
+		Upstreams:          upstreams,
+		Keys:               gatewayKeys(clientKeys),
+		UpstreamTimeout:    cfg.UpstreamTimeout,
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		Pipeline:           pr.pipeline,
+		Tracing:            tracing,
+		Memory:             pr.memory,
+		Registry:           registry,
+		RedisStats:         redisStats,
+		RetrieversInFlight: pr.gate.InFlight,
+		Checks:             checks,
+		Dashboard:          dashboard,
+		Holdout:            split.gateway(),
+		Logger:             log,
 	})
 	if clientKeys != nil {
 		watchKeys(ctx, cfg, clientKeys, gateway, secrets)
