@@ -41,6 +41,20 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	r := c.Request
 	carrier, presented := presentedKey(r, providerOf(r))
+	if s.scanner(presented).Holds(r.URL.EscapedPath()) {
+		// A key in the path (a segment, ";key=", a "#fragment" net/http
+		// keeps) would go upstream, into the model a route names, the
+		// access log and the traces: such a request goes nowhere.
+		infoFrom(r.Context()).keyInPath = true
+		if r.ContentLength != 0 {
+			c.Header("Connection", "close")
+		}
+		writeError(c.Writer, http.StatusBadRequest,
+			"focusgate: the request path holds a gateway key; send it as your API key, in a header, and never in the URL",
+			"invalid_request_error", "key_in_path")
+		c.Abort()
+		return
+	}
 	name, ok := s.opts.Keys.Lookup(presented)
 	if !ok {
 		if r.ContentLength != 0 {

@@ -26,6 +26,9 @@ type requestInfo struct {
 	// match is the request's provider and, for an inspected request, its
 	// route, set before the handler runs.
 	match focusgate.Match
+	// keyInPath is set on a request refused because its path holds a
+	// gateway key: the path is then recorded nowhere.
+	keyInPath bool
 }
 
 // isTimeout reports whether err is a deadline passing, such as a

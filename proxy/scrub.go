@@ -26,12 +26,7 @@ var _ keyScanners = (*keys.File)(nil)
 // byte for byte. The names of what was removed are logged, never a value.
 // presented is the key the request authenticated with, name its name.
 func (s *Server) stripGatewayKeys(r *http.Request, presented, name string) {
-	var sc *keys.Scanner
-	if ks, ok := s.opts.Keys.(keyScanners); ok {
-		sc = ks.Scanner(presented)
-	} else {
-		sc = keys.NewScanner([]string{presented}, s.opts.Keys.Lookup)
-	}
+	sc := s.scanner(presented)
 	var removed []string
 	for h, values := range r.Header {
 		kept := values[:0:0]
@@ -73,6 +68,15 @@ func (s *Server) stripGatewayKeys(r *http.Request, presented, name string) {
 		slices.Sort(removed)
 		s.log.InfoContext(r.Context(), "gateway key removed from the request before forwarding", "from", removed, "key", name)
 	}
+}
+
+// scanner finds every gateway key in a request's text: presented, the key it
+// authenticated with, wherever it appears, any other as a word of its own.
+func (s *Server) scanner(presented string) *keys.Scanner {
+	if ks, ok := s.opts.Keys.(keyScanners); ok {
+		return ks.Scanner(presented)
+	}
+	return keys.NewScanner([]string{presented}, s.opts.Keys.Lookup)
 }
 
 // cutCookies returns a Cookie header without the cookies that hold a gateway

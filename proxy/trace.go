@@ -34,13 +34,19 @@ func (s *Server) traceRequest(c *gin.Context) {
 	ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(
 			attribute.String("http.request.method", r.Method),
-			attribute.String("url.path", r.URL.Path),
 			attribute.String("http.route", pattern),
 			attribute.String("focusgate.route", route),
 		))
 	defer span.End()
 	c.Request = r.WithContext(ctx)
 	c.Next()
+
+	// The path is recorded once authentication has looked at it: a path
+	// that holds a gateway key is not. (The exporter also scrubs every
+	// attribute of the keys it knows, as the log does.)
+	if !infoFrom(ctx).keyInPath {
+		span.SetAttributes(attribute.String("url.path", r.URL.Path))
+	}
 
 	status := c.Writer.Status()
 	span.SetAttributes(attribute.Int("http.response.status_code", status))

@@ -50,7 +50,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 
-	tracing, stopTracing, err := telemetry.Setup(getenv, log)
+	tracing, stopTracing, err := telemetry.Setup(getenv, log, secrets.String)
 	if err != nil {
 		return err
 	}

@@ -1,18 +1,26 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/hex"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/config"
+	clientkeys "github.com/focusgate/focusgate/internal/keys"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -186,5 +194,85 @@ func TestTracesOverOTLP(t *testing.T) {
 	want := "00-" + traceID + "-" + hex.EncodeToString(client.SpanId) + "-01"
 	if upstreamTraceparent != want {
 		t.Errorf("the upstream got traceparent %q, want %q (the upstream call's span as parent)", upstreamTraceparent, want)
+	}
+}
+
+// No gateway key reaches a trace, however a client puts one in the path: a
+// segment that is the key (a model, a project), ";key=", or a "#fragment",
+// which net/http keeps in the path. Such a request is refused and reaches
+// neither the upstream nor the dashboard; its span records no path.
+func TestNoGatewayKeyReachesATrace(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	reached := make(chan string, 64)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		reached <- r.URL.Path
+		io.WriteString(w, `{}`)
+	}))
+	t.Cleanup(upstream.Close)
+	path := filepath.Join(t.TempDir(), "keys")
+	writeKeysFile(t, path, "alice:"+aliceKey+"\n"+clientkeys.Hash("bob", bobKey)+"\n")
+	env := map[string]string{"FOCUSGATE_CLIENT_KEYS_FILE": path, "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "FOCUSGATE_UPSTREAM_API_KEY": upstreamKey}
+	for _, p := range focusgate.Providers {
+		env[config.Prefix+p.URL.Name] = upstream.URL
+	}
+	gw := startGateway(t, env)
+	addr := strings.TrimPrefix(gw.URL, "http://")
+	for _, key := range []string{aliceKey, bobKey} {
+		for _, target := range []string{
+			"/v1beta/models/gemini-2.5-flash:generateContent#key=" + key,
+			"/v1beta/models/gemini-2.5-flash:generateContent;key=" + key,
+			"/v1beta/models/" + key + ":generateContent",
+			"/v1/projects/" + key + "/locations/us-east5/publishers/google/models/gemini-2.5-flash:generateContent",
+			"/model/" + key + "/invoke",
+			"/openai/deployments/" + key + "/chat/completions?api-version=1",
+			"/v1/files/" + url.PathEscape(key),
+		} {
+			for _, auth := range []string{"", "Authorization: Bearer " + aliceKey + "\r\n"} {
+				conn, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+				fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: gw\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", target, auth, len(body), body)
+				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				if err != nil {
+					t.Fatalf("%s: %v", target, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				conn.Close()
+				if resp.StatusCode != http.StatusBadRequest {
+					t.Errorf("%s (%q): status %d, want 400", target, auth, resp.StatusCode)
+				}
+			}
+		}
+	}
+	gw.stop()
+	gw.wait(t, time.Minute)
+	select {
+	case p := <-reached:
+		t.Errorf("a request whose path held a gateway key reached the upstream: %s", p)
+	default:
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.spans) == 0 {
+		t.Fatal("no span was exported")
+	}
+	for _, s := range rcv.spans {
+		text := s.Name
+		for _, a := range s.Attributes {
+			text += " " + a.Value.GetStringValue()
+		}
+		for _, e := range s.Events {
+			text += " " + e.Name
+		}
+		text += " " + s.GetStatus().GetMessage()
+		for _, key := range []string{aliceKey, bobKey, url.PathEscape(aliceKey)} {
+			if strings.Contains(text, key) {
+				t.Errorf("a span holds a gateway key: %s", text)
+			}
+		}
 	}
 }

@@ -35,7 +35,10 @@ import (
 // off. shutdown flushes the spans still buffered, giving up when its
 // context ends, and puts the previous provider and error handler back; call
 // it once the last request is done.
-func Setup(getenv func(string) string, log *slog.Logger) (on bool, shutdown func(context.Context) error, err error) {
+//
+// Every span goes through redact before it is exported, as the log's lines
+// do (nil: as it is).
+func Setup(getenv func(string) string, log *slog.Logger, redact func(string) string) (on bool, shutdown func(context.Context) error, err error) {
 	variable := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 	endpoint := getenv(variable)
 	if endpoint == "" {
@@ -59,12 +62,16 @@ func Setup(getenv func(string) string, log *slog.Logger) (on bool, shutdown func
 	if err != nil {
 		return false, nil, fmt.Errorf("OTLP trace exporter: %w", err)
 	}
+	var spans sdktrace.SpanExporter = exporter
+	if redact != nil {
+		spans = redactingExporter{SpanExporter: exporter, redact: redact}
+	}
 	name := getenv("OTEL_SERVICE_NAME")
 	if name == "" {
 		name = "focusgate"
 	}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exporter),
+		sdktrace.WithBatcher(spans),
 		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", name))),
 		// A trace its caller sampled is recorded; one that starts here is.
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),

@@ -29,7 +29,7 @@ func TestSetupRefusesEndpointsThatAreNotHTTP(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := map[string]string{tt.variable: tt.value}
-			on, _, err := Setup(func(k string) string { return env[k] }, nil)
+			on, _, err := Setup(func(k string) string { return env[k] }, nil, nil)
 			if err == nil || on || !strings.HasPrefix(err.Error(), tt.variable+": ") {
 				t.Errorf("Setup: on %v, error %v; want an error naming %s", on, err, tt.variable)
 			}
@@ -72,7 +72,7 @@ func TestOpenTelemetryErrorsGoToTheLog(t *testing.T) {
 	var logs syncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL}
-	on, shutdown, err := Setup(func(k string) string { return env[k] }, log)
+	on, shutdown, err := Setup(func(k string) string { return env[k] }, log, nil)
 	if err != nil || !on {
 		t.Fatalf("Setup: %v, %v", on, err)
 	}
