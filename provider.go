@@ -86,7 +86,11 @@ type Route struct {
 	// ending in ":verb" (Gemini's and Vertex AI's methods follow a colon,
 	// which does not suit routers' ":param" syntax). The variable "model"
 	// names the action model. Segments are matched decoded: a model id
-	// sent with %3A for its colon matches as if sent with the colon.
+	// sent with %3A for its colon matches as if sent with the colon. A path
+	// is matched the way a lenient server would read it, so that no
+	// spelling of a route escapes inspection: empty segments ("//") and a
+	// trailing "/" are ignored, and the pattern's own words and verbs are
+	// compared without regard to case. The path is forwarded as it came.
 	Pattern string
 	// API says how the body is read.
 	API API
@@ -474,16 +478,14 @@ func (p *Provider) pathVars(path string) Vars {
 	for _, rt := range p.Routes {
 		var vars Vars
 		n := 0
-		pattern, rest := strings.TrimPrefix(rt.Pattern, "/"), strings.TrimPrefix(path, "/")
-		for pattern != "" && rest != "" {
-			pseg, prest, _ := strings.Cut(pattern, "/")
-			raw, rrest, _ := strings.Cut(rest, "/")
+		raw, rest := nextSegment(path)
+		for pseg := range strings.SplitSeq(strings.TrimPrefix(rt.Pattern, "/"), "/") {
 			seg, err := url.PathUnescape(raw)
-			if err != nil || seg == "" || !matchSegment(pseg, seg, &vars) {
+			if raw == "" || err != nil || !matchSegment(pseg, seg, &vars) {
 				break
 			}
 			n++
-			pattern, rest = prest, rrest
+			raw, rest = nextSegment(rest)
 		}
 		if n > most {
 			best, most = vars, n
@@ -495,35 +497,34 @@ func (p *Provider) pathVars(path string) Vars {
 // matchPattern says whether an escaped path fits pattern (see
 // Route.Pattern), and which variables it names.
 func matchPattern(pattern, path string) (vars Vars, ok bool) {
-	pattern, pok := strings.CutPrefix(pattern, "/")
-	path, ok = strings.CutPrefix(path, "/")
-	if !ok || !pok {
+	if !strings.HasPrefix(path, "/") {
 		return vars, false
 	}
-	for {
-		pseg, prest, pmore := strings.Cut(pattern, "/")
-		raw, rest, more := strings.Cut(path, "/")
-		if pmore != more {
+	segs, rest := nextSegment(path)
+	for pseg := range strings.SplitSeq(strings.TrimPrefix(pattern, "/"), "/") {
+		if segs == "" {
 			return vars, false
 		}
-		seg, err := url.PathUnescape(raw)
-		if err != nil || seg == "" {
+		seg, err := url.PathUnescape(segs)
+		if err != nil || !matchSegment(pseg, seg, &vars) {
 			return vars, false
 		}
-		if !matchSegment(pseg, seg, &vars) {
-			return vars, false
-		}
-		if !more {
-			return vars, true
-		}
-		pattern, path = prest, rest
+		segs, rest = nextSegment(rest)
 	}
+	return vars, segs == ""
+}
+
+// nextSegment is the first non-empty segment of an escaped path, and the
+// rest of the path after it.
+func nextSegment(path string) (seg, rest string) {
+	seg, rest, _ = strings.Cut(strings.TrimLeft(path, "/"), "/")
+	return seg, rest
 }
 
 // matchSegment matches one decoded path segment against a pattern's.
 func matchSegment(pseg, seg string, vars *Vars) bool {
 	if !strings.HasPrefix(pseg, "{") {
-		return pseg == seg
+		return strings.EqualFold(pseg, seg)
 	}
 	end := strings.IndexByte(pseg, '}')
 	name, suffix := pseg[1:end], pseg[end+1:]
@@ -532,8 +533,11 @@ func matchSegment(pseg, seg string, vars *Vars) bool {
 	}
 	// "{model}:generateContent": the name is what precedes the verb, and
 	// holds no colon of its own.
-	value, found := strings.CutSuffix(seg, suffix)
-	if !found || value == "" || strings.Contains(value, ":") {
+	if len(seg) <= len(suffix) || !strings.EqualFold(seg[len(seg)-len(suffix):], suffix) {
+		return false
+	}
+	value := seg[:len(seg)-len(suffix)]
+	if strings.Contains(value, ":") {
 		return false
 	}
 	return vars.set(name, value)

@@ -67,7 +67,9 @@ var geminiMethods = []struct {
 // versions, or Vertex AI's publisher model paths.
 func geminiRoutes(prefixes ...string) []Route {
 	if len(prefixes) == 0 {
-		prefixes = []string{"/v1beta/models/", "/v1/models/", "/v1alpha/models/"}
+		// A model named with its resource prefix ("models/gemini-2.5-flash")
+		// by a client that adds the prefix again is read as that model.
+		prefixes = []string{"/v1beta/models/", "/v1/models/", "/v1alpha/models/", "/v1beta/models/models/", "/v1/models/models/", "/v1alpha/models/models/"}
 	}
 	var routes []Route
 	for _, m := range geminiMethods {

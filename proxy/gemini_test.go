@@ -581,3 +581,40 @@ func TestGeminiEarlierTurnsStayByteIdentical(t *testing.T) {
 		t.Errorf("%d retriever calls, want 2: the older page's selection comes from the cache", n)
 	}
 }
+
+// Spellings of a Gemini route that a lenient server reads as the route (an
+// empty segment, a trailing slash, another case, a model named with its
+// resource prefix twice) are inspected like the route, and go upstream as
+// they came: no spelling escapes pruning.
+func TestGeminiPathVariantsAreInspected(t *testing.T) {
+	f := &fakeGeminiAPI{upstream: &recorder{}, retriever: &recorder{}, keepLine: `button "Add to cart"`, firstSeen: make(chan struct{})}
+	close(f.firstSeen)
+	gw := geminiPruningGateway(t, f)
+	body := geminiPage(t)
+	for _, path := range []string{
+		"//v1beta/models/gemini-2.5-flash:generateContent",
+		"/v1beta//models/gemini-2.5-flash:generateContent",
+		"/v1beta/models/gemini-2.5-flash:generateContent/",
+		"/V1BETA/models/gemini-2.5-flash:generateContent",
+		"/v1beta/models/gemini-2.5-flash:generatecontent",
+		"/v1beta/models/models/gemini-2.5-flash:generateContent",
+	} {
+		t.Run(path, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, gw.URL, bytes.NewReader(body))
+			req.URL.Path, req.URL.RawPath = path, path
+			req.Header.Set("X-Goog-Api-Key", "AIza-client")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if got := resp.Header.Get(proxy.HeaderStatus); got != "pruned" {
+				t.Errorf("%s = %q, want pruned", proxy.HeaderStatus, got)
+			}
+			if got := f.upstream.last(t); got.Path != path || len(got.Body) >= len(body) {
+				t.Errorf("the upstream got %s with %d bytes of %d; want the path as sent and the body pruned", got.Path, len(got.Body), len(body))
+			}
+		})
+	}
+}
