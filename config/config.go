@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,41 +27,43 @@ const Prefix = "FOCUSGATE_"
 
 // Config is every setting of the gateway. The env tag names the variable
 // (after Prefix), envDefault its default and help its one-line description;
-// the flag of a field is its variable name in lower case with dashes.
+// the flag of a field is its variable name in lower case with dashes. The
+// cmd tag names the commands besides serve that read it (prune, eval); the
+// providers' settings are every command's.
 type Config struct {
 	Addr                 string            `env:"ADDR" envDefault:":8080" help:"listen address"`
 	ClientKeysFile       string            `env:"CLIENT_KEYS_FILE" help:"gateway keys, lines name:key or name:sha256:<hex>; when set, clients authenticate with one and the upstream key is used upstream (reloaded on SIGHUP and on change)"`
 	AllowUnauth          bool              `env:"ALLOW_UNAUTHENTICATED" envDefault:"false" help:"allow an upstream key without client keys on a non-loopback address (otherwise start-up is refused)"`
 	UpstreamTimeout      time.Duration     `env:"UPSTREAM_TIMEOUT" envDefault:"10m" help:"longest wait for the upstream's response headers (streams then run as long as they last)"`
-	RetrieverURL         string            `env:"RETRIEVER_URL" help:"base URL of one retriever for the requests of every provider, speaking the API of FOCUSGATE_RETRIEVER_API's provider with FOCUSGATE_RETRIEVER_MODEL (default: each request's own provider, with its retriever model)"`
-	RetrieverAPIKey      string            `env:"RETRIEVER_API_KEY" help:"key of the retriever at FOCUSGATE_RETRIEVER_URL (default: the key of FOCUSGATE_RETRIEVER_API's provider, else the client's own credential when the client speaks to that provider)"`
-	RetrieverAPI         string            `env:"RETRIEVER_API" envDefault:"openai" help:"the provider whose API FOCUSGATE_RETRIEVER_URL speaks: openai (chat completions), anthropic (Messages), gemini (generateContent), or a cloud (bedrock, vertex, azure), whose credentials it then gets"`
-	RetrieverTimeout     time.Duration     `env:"RETRIEVER_TIMEOUT" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
-	MaxAnswerTokens      int               `env:"RETRIEVER_MAX_TOKENS" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
-	RetrieverHistory     bool              `env:"RETRIEVER_HISTORY" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
-	RetrieverMaxCalls    int               `env:"RETRIEVER_MAX_CALLS" envDefault:"16" help:"retriever calls one request may make; pages past it go out whole (as stubs in a context-window rescue), skipped with reason retriever-limit"`
-	RetrieverConcurrency int               `env:"RETRIEVER_CONCURRENCY" envDefault:"64" help:"retriever calls in flight at once across the gateway; a call waits for a place within its request's deadline"`
-	Mode                 focusgate.Mode    `env:"MODE" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
-	Prompt               focusgate.Variant `env:"PROMPT" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
-	MinTokens            int               `env:"MIN_TOKENS" envDefault:"1000" help:"observations with fewer tokens are left alone"`
-	PruneAll             bool              `env:"PRUNE_ALL" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
-	BypassModels         string            `env:"BYPASS_MODELS" help:"comma-separated glob patterns of action models never pruned, e.g. o3*,gpt-5*"`
-	RedisURL             string            `env:"REDIS_URL" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
-	RedisCluster         bool              `env:"REDIS_CLUSTER" envDefault:"false" help:"FOCUSGATE_REDIS_URL names a Redis Cluster: seed nodes as redis://host:7000?addr=host:7001&addr=host:7002"`
-	RedisTimeout         time.Duration     `env:"REDIS_TIMEOUT" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
-	CacheTTL             time.Duration     `env:"CACHE_TTL" envDefault:"24h" help:"lifetime of a cached selection"`
-	CacheMaxBytes        int64             `env:"CACHE_MAX_BYTES" envDefault:"67108864" help:"size bound of the in-process cache"`
-	PageMemoBytes        int64             `env:"PAGE_MEMO_BYTES" envDefault:"67108864" help:"memory for what focusgate remembers of the pages it has seen (their decoded text, trees and token counts), so that a page sent again, as an older page of a conversation or in a cache hit, costs look-ups; 0 remembers nothing"`
-	MaxBodyBytes         int64             `env:"MAX_BODY_BYTES" envDefault:"33554432" help:"largest accepted request body, after decompression"`
-	InspectBudget        int64             `env:"INSPECT_BUDGET_BYTES" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
-	Prices               string            `env:"PRICES" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
-	PricesFile           string            `env:"PRICES_FILE" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
-	ContextWindows       string            `env:"CONTEXT_WINDOWS" help:"context windows overriding the built-in table, as JSON: {\"model\": tokens}; a request estimated over its model's window has every page pruned before it is sent"`
-	ContextWindowsFile   string            `env:"CONTEXT_WINDOWS_FILE" help:"a JSON file of context windows, same shape as FOCUSGATE_CONTEXT_WINDOWS (applied first)"`
-	ExpectedReduction    float64           `env:"EXPECTED_REDUCTION" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
-	SkipUneconomic       bool              `env:"SKIP_UNECONOMIC" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
+	RetrieverURL         string            `env:"RETRIEVER_URL" cmd:"prune eval" help:"base URL of one retriever for the requests of every provider, speaking the API of FOCUSGATE_RETRIEVER_API's provider with FOCUSGATE_RETRIEVER_MODEL; by default each request's own provider, with its retriever model"`
+	RetrieverAPIKey      string            `env:"RETRIEVER_API_KEY" cmd:"prune eval" help:"key of the retriever at FOCUSGATE_RETRIEVER_URL; by default the key of FOCUSGATE_RETRIEVER_API's provider, else the client's own credential when the client speaks to that provider"`
+	RetrieverAPI         string            `env:"RETRIEVER_API" cmd:"prune eval" envDefault:"openai" help:"the provider whose API FOCUSGATE_RETRIEVER_URL speaks: openai (chat completions), anthropic (Messages), gemini (generateContent), or a cloud (bedrock, vertex, azure), whose credentials it then gets"`
+	RetrieverTimeout     time.Duration     `env:"RETRIEVER_TIMEOUT" cmd:"prune eval" envDefault:"20s" help:"deadline for all of focusgate's work on one request (detection, counting, cache, retriever calls, waiting for another replica); past it the request goes out unpruned"`
+	MaxAnswerTokens      int               `env:"RETRIEVER_MAX_TOKENS" cmd:"prune eval" envDefault:"4096" help:"cap on the retriever's output tokens per call, its reasoning included (sent as max_tokens, or max_completion_tokens to reasoning models)"`
+	RetrieverHistory     bool              `env:"RETRIEVER_HISTORY" cmd:"prune eval" envDefault:"true" help:"send the agent's history of earlier steps to the retriever"`
+	RetrieverMaxCalls    int               `env:"RETRIEVER_MAX_CALLS" cmd:"prune" envDefault:"16" help:"retriever calls one request may make; pages past it go out whole (as stubs in a context-window rescue), skipped with reason retriever-limit"`
+	RetrieverConcurrency int               `env:"RETRIEVER_CONCURRENCY" cmd:"prune" envDefault:"64" help:"retriever calls in flight at once across the gateway; a call waits for a place within its request's deadline"`
+	Mode                 focusgate.Mode    `env:"MODE" cmd:"prune eval" envDefault:"remove" help:"post-processing: remove, ancestors, stubs or off"`
+	Prompt               focusgate.Variant `env:"PROMPT" cmd:"prune eval" envDefault:"line" help:"retriever prompt variant: line, restrictive, neutral or defender"`
+	MinTokens            int               `env:"MIN_TOKENS" cmd:"prune" envDefault:"1000" help:"observations with fewer tokens are left alone"`
+	PruneAll             bool              `env:"PRUNE_ALL" cmd:"prune" envDefault:"false" help:"also ask the retriever about older observations that have no stored selection, instead of leaving them as they came"`
+	BypassModels         string            `env:"BYPASS_MODELS" cmd:"prune" help:"comma-separated glob patterns of action models never pruned, e.g. o3*,gpt-5*"`
+	RedisURL             string            `env:"REDIS_URL" cmd:"prune" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
+	RedisCluster         bool              `env:"REDIS_CLUSTER" cmd:"prune" envDefault:"false" help:"FOCUSGATE_REDIS_URL names a Redis Cluster: seed nodes as redis://host:7000?addr=host:7001&addr=host:7002"`
+	RedisTimeout         time.Duration     `env:"REDIS_TIMEOUT" cmd:"prune" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
+	CacheTTL             time.Duration     `env:"CACHE_TTL" cmd:"prune" envDefault:"24h" help:"lifetime of a cached selection"`
+	CacheMaxBytes        int64             `env:"CACHE_MAX_BYTES" cmd:"prune" envDefault:"67108864" help:"size bound of the in-process cache"`
+	PageMemoBytes        int64             `env:"PAGE_MEMO_BYTES" cmd:"prune" envDefault:"67108864" help:"memory for what focusgate remembers of the pages it has seen (their decoded text, trees and token counts), so that a page sent again, as an older page of a conversation or in a cache hit, costs look-ups; 0 remembers nothing"`
+	MaxBodyBytes         int64             `env:"MAX_BODY_BYTES" cmd:"prune" envDefault:"33554432" help:"largest accepted request body, after decompression"`
+	InspectBudget        int64             `env:"INSPECT_BUDGET_BYTES" cmd:"prune" envDefault:"67108864" help:"request bytes inspected at once; a request that would exceed it is forwarded uninspected (skipped; reason=busy)"`
+	Prices               string            `env:"PRICES" cmd:"prune eval" help:"model prices overriding the built-in table, as JSON: {\"model\": {\"input\": USD, \"output\": USD}} per million tokens"`
+	PricesFile           string            `env:"PRICES_FILE" cmd:"prune eval" help:"a JSON file of model prices, same shape as FOCUSGATE_PRICES (applied first)"`
+	ContextWindows       string            `env:"CONTEXT_WINDOWS" cmd:"prune" help:"context windows overriding the built-in table, as JSON: {\"model\": tokens}; a request estimated over its model's window has every page pruned before it is sent"`
+	ContextWindowsFile   string            `env:"CONTEXT_WINDOWS_FILE" cmd:"prune" help:"a JSON file of context windows, same shape as FOCUSGATE_CONTEXT_WINDOWS (applied first)"`
+	ExpectedReduction    float64           `env:"EXPECTED_REDUCTION" cmd:"prune" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
+	SkipUneconomic       bool              `env:"SKIP_UNECONOMIC" cmd:"prune" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
 	Holdout              float64           `env:"HOLDOUT" envDefault:"0" help:"share of conversations (0 to 1) sent whole from their first request to their last, for the per-arm comparison on the dashboard (X-Focusgate-Status: skipped; reason=holdout); they cost their full price"`
-	HoldoutKey           string            `env:"HOLDOUT_KEY" help:"key of the hash that puts conversations in arms, the same on every replica (default: a built-in constant; set one to draw a new split)"`
+	HoldoutKey           string            `env:"HOLDOUT_KEY" help:"key of the hash that puts conversations in arms, the same on every replica; by default a built-in constant; set one to draw a new split"`
 	HoldoutIdle          time.Duration     `env:"HOLDOUT_IDLE" envDefault:"10m" help:"how long a conversation goes without a request before it counts as ended, for the holdout comparison"`
 	HoldoutMaxOpen       int               `env:"HOLDOUT_MAX_OPEN" envDefault:"100000" help:"cap on conversations accounted for at once; past it the one quiet longest counts as ended"`
 	UI                   bool              `env:"UI" envDefault:"true" help:"serve the dashboard at /ui (from loopback; elsewhere with FOCUSGATE_ADMIN_KEY)"`
@@ -69,13 +73,17 @@ type Config struct {
 	AdminKey             string            `env:"ADMIN_KEY" help:"key that opens the dashboard from addresses other than loopback (bearer token or sign-in form)"`
 	ShutdownDelay        time.Duration     `env:"SHUTDOWN_DELAY" envDefault:"5s" help:"on SIGTERM, how long /readyz reports draining while new connections are still accepted (part of the shutdown timeout)"`
 	ShutdownTimeout      time.Duration     `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
-	LogFormat            string            `env:"LOG_FORMAT" envDefault:"text" help:"log format: text or json"`
-	LogLevel             string            `env:"LOG_LEVEL" envDefault:"info" help:"log level: debug, info, warn or error"`
+	LogFormat            string            `env:"LOG_FORMAT" cmd:"prune eval" envDefault:"text" help:"log format: text or json"`
+	LogLevel             string            `env:"LOG_LEVEL" cmd:"prune eval" envDefault:"info" help:"log level: debug, info, warn or error"`
 
 	// Providers holds the settings the providers declare
 	// (focusgate.Provider.Settings), by name after Prefix; Value reads
 	// them. Load fills it; a setting it lacks has its declared default.
 	Providers map[string]string
+
+	// unparsed names the variables Load could not read, whose problem is
+	// reported once, by Load, and not again by Validate.
+	unparsed map[string]bool
 }
 
 // Load reads the configuration from the environment through getenv, so that
@@ -108,7 +116,13 @@ func Load(getenv func(string) string) (Config, error) {
 		cfg.Providers[s.Name] = v
 	}
 	if err := env.ParseWithOptions(&cfg, opts); err != nil {
-		return cfg, renameParseErrors(err, varByField)
+		var unparsed []string
+		err = renameParseErrors(err, varByField, opts.Environment, &unparsed)
+		cfg.unparsed = map[string]bool{}
+		for _, name := range unparsed {
+			cfg.unparsed[strings.TrimPrefix(name, Prefix)] = true
+		}
+		return cfg, err
 	}
 	return cfg, nil
 }
@@ -146,18 +160,27 @@ func (c *Config) Set(s focusgate.Setting, value string) {
 	c.Providers[s.Name] = value
 }
 
-// renameParseErrors rewrites the parser's errors, which name struct fields,
-// so that they name the environment variable the user actually set.
-func renameParseErrors(err error, varByField map[string]string) error {
+// renameParseErrors rewrites the parser's errors, which name struct fields
+// and speak of Go's parsers, so that each names the environment variable the
+// user set and says what it wants in words (values are what environ holds);
+// the variables are appended to unparsed.
+func renameParseErrors(err error, varByField, environ map[string]string, unparsed *[]string) error {
 	var agg env.AggregateError
 	if !errors.As(err, &agg) {
-		return fmt.Errorf("config: %w", err)
+		return fmt.Errorf("reading the settings: %w", err)
 	}
 	var errs []error
 	for _, e := range agg.Errors {
 		var pe env.ParseError
 		if errors.As(e, &pe) {
-			errs = append(errs, fmt.Errorf("%s: %w", varByField[pe.Name], pe.Err))
+			name := varByField[pe.Name]
+			*unparsed = append(*unparsed, name)
+			var ne *strconv.NumError
+			if errors.As(pe.Err, &ne) || pe.Type == reflect.TypeFor[time.Duration]() {
+				errs = append(errs, fmt.Errorf("%s: %w", name, wantKind(environ[name], pe.Type)))
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", name, pe.Err))
 			continue
 		}
 		errs = append(errs, e)
@@ -170,6 +193,9 @@ func renameParseErrors(err error, varByField map[string]string) error {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(name, format string, args ...any) {
+		if c.unparsed[name] {
+			return // Load said what is wrong with it
+		}
 		errs = append(errs, fmt.Errorf("%s%s: %s", Prefix, name, fmt.Sprintf(format, args...)))
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {

@@ -2,11 +2,13 @@ package config_test
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"io"
 	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -215,7 +217,7 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	cfg.RegisterFlags(fs)
+	cfg.RegisterFlags(fs, "serve")
 	if err := fs.Parse([]string{"--mode", "ancestors", "--retriever-timeout=3s", "--prune-all", "--cache-max-bytes", "10", "--expected-reduction", "0.3"}); err != nil {
 		t.Fatal(err)
 	}
@@ -233,9 +235,9 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 func TestHelpListsEverySetting(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var cfg config.Config
-	cfg.RegisterFlags(fs)
+	cfg.RegisterFlags(fs, "serve")
 	var buf bytes.Buffer
-	config.PrintSettings(&buf, fs)
+	config.PrintSettings(&buf, fs, "serve")
 	for _, s := range config.Settings() {
 		if !strings.Contains(buf.String(), "--"+s.Flag+", "+s.Env) {
 			t.Errorf("help does not list --%s / %s:\n%s", s.Flag, s.Env, buf.String())
@@ -279,7 +281,7 @@ func TestModesAndPromptsReadLikeHeaders(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	cfg.RegisterFlags(fs)
+	cfg.RegisterFlags(fs, "serve")
 	if err := fs.Parse([]string{"--mode", "AnCeStOrS", "--prompt", "Neutral"}); err != nil {
 		t.Fatal(err)
 	}
@@ -439,5 +441,86 @@ func TestWithUserKeys(t *testing.T) {
 	}
 	if key(cfg, &focusgate.OpenAIProvider) != "" {
 		t.Error("WithUserKeys changed the configuration it was called on")
+	}
+}
+
+// A value that does not parse is reported once, by its variable, in words:
+// not again as out of bounds, and not in a parser's terms.
+func TestABadValueIsReportedOnceInWords(t *testing.T) {
+	cfg, err := config.Load(getenv(map[string]string{
+		"FOCUSGATE_RETRIEVER_TIMEOUT":  "5parsecs",
+		"FOCUSGATE_HOLDOUT_IDLE":       "later",
+		"FOCUSGATE_EXPECTED_REDUCTION": "half",
+		"FOCUSGATE_MIN_TOKENS":         "1e3",
+		"FOCUSGATE_PRUNE_ALL":          "yes please",
+	}))
+	all := errors.Join(err, cfg.Validate()).Error()
+	for name, want := range map[string]string{
+		"FOCUSGATE_RETRIEVER_TIMEOUT":  `"5parsecs" is not a duration`,
+		"FOCUSGATE_HOLDOUT_IDLE":       `"later" is not a duration`,
+		"FOCUSGATE_EXPECTED_REDUCTION": `"half" is not a number`,
+		"FOCUSGATE_MIN_TOKENS":         `"1e3" is not a whole number`,
+		"FOCUSGATE_PRUNE_ALL":          `"yes please" is not true or false`,
+	} {
+		if n := strings.Count(all, name); n != 1 {
+			t.Errorf("%s is named %d times, want once:\n%s", name, n, all)
+		}
+		if !strings.Contains(all, name+": "+want) {
+			t.Errorf("%s: want %q:\n%s", name, want, all)
+		}
+	}
+	for _, jargon := range []string{"strconv", "time:", "ParseFloat", "invalid syntax", "config:"} {
+		if strings.Contains(all, jargon) {
+			t.Errorf("the message speaks of %q:\n%s", jargon, all)
+		}
+	}
+}
+
+// A misspelt variable is warned about, with the setting it was likely
+// meant for; a known one is not, and names far from any setting get no
+// guess.
+func TestUnknownVariablesAreWarnedAbout(t *testing.T) {
+	got := config.UnknownVariables([]string{
+		"FOCUSGATE_HOLDOUTT=0.1", "FOCUSGATE_MODE=stubs", "PATH=/bin", "FOCUSGATE_RETRIEVER_TIMOUT=5s", "FOCUSGATE_COLOUR_SCHEME=dark",
+		"FOCUSGATE_BEDROCK_API_KYE=x",
+	})
+	want := []string{
+		"FOCUSGATE_BEDROCK_API_KYE is not a setting of focusgate and is ignored (did you mean FOCUSGATE_BEDROCK_API_KEY?)",
+		"FOCUSGATE_COLOUR_SCHEME is not a setting of focusgate and is ignored",
+		"FOCUSGATE_HOLDOUTT is not a setting of focusgate and is ignored (did you mean FOCUSGATE_HOLDOUT?)",
+		"FOCUSGATE_RETRIEVER_TIMOUT is not a setting of focusgate and is ignored (did you mean FOCUSGATE_RETRIEVER_TIMEOUT?)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Each command's help lists the settings it reads, with one format of
+// default.
+func TestHelpListsTheCommandsSettings(t *testing.T) {
+	for cmd, absent := range map[string][]string{
+		"serve": nil,
+		"prune": {"--addr,", "--ui,", "--admin-key,", "--holdout,", "--shutdown-timeout,"},
+		"eval":  {"--addr,", "--ui,", "--redis-url,", "--holdout,", "--client-keys-file,"},
+	} {
+		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+		var cfg config.Config
+		cfg.RegisterFlags(fs, cmd)
+		var buf bytes.Buffer
+		config.PrintSettings(&buf, fs, cmd)
+		help := buf.String()
+		for _, a := range absent {
+			if strings.Contains(help, a) {
+				t.Errorf("%s --help lists %s, which it does not read", cmd, a)
+			}
+		}
+		for _, s := range config.Settings() {
+			if s.UsedBy(cmd) && !strings.Contains(help, "--"+s.Flag+", "+s.Env) {
+				t.Errorf("%s --help lacks %s", cmd, s.Env)
+			}
+		}
+		if strings.Contains(help, "(default: ") {
+			t.Errorf("%s --help gives a default in another format", cmd)
+		}
 	}
 }

@@ -6,9 +6,12 @@
 package pricing
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -42,7 +45,7 @@ func Default() *Table {
 func (t *Table) Override(data []byte) (*Table, error) {
 	var extra map[string]focusgate.Price
 	if err := json.Unmarshal(data, &extra); err != nil {
-		return nil, fmt.Errorf("pricing: want a JSON object of {\"model\": {\"input\": USD, \"output\": USD}}: %w", err)
+		return nil, fmt.Errorf("want a JSON object of {\"model\": {\"input\": USD, \"output\": USD}} per million tokens: %w", jsonProblem(data, err))
 	}
 	out := &Table{prices: maps.Clone(t.prices)}
 	if out.prices == nil {
@@ -50,11 +53,41 @@ func (t *Table) Override(data []byte) (*Table, error) {
 	}
 	for model, p := range extra {
 		if p.Input < 0 || p.Output < 0 {
-			return nil, fmt.Errorf("pricing: negative price for %q", model)
+			return nil, fmt.Errorf("the price of %q is negative", model)
 		}
 		out.prices[focusgate.BaseModel(model)] = p
 	}
 	return out, nil
+}
+
+// jsonProblem says in words what is wrong with a JSON text that did not
+// decode, without the decoder's Go types: where the syntax breaks, or which
+// value is of the wrong kind.
+func jsonProblem(data []byte, err error) error {
+	var syntax *json.SyntaxError
+	var kind *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Errorf("not valid JSON at byte %d", syntax.Offset)
+	case errors.As(err, &kind) && kind.Field != "":
+		return fmt.Errorf("%s is a JSON %s, want a %s", kind.Field, kind.Value, jsonKind(kind.Type.Kind()))
+	case errors.As(err, &kind):
+		return fmt.Errorf("a JSON %s where a %s is wanted", kind.Value, jsonKind(kind.Type.Kind()))
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return errors.New("empty")
+	}
+	return errors.New("not valid JSON")
+}
+
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Map, reflect.Struct:
+		return "JSON object"
+	case reflect.Float64, reflect.Int:
+		return "number"
+	}
+	return k.String()
 }
 
 // Models lists the models of the table, sorted.

@@ -37,7 +37,7 @@ func DefaultWindows() *Windows {
 func (w *Windows) Override(data []byte) (*Windows, error) {
 	var extra map[string]int
 	if err := json.Unmarshal(data, &extra); err != nil {
-		return nil, fmt.Errorf("pricing: want a JSON object of {\"model\": tokens}: %w", err)
+		return nil, fmt.Errorf("want a JSON object of {\"model\": tokens}: %w", jsonProblem(data, err))
 	}
 	out := &Windows{tokens: maps.Clone(w.tokens)}
 	if out.tokens == nil {
@@ -45,7 +45,7 @@ func (w *Windows) Override(data []byte) (*Windows, error) {
 	}
 	for model, n := range extra {
 		if n <= 0 {
-			return nil, fmt.Errorf("pricing: context window of %q must be positive, not %d", model, n)
+			return nil, fmt.Errorf("the context window of %q must be positive, not %d", model, n)
 		}
 		out.tokens[focusgate.BaseModel(model)] = n
 	}

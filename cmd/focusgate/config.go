@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/focusgate/focusgate/config"
 	"github.com/focusgate/focusgate/internal/redact"
 )
 
 // parseFlags loads the configuration from the environment, lets the command
-// line override it, and validates the result. addFlags declares the
-// command's own flags; synopsis heads its --help.
-// On --help it prints the command's usage to stdout and returns flag.ErrHelp.
+// line override it, and validates the result, reporting every problem at
+// once, each once: a value that does not parse, a value out of bounds, a
+// table of prices or context windows that does not read. addFlags declares
+// the command's own flags; synopsis heads its --help, which lists the
+// settings the command reads. On --help it prints the command's usage to
+// stdout and returns flag.ErrHelp.
 func parseFlags(name, synopsis string, args []string, getenv func(string) string, stdout io.Writer, addFlags func(*flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
 	cfg, loadErr := config.Load(getenv)
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -23,18 +27,28 @@ func parseFlags(name, synopsis string, args []string, getenv func(string) string
 	if addFlags != nil {
 		addFlags(fs)
 	}
-	cfg.RegisterFlags(fs)
+	cfg.RegisterFlags(fs, name)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, "Usage: focusgate %s\n", synopsis)
-			config.PrintSettings(stdout, fs)
+			config.PrintSettings(stdout, fs, name)
 		}
 		return cfg, fs, err
 	}
-	if err := errors.Join(loadErr, cfg.Validate()); err != nil {
+	_, pricesErr := loadPrices(cfg)
+	_, windowsErr := loadWindows(cfg)
+	if err := errors.Join(loadErr, cfg.Validate(), pricesErr, windowsErr); err != nil {
 		return cfg, fs, fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	return cfg, fs, nil
+}
+
+// warnUnknown warns, once at start, about each FOCUSGATE_ variable of the
+// process's environment that names no setting (config.UnknownVariables).
+func warnUnknown(log *slog.Logger) {
+	for _, w := range config.UnknownVariables(os.Environ()) {
+		log.Warn(w)
+	}
 }
 
 // newLogger writes cfg's log format and level to w, scrubbing keys (see

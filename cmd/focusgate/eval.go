@@ -46,8 +46,8 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 	)
 	cfg, fs, err := parseFlags("eval", "eval [--data FILE.jsonl[.gz]] [--strategy llm,truncate,bm25] [--budget TOKENS[,TOKENS...]] [--limit N] [--json] [flags]\n   or: eval --conversations GATEWAY.log[.gz] [--json]",
 		args, getenv, stdout, func(fs *flag.FlagSet) {
-			fs.StringVar(&data, "data", "", "recorded agent steps, JSONL, gzip-compressed or plain (default "+defaultTraces+" when it exists)")
-			fs.Func("strategy", "strategies to compare, comma-separated or repeated: llm, truncate, bm25 (default llm,truncate,bm25 with an API key, else truncate,bm25)", func(s string) error {
+			fs.StringVar(&data, "data", "", "recorded agent steps, JSONL, gzip-compressed or plain; by default "+defaultTraces+" when it exists")
+			fs.Func("strategy", "strategies to compare, comma-separated or repeated: llm, truncate, bm25; by default llm,truncate,bm25 with an API key, else truncate,bm25", func(s string) error {
 				for name := range strings.SplitSeq(s, ",") {
 					name = strings.TrimSpace(name)
 					if !slices.Contains(eval.StrategyNames, name) {
@@ -57,7 +57,7 @@ func evaluate(ctx context.Context, args []string, getenv func(string) string, st
 				}
 				return nil
 			})
-			fs.Func("budget", "token budgets of the truncate and bm25 baselines, comma-separated or repeated; each gives its own rows (default "+strconv.Itoa(defaultBudget)+")", func(s string) error {
+			fs.Func("budget", "token budgets of the truncate and bm25 baselines, comma-separated or repeated, each with rows of its own; by default "+strconv.Itoa(defaultBudget), func(s string) error {
 				for v := range strings.SplitSeq(s, ",") {
 					n, err := strconv.Atoi(strings.TrimSpace(v))
 					if err != nil || n <= 0 {

@@ -66,7 +66,7 @@ const usage = `focusgate prunes the web pages that agents send to their model.
 Usage:
   focusgate [serve] [flags]      run the gateway
   focusgate prune [flags] [FILE] prune one observation (FILE or stdin) with the configured retriever
-  focusgate prune --request [--api chat|responses|messages|gemini] [flags] [FILE]
+  focusgate prune --request [--api chat|responses|messages|gemini|converse] [--provider NAME] [flags] [FILE]
                                  run a whole request body through the gateway's pipeline: the bytes it
                                  would forward on stdout, the outcome on stderr
   focusgate eval [flags]         compare pruning strategies on recorded agent steps

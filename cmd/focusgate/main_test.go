@@ -348,6 +348,44 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 	}
 }
 
+// Every problem of the settings is reported at once, each once and in
+// words: values that do not parse, values out of bounds, and the tables of
+// prices and context windows, inline and in files.
+func TestRunReportsEveryProblemOnce(t *testing.T) {
+	env := map[string]string{
+		"FOCUSGATE_RETRIEVER_TIMEOUT":    "5parsecs",
+		"FOCUSGATE_MODE":                 "shrink",
+		"FOCUSGATE_PRICES":               `{"gpt-4.1": 2}`,
+		"FOCUSGATE_PRICES_FILE":          "/nonexistent/prices.json",
+		"FOCUSGATE_CONTEXT_WINDOWS":      `{"gpt-4.1": -5}`,
+		"FOCUSGATE_CONTEXT_WINDOWS_FILE": "/nonexistent/windows.json",
+		"FOCUSGATE_AZURE_DEPLOYMENTS":    "prod",
+	}
+	err := run(context.Background(), []string{"focusgate", "serve"}, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("bad configuration accepted")
+	}
+	msg := err.Error()
+	for name := range env {
+		if n := strings.Count(msg, name+":"); n != 1 {
+			t.Errorf("%s is reported %d times, want once:\n%s", name, n, msg)
+		}
+	}
+	for _, jargon := range []string{"pricing:", "strconv", "json: cannot", "unmarshal", "time:", "Go value", "focusgate.Price"} {
+		if strings.Contains(msg, jargon) {
+			t.Errorf("the message speaks of %q:\n%s", jargon, msg)
+		}
+	}
+}
+
+// A misspelt FOCUSGATE_ variable is warned about at start, with the setting
+// it was likely meant for.
+func TestRunWarnsAboutUnknownVariables(t *testing.T) {
+	t.Setenv("FOCUSGATE_HOLDOUTT", "0.1")
+	gw := startGateway(t, map[string]string{})
+	gw.logs.WaitFor(t, "FOCUSGATE_HOLDOUTT is not a setting of focusgate and is ignored (did you mean FOCUSGATE_HOLDOUT?)")
+}
+
 func TestRunHelp(t *testing.T) {
 	var stdout bytes.Buffer
 	if err := run(context.Background(), []string{"focusgate", "serve", "--help"}, func(string) string { return "" }, nil, &stdout, io.Discard); err != nil {

@@ -48,13 +48,13 @@ func prunePage(ctx context.Context, args []string, getenv func(string) string, s
 func prunePageOrFail(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var goal, history, model, api, provider string
 	var request bool
-	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages|gemini] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
+	cfg, fs, err := parseFlags("prune", "prune [--goal TEXT] [--mode M] [flags] [FILE]\n       focusgate prune --request [--api chat|responses|messages|gemini|converse] [--provider NAME] [flags] [FILE]", args, getenv, stdout, func(fs *flag.FlagSet) {
 		fs.StringVar(&goal, "goal", "", "the agent's goal at this step")
 		fs.StringVar(&history, "history", "", "what the agent did so far (optional)")
 		fs.StringVar(&model, "model", "gpt-4.1", "the action model, whose tokenizer counts the tokens")
 		fs.BoolVar(&request, "request", false, "the input is a whole request body: print exactly the bytes the gateway would forward, and the outcome on stderr")
-		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses, messages, gemini or converse (default: told from the body's shape)")
-		fs.StringVar(&provider, "provider", "", "with --request, the provider the body is sent to, whose retriever prunes it: "+strings.Join(focusgate.ProviderNames(), ", ")+" (default: openai, anthropic or gemini, as the API says; bedrock for converse)")
+		fs.StringVar(&api, "api", "", "with --request, the API the body was written for: chat, responses, messages, gemini or converse; by default told from the body's shape")
+		fs.StringVar(&provider, "provider", "", "with --request, the provider the body is sent to, whose retriever prunes it: "+strings.Join(focusgate.ProviderNames(), ", ")+"; by default openai, anthropic or gemini, as the API says; bedrock for converse")
 	})
 	if err != nil {
 		return err
@@ -75,6 +75,7 @@ func prunePageOrFail(ctx context.Context, args []string, getenv func(string) str
 	}
 
 	log := newLogger(cfg, stderr)
+	warnUnknown(log)
 	pr, err := newPruning(cfg, getenv, false, log)
 	if err != nil {
 		return err
@@ -183,6 +184,7 @@ func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) st
 		}
 	}
 	log := newLogger(cfg, stderr)
+	warnUnknown(log)
 	pr, err := newPruning(cfg, getenv, false, log)
 	if err != nil {
 		return err

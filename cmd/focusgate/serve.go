@@ -45,6 +45,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	secrets := newRedactor(cfg)
 	log := newLoggerWith(cfg, stderr, secrets)
+	warnUnknown(log)
 	clientKeys, err := openKeys(cfg, log, secrets)
 	if err != nil {
 		return err

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -216,25 +219,60 @@ func loadWindows(cfg config.Config) (*pricing.Windows, error) {
 
 // overridden applies to a built-in table the JSON of the file named by the
 // variable NAME_FILE, then the JSON of the variable NAME itself, naming the
-// variable in any error.
+// variable in each error: both are reported when both are wrong.
 func overridden[T any](table T, override func(T, []byte) (T, error), name, file, inline string) (T, error) {
-	var zero T
+	var errs []error
 	if file != "" {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return zero, fmt.Errorf("%s%s_FILE: %w", config.Prefix, name, err)
+		data, err := readTable(file)
+		if err == nil {
+			var next T
+			if next, err = override(table, data); err == nil {
+				table = next
+			}
 		}
-		if table, err = override(table, data); err != nil {
-			return zero, fmt.Errorf("%s%s_FILE %s: %w", config.Prefix, name, file, err)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s%s_FILE: %s: %w", config.Prefix, name, file, err))
 		}
 	}
 	if inline != "" {
-		var err error
-		if table, err = override(table, []byte(inline)); err != nil {
-			return zero, fmt.Errorf("%s%s: %w", config.Prefix, name, err)
+		next, err := override(table, []byte(inline))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s%s: %w", config.Prefix, name, err))
+		} else {
+			table = next
 		}
 	}
+	if len(errs) > 0 {
+		var zero T
+		return zero, errors.Join(errs...)
+	}
 	return table, nil
+}
+
+// maxTableBytes caps a file of prices or context windows.
+const maxTableBytes = 4 << 20
+
+// readTable reads a file of prices or context windows, saying what is wrong
+// in words: it is missing, unreadable, or too large.
+func readTable(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errors.New("no such file")
+	case errors.Is(err, fs.ErrPermission):
+		return nil, errors.New("not readable by the gateway")
+	case err != nil:
+		return nil, errors.New("cannot be opened")
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxTableBytes+1))
+	if err != nil {
+		return nil, errors.New("cannot be read")
+	}
+	if len(data) > maxTableBytes {
+		return nil, fmt.Errorf("larger than %d bytes", maxTableBytes)
+	}
+	return data, nil
 }
 
 // logEconomics says at start-up which action models pruning can pay for with
