@@ -124,7 +124,7 @@ type conversation struct {
 // walkers lists, for each API, how its bodies hold the conversation: the
 // one place detection knows an API's body. Each is a description, read by
 // the skeleton in walk.go.
-var walkers = []*walker{&chatWalker, &responsesWalker, &messagesWalker, &geminiWalker}
+var walkers = []*walker{&chatWalker, &responsesWalker, &messagesWalker, &geminiWalker, &converseWalker}
 
 func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool) (*conversation, error) {
 	c := &conversation{body: body, w: walkerOf(api), reserve: reserve}

@@ -218,8 +218,11 @@ func requestFiles(t testing.TB) []string {
 }
 
 func apiOf(path string) focusgate.API {
-	if strings.HasPrefix(filepath.Base(path), "responses_") {
+	switch base := filepath.Base(path); {
+	case strings.HasPrefix(base, "responses_"):
 		return focusgate.APIResponses
+	case strings.HasPrefix(base, "converse_"):
+		return focusgate.APIConverse
 	}
 	return focusgate.APIChat
 }
