@@ -22,6 +22,9 @@ var keyers = map[focusgate.API]func(body []byte) (instructions, firstUser string
 	focusgate.APIChat:      chatKey,
 	focusgate.APIResponses: responsesKey,
 	focusgate.APIMessages:  messagesKey,
+	// Converse holds its instructions and turns where Messages does, in
+	// blocks known by their member instead of their type.
+	focusgate.APIConverse: messagesKey,
 }
 
 // Gemini's generateContent joins keyers by its name, so that the entry holds
@@ -135,8 +138,10 @@ func responsesKey(body []byte) (string, string) {
 	return strings.Join(system, "\n"), first
 }
 
-// messagesKey reads an Anthropic Messages body: system, and the text of the
-// first user message.
+// messagesKey reads an Anthropic Messages body, or a Bedrock Converse one:
+// system (a string, or text blocks, Converse's without a type), and the
+// text of the first user message (its text blocks: not its tool results,
+// images or cache points).
 func messagesKey(body []byte) (string, string) {
 	first := ""
 	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
