@@ -214,14 +214,24 @@ func (c *conversation) turns(w *walker, top string, v, d int) (int, error) {
 	case b[v] != '[':
 		return skipValue(b, v, d)
 	}
-	return eachElement(b, v, d, func(n, m int) (int, error) {
-		if err := c.account(); err != nil {
-			return m, err
-		}
-		if b[m] != '{' {
-			return skipValue(b, m, d+1)
-		}
+	return c.eachObject(v, d, func(n, m int) (int, error) {
 		return c.turn(&w.turn, top, n, m, d+1)
+	})
+}
+
+// eachObject walks the array at v, at depth d, like eachElement, and calls
+// obj with each element that is an object; it charges the reserve for what
+// each element before it added.
+func (c *conversation) eachObject(v, d int, obj func(n, o int) (int, error)) (int, error) {
+	b := c.body
+	return eachElement(b, v, d, func(n, e int) (int, error) {
+		if err := c.account(); err != nil {
+			return e, err
+		}
+		if b[e] != '{' {
+			return skipValue(b, e, d+1)
+		}
+		return obj(n, e)
 	})
 }
 
@@ -364,13 +374,7 @@ func (c *conversation) content(h *contentShape, at segment, v, d int, calls *[]c
 	case b[v] != '[' || h.parts == nil:
 		return skipValue(b, v, d)
 	}
-	return eachElement(b, v, d, func(n, p int) (int, error) {
-		if err := c.account(); err != nil {
-			return p, err
-		}
-		if b[p] != '{' {
-			return skipValue(b, p, d+1)
-		}
+	return c.eachObject(v, d, func(n, p int) (int, error) {
 		// A list's parts index the content's parts, or, inside a part, its
 		// tool result's.
 		in := at
@@ -528,13 +532,7 @@ func (c *conversation) callList(s *callShape, v, d int, calls *[]call) (int, err
 	if b[v] != '[' {
 		return skipValue(b, v, d)
 	}
-	return eachElement(b, v, d, func(_, e int) (int, error) {
-		if err := c.account(); err != nil {
-			return e, err
-		}
-		if b[e] != '{' {
-			return skipValue(b, e, d+1)
-		}
+	return c.eachObject(v, d, func(_, e int) (int, error) {
 		var fn call
 		next, err := eachMember(b, e, d+1, func(key []byte, v int) (int, error) {
 			if is(string(key), s.at) {
