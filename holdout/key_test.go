@@ -118,6 +118,16 @@ func TestConverseKey(t *testing.T) {
 	}
 }
 
+// Every API the gateway routes has a keyer: a request of an API without
+// one would never be assigned to an arm.
+func TestEveryAPIHasAKeyer(t *testing.T) {
+	for _, api := range focusgate.APIs {
+		if _, ok := keyers[api]; !ok {
+			t.Errorf("%v has no keyer", api)
+		}
+	}
+}
+
 // A body that names no conversation is not assigned: it is pruned as usual
 // and not accounted for.
 func TestNoKey(t *testing.T) {
