@@ -16,23 +16,15 @@ import (
 // arm is exactly this text; blocks that move between requests (Anthropic's
 // cache_control markers, images, tool calls) are not part of it.
 //
-// keyers says, per API, where that text is. A new API is one more entry
-// (Gemini's generateContent is geminiKey, registered below).
+// keyers says, per API, where that text is. A new API is one more entry.
 var keyers = map[focusgate.API]func(body []byte) (instructions, firstUser string){
 	focusgate.APIChat:      chatKey,
 	focusgate.APIResponses: responsesKey,
 	focusgate.APIMessages:  messagesKey,
+	focusgate.APIGemini:    geminiKey,
 	// Converse holds its instructions and turns where Messages does, in
 	// blocks known by their member instead of their type.
 	focusgate.APIConverse: messagesKey,
-}
-
-// Gemini's generateContent joins keyers by its name, so that the entry holds
-// as soon as focusgate.APIs declares it, and no sooner.
-func init() {
-	if api, err := focusgate.ParseAPI("gemini"); err == nil {
-		keyers[api] = geminiKey
-	}
 }
 
 // conversationKey returns the text that identifies the conversation a body
