@@ -25,6 +25,14 @@ func TestAPIOf(t *testing.T) {
 		{"messages with system", `{"model":"claude","system":"x","messages":[{"role":"user","content":"y"}]}`, focusgate.APIMessages},
 		{"messages with tool_result", `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"p"}]}]}`, focusgate.APIMessages},
 		{"messages with thinking", `{"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"}]}]}`, focusgate.APIMessages},
+		{"converse text blocks", `{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, focusgate.APIConverse},
+		{"converse tool result", `{"messages":[{"role":"user","content":[{"toolResult":{"toolUseId":"t","content":[{"text":"p"}]}}]}]}`, focusgate.APIConverse},
+		{"converse system blocks", `{"system":[{"text":"be brief"},{"cachePoint":{"type":"default"}}],"messages":[{"role":"user","content":"hi"}]}`, focusgate.APIConverse},
+		{"converse inferenceConfig", `{"messages":[],"inferenceConfig":{"maxTokens":10}}`, focusgate.APIConverse},
+		{"converse toolConfig", `{"toolConfig":{"tools":[]},"messages":[{"role":"user","content":"hi"}]}`, focusgate.APIConverse},
+		{"messages system blocks are typed", `{"system":[{"type":"text","text":"x"}],"messages":[{"role":"user","content":[{"type":"text","text":"y"}]}]}`, focusgate.APIMessages},
+		{"chat parts are typed", `{"messages":[{"role":"user","content":[{"type":"text","text":"y"},{"type":"image_url","image_url":{"url":"x"}}]}]}`, focusgate.APIChat},
+		{"gemini with a generation config", `{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{}}`, focusgate.APIGemini},
 		{"not JSON", `nope`, focusgate.APIChat},
 	}
 	for _, tt := range tests {
@@ -52,6 +60,8 @@ func TestAPIOfCapturedBodies(t *testing.T) {
 		switch base := filepath.Base(f); {
 		case strings.Contains(base, "GenerateContent") || strings.Contains(base, "countTokens"):
 			want = focusgate.APIGemini
+		case strings.Contains(base, "converse"):
+			want = focusgate.APIConverse
 		case strings.Contains(base, "responses"):
 			want = focusgate.APIResponses
 		case bothShapes(body):

@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,20 +41,22 @@ func (r role) mayHoldTree() bool {
 	return r == roleSystem || r == roleUser || r == roleTool
 }
 
-// segment is one JSON string of a unit that holds text: a message's content, one of
-// its text parts, or a function call's output.
+// segment is one JSON string of a unit that holds text: a message's
+// content, one of its text parts, a string in a tool result, or a function
+// call's output. Its path in the body is the unit's, then field, part,
+// the walker's path to a tool result's content when result is set, sub and
+// leaf, each when it has one.
 type segment struct {
 	lit   literal
 	field string // member of the unit that holds the text; "" when the unit is the string itself
-	part  int    // index in that member's array of parts, or -1 when the member is the string
-	// result is 1 + the index of the Messages API tool_result block whose
-	// content holds the text (part then indexes that content's blocks), or
-	// 0 when the text is not a tool result's.
-	result int
-	// leaf is the path of the string inside its part when that is not the
-	// part's "text": a Gemini function response's value
-	// ("functionResponse.response.output").
+	// leaf is the path of the string inside its part or its sub: "text"
+	// for a text part, the dotted path of a string in a JSON value
+	// ("output", "json.rows.0"), or "" when the string is the part.
 	leaf string
+	part int32 // index in that member's array of parts, or -1 when the member is the string
+	sub  int32 // index in the array of the part's tool result, or -1
+	// result says the string is in a tool result the part holds.
+	result bool
 	// state is what was learnt of the string once it was looked at, nil
 	// before: a body can hold a million short strings that never are, and
 	// each segment's size counts then.
@@ -80,6 +81,7 @@ type call struct {
 // the Responses instructions. It stays small: a long conversation has many.
 type unit struct {
 	role       role
+	prompt     bool   // the unit is the instructions (its walker's prompt member), not a message
 	top        string // member of the body that holds the unit: "messages", "input", "instructions", "contents", ...
 	index      int    // position in that member's array, or -1
 	first, end int    // the unit's segments are conversation.segs[first:end]
@@ -100,6 +102,8 @@ type unitContext struct {
 // conversation is a parsed request body.
 type conversation struct {
 	body  []byte
+	w     *walker // how the body's API holds its conversation
+	path  []byte  // scratch for the paths of strings in JSON values
 	units []unit
 	segs  []segment
 	goals []nearestAnswer // goals[i]: the goal stated in the user turns up to unit i
@@ -117,85 +121,20 @@ type conversation struct {
 	over              bool
 }
 
-// member reads one top-level member of a body, at v, into the
-// conversation; a member that is the instructions (a system prompt) sets
-// *instructions, which come before every turn.
-type member func(c *conversation, v int, instructions **unit) (int, error)
-
-// walkers say, for each API, which top-level members of its bodies hold the
-// conversation and how each is read: the one place detection knows an API's
-// body. Of duplicate members, JSON readers keep the last: what focusgate
-// prunes and counts must be what the upstream reads, so each reader first
-// forgets what an earlier duplicate gave.
-var walkers = map[focusgate.API]map[string]member{
-	focusgate.APIChat: {
-		"messages": func(c *conversation, v int, _ **unit) (int, error) {
-			c.forget("messages")
-			return c.messages(v)
-		},
-	},
-	focusgate.APIResponses: {
-		"input": func(c *conversation, v int, _ **unit) (int, error) {
-			c.forget("input")
-			return c.input(v)
-		},
-		"instructions": func(c *conversation, v int, instructions **unit) (int, error) {
-			lit, next, ok, err := stringOrSkip(c.body, v, 1)
-			*instructions = nil
-			if ok {
-				c.segs = append(room(c.segs), segment{lit: lit, part: -1})
-				*instructions = &unit{role: roleSystem, top: "instructions", index: -1, first: len(c.segs) - 1, end: len(c.segs)}
-			}
-			return next, err
-		},
-	},
-	focusgate.APIMessages: {
-		"messages": func(c *conversation, v int, _ **unit) (int, error) {
-			c.forget("messages")
-			return c.anthropicMessages(v)
-		},
-		"system": func(c *conversation, v int, instructions **unit) (int, error) {
-			u, next, err := c.systemPrompt(v)
-			*instructions = nil
-			if u.end > u.first {
-				*instructions = &u
-			}
-			return next, err
-		},
-	},
-	focusgate.APIGemini: {
-		"contents": func(c *conversation, v int, _ **unit) (int, error) {
-			c.forget("contents")
-			return c.geminiContents("contents", v, 1)
-		},
-		"generateContentRequest": func(c *conversation, v int, _ **unit) (int, error) {
-			c.forget(countedContents)
-			return c.countedRequest(v)
-		},
-	},
-}
+// walkers lists, for each API, how its bodies hold the conversation: the
+// one place detection knows an API's body. Each is a description, read by
+// the skeleton in walk.go.
+var walkers = []*walker{&chatWalker, &responsesWalker, &messagesWalker, &geminiWalker, &converseWalker}
 
 func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool) (*conversation, error) {
-	c := &conversation{body: body, reserve: reserve}
+	c := &conversation{body: body, w: walkerOf(api), reserve: reserve}
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, syntaxError(i, "expected object")
 	}
 	var instructions *unit
 	i, err := eachMember(body, i, 0, func(key []byte, v int) (int, error) {
-		// Of duplicate members, JSON readers keep the last: what focusgate
-		// prunes and counts must be what the upstream reads.
-		if string(key) == "model" {
-			lit, next, ok, err := stringOrSkip(body, v, 1)
-			if c.model = ""; ok {
-				c.model = c.decode(lit)
-			}
-			return next, err
-		}
-		if read, ok := walkers[api][string(key)]; ok {
-			return read(c, v, &instructions)
-		}
-		return skipValue(body, v, 1)
+		return c.member(c.w, string(key), v, &instructions)
 	})
 	if err != nil {
 		return nil, err
@@ -222,7 +161,7 @@ func (c *conversation) countMessages() int {
 	n := 0
 	for i, u := range c.units {
 		switch {
-		case u.top == "system" || u.top == "instructions":
+		case u.prompt:
 		case i > 0 && u.index >= 0 && c.units[i-1].top == u.top && c.units[i-1].index == u.index:
 		default:
 			n++
@@ -241,208 +180,8 @@ func (c *conversation) forget(top string) {
 	}
 }
 
-func (c *conversation) messages(v int) (int, error) {
-	b := c.body
-	if b[v] != '[' {
-		return skipValue(b, v, 1)
-	}
-	return eachElement(b, v, 1, func(n, m int) (int, error) {
-		if err := c.account(); err != nil {
-			return m, err
-		}
-		if b[m] != '{' {
-			return skipValue(b, m, 2)
-		}
-		c.units = append(room(c.units), unit{top: "messages", index: n, first: len(c.segs)})
-		ui := len(c.units) - 1
-		next, err := eachMember(b, m, 2, func(key []byte, v int) (int, error) {
-			switch string(key) {
-			case "role":
-				lit, next, ok, err := stringOrSkip(b, v, 3)
-				if ok {
-					c.units[ui].role = parseRole(word(b, lit))
-				}
-				return next, err
-			case "content":
-				c.segs = c.segs[:c.units[ui].first] // the last of duplicate members wins
-				return c.content("content", v, 3)
-			case "tool_calls":
-				c.units[ui].calls = nil
-				return c.toolCalls(ui, v)
-			}
-			return skipValue(b, v, 3)
-		})
-		c.units[ui].end = len(c.segs)
-		return next, err
-	})
-}
-
-func (c *conversation) input(v int) (int, error) {
-	b := c.body
-	switch b[v] {
-	case '"':
-		lit, next, err := scanString(b, v)
-		c.segs = append(room(c.segs), segment{lit: lit, part: -1})
-		c.units = append(room(c.units), unit{role: roleUser, top: "input", index: -1, first: len(c.segs) - 1, end: len(c.segs)})
-		return next, err
-	case '[':
-	default:
-		return skipValue(b, v, 1)
-	}
-	return eachElement(b, v, 1, func(n, it int) (int, error) {
-		if err := c.account(); err != nil {
-			return it, err
-		}
-		if b[it] != '{' {
-			return skipValue(b, it, 2)
-		}
-		u := unit{top: "input", index: n, first: len(c.segs)}
-		var kind string
-		var fn call
-		next, err := eachMember(b, it, 2, func(key []byte, v int) (int, error) {
-			switch string(key) {
-			case "type":
-				lit, next, ok, err := stringOrSkip(b, v, 3)
-				if ok {
-					kind = string(word(b, lit))
-				}
-				return next, err
-			case "role":
-				lit, next, ok, err := stringOrSkip(b, v, 3)
-				if ok {
-					u.role = parseRole(word(b, lit))
-				}
-				return next, err
-			case "content", "output":
-				// The last of duplicate members wins.
-				kept := c.segs[:u.first]
-				for _, s := range c.segs[u.first:] {
-					if s.field != string(key) {
-						kept = append(kept, s)
-					}
-				}
-				c.segs = kept
-				return c.content(string(key), v, 3)
-			case "name", "arguments":
-				lit, next, ok, err := stringOrSkip(b, v, 3)
-				if ok && string(key) == "name" {
-					fn.name = lit
-				} else if ok {
-					fn.args = lit
-				}
-				return next, err
-			}
-			return skipValue(b, v, 3)
-		})
-		// A message carries its text in "content", a function call output in "output".
-		want := "content"
-		switch kind {
-		case "function_call_output":
-			u.role, want = roleTool, "output"
-		case "function_call":
-			u.role, want, u.calls = roleAssistant, "", []call{fn}
-		case "", "message":
-		default:
-			u.role, want = roleOther, ""
-		}
-		kept := c.segs[:u.first]
-		for _, s := range c.segs[u.first:] {
-			if s.field == want {
-				kept = append(kept, s)
-			}
-		}
-		c.segs, u.end = kept, len(kept)
-		c.units = append(room(c.units), u)
-		return next, err
-	})
-}
-
-// content records the text of a message member that is either a string or an array
-// of parts such as {"type":"text","text":"..."}.
-func (c *conversation) content(field string, v, depth int) (int, error) {
-	b := c.body
-	switch b[v] {
-	case '"':
-		lit, next, err := scanString(b, v)
-		c.segs = append(room(c.segs), segment{lit: lit, field: field, part: -1})
-		return next, err
-	case '[':
-	default:
-		return skipValue(b, v, depth)
-	}
-	return eachElement(b, v, depth, func(n, p int) (int, error) {
-		if err := c.account(); err != nil {
-			return p, err
-		}
-		if b[p] != '{' {
-			return skipValue(b, p, depth+1)
-		}
-		textual := true
-		var text literal
-		var hasText bool
-		next, err := eachMember(b, p, depth+1, func(key []byte, v int) (int, error) {
-			switch string(key) {
-			case "type":
-				lit, next, ok, err := stringOrSkip(b, v, depth+2)
-				if ok {
-					switch string(word(b, lit)) {
-					case "text", "input_text", "output_text":
-					default:
-						textual = false
-					}
-				}
-				return next, err
-			case "text":
-				lit, next, ok, err := stringOrSkip(b, v, depth+2)
-				text, hasText = lit, ok
-				return next, err
-			}
-			return skipValue(b, v, depth+2)
-		})
-		if textual && hasText {
-			c.segs = append(room(c.segs), segment{lit: text, field: field, part: n})
-		}
-		return next, err
-	})
-}
-
-// toolCalls records the function calls of a chat assistant turn.
-func (c *conversation) toolCalls(ui, v int) (int, error) {
-	b := c.body
-	if b[v] != '[' {
-		return skipValue(b, v, 3)
-	}
-	return eachElement(b, v, 3, func(_, tc int) (int, error) {
-		if err := c.account(); err != nil {
-			return tc, err
-		}
-		if b[tc] != '{' {
-			return skipValue(b, tc, 4)
-		}
-		return eachMember(b, tc, 4, func(key []byte, v int) (int, error) {
-			if string(key) != "function" || b[v] != '{' {
-				return skipValue(b, v, 5)
-			}
-			var fn call
-			next, err := eachMember(b, v, 5, func(key []byte, v int) (int, error) {
-				lit, next, ok, err := stringOrSkip(b, v, 6)
-				switch {
-				case ok && string(key) == "name":
-					fn.name = lit
-				case ok && string(key) == "arguments":
-					fn.args = lit
-				}
-				return next, err
-			})
-			c.units[ui].calls = append(c.units[ui].calls, fn)
-			c.note(2 * callSize) // with what growing the list leaves behind
-			return next, err
-		})
-	})
-}
-
-// segPath is the gjson path of a segment's string value.
-func (u *unit) segPath(s *segment) string {
+// segPath is the gjson path of segment s of unit u.
+func (c *conversation) segPath(u *unit, s *segment) string {
 	p := u.top
 	if u.index >= 0 {
 		p += "." + strconv.Itoa(u.index)
@@ -450,11 +189,17 @@ func (u *unit) segPath(s *segment) string {
 	if s.field != "" {
 		p += "." + s.field
 	}
-	if s.result > 0 {
-		p += "." + strconv.Itoa(s.result-1) + ".content"
-	}
 	if s.part >= 0 {
-		p += "." + strconv.Itoa(s.part) + "." + cmp.Or(s.leaf, "text")
+		p += "." + strconv.Itoa(int(s.part))
+	}
+	if s.result {
+		p += "." + c.w.turn.holds.parts.nested
+	}
+	if s.sub >= 0 {
+		p += "." + strconv.Itoa(int(s.sub))
+	}
+	if s.leaf != "" {
+		p += "." + s.leaf
 	}
 	return p
 }
@@ -604,7 +349,7 @@ func (c *conversation) observations(opts Options) []Observation {
 			o := Observation{
 				Block:    f.block,
 				Text:     text[f.block.Start:f.block.End],
-				Path:     c.units[f.unit].segPath(s),
+				Path:     c.segPath(&c.units[f.unit], s),
 				RawStart: s.lit.start + raw.start,
 				RawEnd:   s.lit.start + raw.end,
 			}
@@ -629,7 +374,7 @@ func (c *conversation) innerObservation(f located) Observation {
 	o := Observation{
 		Block:    f.in.block,
 		Text:     f.in.text[f.in.block.Start:f.in.block.End],
-		Path:     c.units[f.unit].segPath(s),
+		Path:     c.segPath(&c.units[f.unit], s),
 		RawStart: s.lit.start + at[0],
 		RawEnd:   s.lit.start + at[1],
 		Nested:   f.in.nested,
@@ -645,7 +390,7 @@ func (c *conversation) blocks(ui, si int) []Block {
 	if s := c.segs[si].state; s != nil && s.scanned {
 		return s.blocks
 	}
-	if !c.units[ui].role.mayHoldTree() {
+	if u := &c.units[ui]; !u.role.mayHoldTree() || u.prompt && c.w.quietPrompt {
 		return nil
 	}
 	lit := c.segs[si].lit

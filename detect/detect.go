@@ -79,8 +79,10 @@ type Options struct {
 // selections to the older ones. An observation's goal and history come only from the
 // conversation up to it, so they are the same in every request that carries it.
 // Trees are looked for in system, user
-// and tool messages (Chat) and in instructions, input messages and function call
-// outputs (Responses); assistant turns are only read as history.
+// and tool messages (Chat), in instructions, input messages and function call
+// outputs (Responses), in the system prompt, user text and tool results
+// (Messages), in user text and function responses (Gemini), and in user text
+// and tool results (Converse); assistant turns are only read as history.
 func Find(body []byte, api focusgate.API, opts Options) ([]Observation, error) {
 	return (*Finder)(nil).Find(body, api, opts)
 }

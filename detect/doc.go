@@ -1,7 +1,8 @@
 // Package detect finds the web-page observations inside the prompts that web agents
 // send to the APIs focusgate serves (OpenAI chat completions and Responses,
-// Anthropic Messages, Gemini generateContent; one walker each, registered in
-// conversation.go):
+// Anthropic Messages, Gemini generateContent, Bedrock Converse; one walker
+// each, a description of the API's body read by one skeleton in walk.go,
+// registered in conversation.go):
 // accessibility trees and similar page snapshots
 // written by BrowserGym/AgentLab, WebArena, AgentOccam, OpenHands, Playwright MCP,
 // browser-use, Stagehand and chrome-devtools-mcp, together with the goal and the

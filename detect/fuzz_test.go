@@ -154,6 +154,13 @@ func FuzzFind(f *testing.F) {
 	f.Add(string(chatBody(f, message{Role: "user", Content: "Save."}, message{Role: "tool", Content: "1\t[\n2\t" + twice[1:len(twice)-1] + "\n3\t]"})), true)
 	f.Add(string(geminiCLIBody(f, "### Snapshot\n```yaml\n"+playwrightTree+"\n```")), true)
 	f.Add(`{"generateContentRequest":{"contents":[{"parts":[{"text":"\u003csession_context\u003e"},{"functionResponse":{"response":{"a":[{"b":"x\ny"}]}}}]}]}}`, false)
+	// Converse: blocks keyed by their member, a page as a tool result's
+	// text and in a json value, and the blocks never searched.
+	f.Add(string(converseBody(f, converseTurn("user", map[string]any{"text": "Buy it."}),
+		converseTurn("assistant", map[string]any{"toolUse": map[string]any{"toolUseId": "t", "name": "snap", "input": map[string]any{"a": 1}}}),
+		converseTurn("user", map[string]any{"toolResult": map[string]any{"toolUseId": "t", "content": []any{
+			map[string]any{"text": "### Snapshot\n```yaml\n" + playwrightTree + "\n```"}, map[string]any{"json": map[string]any{"s": []any{chromeTree}}}}}}))), true)
+	f.Add(`{"system":[{"text":"s"},{"guardContent":{"text":{"text":"g"}}}],"messages":[{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"r"}}},{"toolUse":{"name":"","input":null}}]},{"role":"user","content":[{"toolResult":{"content":[{"json":"x\ny"},{"image":{}}]}},{"cachePoint":{}}]}]}`, false)
 	f.Fuzz(func(t *testing.T, body string, all bool) {
 		b := []byte(body)
 		wantOK := json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))

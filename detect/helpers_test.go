@@ -218,8 +218,11 @@ func requestFiles(t testing.TB) []string {
 }
 
 func apiOf(path string) focusgate.API {
-	if strings.HasPrefix(filepath.Base(path), "responses_") {
+	switch base := filepath.Base(path); {
+	case strings.HasPrefix(base, "responses_"):
 		return focusgate.APIResponses
+	case strings.HasPrefix(base, "converse_"):
+		return focusgate.APIConverse
 	}
 	return focusgate.APIChat
 }
@@ -294,4 +297,32 @@ func checkRaw(t testing.TB, body []byte, o Observation) {
 			t.Fatalf("splicing into %d..%d breaks the JSON text inside %s", o.RawStart, o.RawEnd, o.Path)
 		}
 	}
+}
+
+// findAt finds every observation of a body written for api, and checks what
+// holds of each API's bodies: APIOf tells the body's API, and the
+// observations lie, in order, at paths in the body, their raw spans holding
+// them. It returns them for the checks of the case.
+func findAt(t *testing.T, body []byte, api focusgate.API, paths []string) []Observation {
+	t.Helper()
+	if got := APIOf(body); got != api {
+		t.Fatalf("APIOf = %v, want %v", got, api)
+	}
+	obs, err := Find(body, api, Options{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs) != len(paths) {
+		t.Fatalf("%d observations, want %d", len(obs), len(paths))
+	}
+	for i, o := range obs {
+		if o.Path != paths[i] {
+			t.Errorf("observation %d at %s, want %s", i, o.Path, paths[i])
+		}
+		if !gjson.GetBytes(body, o.Path).Exists() {
+			t.Errorf("observation %d: path %s is not in the body", i, o.Path)
+		}
+		checkRaw(t, body, o)
+	}
+	return obs
 }

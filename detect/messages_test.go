@@ -192,6 +192,9 @@ func TestDuplicateAndEscapedMembers(t *testing.T) {
 		{"Messages: escaped role and tool_result", focusgate.APIMessages, `{"messages":[{"role":"us\u0065r","content":[{"type":"tool_r\u0065sult","tool_use_id":"t","content":` + js(tree) + `}]}]}`, 1, ""},
 		{"Messages: escaped text block", focusgate.APIMessages, `{"messages":[{"role":"user","content":[{"type":"\u0074ext","text":` + js(tree) + `}]}]}`, 1, ""},
 		{"Gemini: escaped user", focusgate.APIGemini, `{"contents":[{"role":"u\u0073er","parts":[{"text":` + js(tree) + `}]}]}`, 1, ""},
+		{"Converse: escaped user and toolResult", focusgate.APIConverse, `{"messages":[{"role":"u\u0073er","content":[{"tool\u0052esult":{"toolUseId":"t","content":[{"t\u0065xt":` + js(tree) + `}]}}]}]}`, 1, ""},
+		{"Converse: content, the last wins", focusgate.APIConverse, `{"messages":[{"role":"user","content":[{"text":` + js(tree) + `}],"content":[{"text":"hi"}]}]}`, 0, ""},
+		{"Converse: toolResult content, the last wins", focusgate.APIConverse, `{"messages":[{"role":"user","content":[{"toolResult":{"content":[{"text":"hi"}],"content":[{"text":` + js(tree) + `}]}}]}]}`, 1, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs, err := Find([]byte(tt.body), tt.api, Options{All: true})
@@ -218,6 +221,8 @@ func TestDuplicateAndEscapedMembers(t *testing.T) {
 			`{"role":"assist\u0061nt","content":[{"type":"text","text":"Opening the catalog."}]},{"role":"user","content":[{"type":"text","text":` + js(tree) + `}]}]}`},
 		{"Gemini", focusgate.APIGemini, `{"contents":[{"role":"user","parts":[{"text":"Order a laptop"}]},{"role":"m\u006fdel","parts":[{"text":` + js(tree) + `}]},` +
 			`{"role":"m\u006fdel","parts":[{"text":"Opening the catalog."}]},{"role":"user","parts":[{"text":` + js(tree) + `}]}]}`},
+		{"Converse", focusgate.APIConverse, `{"messages":[{"role":"user","content":[{"text":"Order a laptop"}]},{"role":"assist\u0061nt","content":[{"text":` + js(tree) + `}]},` +
+			`{"role":"assist\u0061nt","content":[{"text":"Opening the catalog."}]},{"role":"user","content":[{"text":` + js(tree) + `}]}]}`},
 	} {
 		t.Run("escaped assistant: "+tt.name, func(t *testing.T) {
 			obs, err := Find([]byte(tt.body), tt.api, Options{All: true})
@@ -258,6 +263,9 @@ func TestReadCountsMessages(t *testing.T) {
 		{"gemini: a turn of text and a function response, with a system instruction", focusgate.APIGemini,
 			`{"systemInstruction":{"parts":[{"text":"s"}]},"contents":[{"role":"user","parts":[{"text":"a"},{"functionResponse":{"name":"f","response":{"output":"o"}}},{"text":"b"}]}]}`, 1},
 		{"gemini: two turns", focusgate.APIGemini, `{"contents":[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"b"}]}]}`, 2},
+		{"converse: a turn of text and a tool result, with a system prompt", focusgate.APIConverse,
+			`{"system":[{"text":"s"}],"messages":[{"role":"user","content":[{"text":"a"},{"toolResult":{"toolUseId":"t","content":[{"text":"o"}]}},{"text":"b"}]}]}`, 1},
+		{"converse: two turns", focusgate.APIConverse, `{"messages":[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"text":"b"}]}]}`, 2},
 		{"responses: items", focusgate.APIResponses,
 			`{"instructions":"s","input":[{"role":"user","content":"a"},{"type":"function_call_output","call_id":"c","output":"o"}]}`, 2},
 	} {

@@ -16,20 +16,15 @@ import (
 // arm is exactly this text; blocks that move between requests (Anthropic's
 // cache_control markers, images, tool calls) are not part of it.
 //
-// keyers says, per API, where that text is. A new API is one more entry
-// (Gemini's generateContent is geminiKey, registered below).
+// keyers says, per API, where that text is. A new API is one more entry.
 var keyers = map[focusgate.API]func(body []byte) (instructions, firstUser string){
 	focusgate.APIChat:      chatKey,
 	focusgate.APIResponses: responsesKey,
 	focusgate.APIMessages:  messagesKey,
-}
-
-// Gemini's generateContent joins keyers by its name, so that the entry holds
-// as soon as focusgate.APIs declares it, and no sooner.
-func init() {
-	if api, err := focusgate.ParseAPI("gemini"); err == nil {
-		keyers[api] = geminiKey
-	}
+	focusgate.APIGemini:    geminiKey,
+	// Converse holds its instructions and turns where Messages does, in
+	// blocks known by their member instead of their type.
+	focusgate.APIConverse: messagesKey,
 }
 
 // conversationKey returns the text that identifies the conversation a body
@@ -135,8 +130,10 @@ func responsesKey(body []byte) (string, string) {
 	return strings.Join(system, "\n"), first
 }
 
-// messagesKey reads an Anthropic Messages body: system, and the text of the
-// first user message.
+// messagesKey reads an Anthropic Messages body, or a Bedrock Converse one:
+// system (a string, or text blocks, Converse's without a type), and the
+// text of the first user message (its text blocks: not its tool results,
+// images or cache points).
 func messagesKey(body []byte) (string, string) {
 	first := ""
 	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {

@@ -87,6 +87,47 @@ func TestGeminiKey(t *testing.T) {
 	}
 }
 
+// Converse is keyed like Messages: its system text blocks and the text
+// blocks of its first user message, whatever cache points, tool results and
+// tool calls come and go around them.
+func TestConverseKey(t *testing.T) {
+	first := `{"system":[{"text":"You are a browsing agent."},{"cachePoint":{"type":"default"}}],"messages":[{"role":"user","content":[{"text":"Add the Summit Parka to the cart."}]}],"inferenceConfig":{"maxTokens":1024}}`
+	late := `{"system":[{"text":"You are a browsing agent."}],"messages":[{"role":"user","content":[{"text":"Add the Summit Parka to the cart."},{"cachePoint":{"type":"default"}}]},` +
+		`{"role":"assistant","content":[{"text":"Looking."},{"toolUse":{"toolUseId":"t1","name":"browser_snapshot","input":{}}}]},` +
+		`{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"text":"- generic [ref=e1]"}]}}]}],"toolConfig":{"tools":[]}}`
+	other := `{"system":[{"text":"You are a browsing agent."}],"messages":[{"role":"user","content":[{"text":"Add the Harbor Boots to the cart."}]}]}`
+	keys := make([]string, 3)
+	for i, body := range []string{first, late, other} {
+		key, ok := conversationKey(focusgate.APIConverse, []byte(body))
+		if !ok {
+			t.Fatalf("body %d has no key", i)
+		}
+		keys[i] = key
+	}
+	if keys[0] != keys[1] {
+		t.Errorf("two steps of one conversation differ:\n%q\n%q", keys[0], keys[1])
+	}
+	if keys[0] == keys[2] {
+		t.Errorf("two conversations share the key %q", keys[0])
+	}
+	if want := "converse\x00You are a browsing agent.\x00Add the Summit Parka to the cart."; keys[0] != want {
+		t.Errorf("key %q, want %q", keys[0], want)
+	}
+	if key, ok := conversationKey(focusgate.APIConverse, []byte(`{"messages":[{"role":"user","content":[{"toolResult":{"toolUseId":"t","content":[{"text":"x"}]}}]}]}`)); ok {
+		t.Errorf("a lone tool result: key %q, want none", key)
+	}
+}
+
+// Every API the gateway routes has a keyer: a request of an API without
+// one would never be assigned to an arm.
+func TestEveryAPIHasAKeyer(t *testing.T) {
+	for _, api := range focusgate.APIs {
+		if _, ok := keyers[api]; !ok {
+			t.Errorf("%v has no keyer", api)
+		}
+	}
+}
+
 // A body that names no conversation is not assigned: it is pruned as usual
 // and not accounted for.
 func TestNoKey(t *testing.T) {
@@ -185,14 +226,13 @@ func TestRecordedRunsStayInOneConversation(t *testing.T) {
 
 // recordedAPI is the API a recorded body went to, from its file name
 // (NN-<endpoint>[-stream].json); false for a body sized by count_tokens,
-// which is no step, or for an API this build does not know.
+// which is no step.
 func recordedAPI(name string) (focusgate.API, bool) {
 	switch {
 	case strings.Contains(name, "count_tokens"):
 		return 0, false
 	case strings.Contains(name, "GenerateContent"):
-		api, err := focusgate.ParseAPI("gemini")
-		return api, err == nil
+		return focusgate.APIGemini, true
 	case strings.Contains(name, "responses"):
 		return focusgate.APIResponses, true
 	case strings.Contains(name, "messages"):

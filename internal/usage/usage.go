@@ -23,17 +23,40 @@ type Usage struct {
 // Meter reads the usage report out of a response as it streams by, whatever
 // the API: the usage object of a chat completion or of its last stream
 // chunk, of a Responses response or its response.completed event, of a
-// Messages response or its message_start and message_delta events, and
-// Gemini's usageMetadata. It looks only at the bytes around "usage", keeps
-// at most maxUsageBytes of them, and never holds up the stream: the gateway
-// copies the response to the client and writes the same bytes here.
+// Messages response or its message_start and message_delta events,
+// Gemini's usageMetadata, and Converse's usage, in its response and in the
+// metadata event of its stream. It looks only at the bytes around "usage",
+// keeps at most maxUsageBytes of them, and never holds up the stream: the
+// gateway copies the response to the client and writes the same bytes
+// here.
 //
-// The zero Meter is ready to use. It is not safe for concurrent use.
+// The zero Meter reads a response of JSON or server-sent events. A
+// response that is an AWS event stream (Bedrock's converse-stream and
+// invoke-with-response-stream) is binary frames, and the meter must be told
+// so before the first write: with EventStream, or by SetContentType, which
+// the gateway calls with the response's Content-Type. It is not safe for
+// concurrent use.
 type Meter struct {
+	// EventStream says the response is an AWS event stream
+	// (application/vnd.amazon.eventstream): frames whose payloads are each
+	// one JSON event (converse-stream's, usage in metadata), or a chunk
+	// event holding one base64 Messages stream event
+	// (invoke-with-response-stream's, usage in message_start and
+	// message_delta).
+	EventStream bool
+
 	pending []byte // bytes from a usage member's start, waiting for the rest of its object
 	tail    []byte // the last bytes written, for a member name cut between writes
 	scratch []byte // the tail and the next write, reused from write to write
+	frames  frames // the event stream's framing, when EventStream is set
 	usage   Usage
+}
+
+// SetContentType tells the meter how the response it is about to read is
+// framed, from its Content-Type: an AWS event stream, or anything else,
+// read as text.
+func (m *Meter) SetContentType(contentType string) {
+	m.EventStream = IsEventStream(contentType)
 }
 
 // maxUsageBytes bounds a usage object; a longer one is not a usage report.
@@ -49,8 +72,12 @@ const tailBytes = len(`"usageMetadata"`) + 8
 // Write scans p for usage reports. It never fails.
 func (m *Meter) Write(p []byte) (int, error) {
 	n := len(p)
+	if m.EventStream {
+		m.readFrames(p)
+		return n, nil
+	}
 	if m.pending != nil {
-		rest, done := m.finish(append(m.pending, p...))
+		rest, done := m.finish(append(m.pending, p...), true)
 		if !done {
 			return n, nil
 		}
@@ -61,7 +88,7 @@ func (m *Meter) Write(p []byte) (int, error) {
 		m.scratch = append(append(m.scratch[:0], m.tail...), p...)
 		buf = m.scratch
 	}
-	m.scan(buf)
+	m.scan(buf, true)
 	if m.pending == nil {
 		m.tail = append(m.tail[:0], buf[max(0, len(buf)-tailBytes):]...)
 	}
@@ -75,9 +102,11 @@ func (m *Meter) Usage() Usage {
 	return m.usage
 }
 
-// scan looks for usage members in buf; a member whose object is not whole
-// yet is kept pending.
-func (m *Meter) scan(buf []byte) {
+// scan looks for usage members in buf. With more set, buf is part of a
+// stream whose next write may finish a member whose object is not whole
+// yet: it is kept pending. Without, buf is a whole document (an event
+// stream's payload), and such a member is no report.
+func (m *Meter) scan(buf []byte, more bool) {
 	for len(buf) > 0 {
 		at, name := -1, []byte(nil)
 		for _, n := range usageNames {
@@ -93,7 +122,7 @@ func (m *Meter) scan(buf []byte) {
 			buf = buf[at+len(name):]
 			continue
 		}
-		rest, done := m.finish(buf[at+len(name):])
+		rest, done := m.finish(buf[at+len(name):], more)
 		if !done {
 			return
 		}
@@ -102,9 +131,9 @@ func (m *Meter) scan(buf []byte) {
 }
 
 // finish parses the usage object after a member name in p if it is whole,
-// and returns the bytes after it. When it is not, a copy of p is kept
-// pending and done is false.
-func (m *Meter) finish(p []byte) (rest []byte, done bool) {
+// and returns the bytes after it. When it is not, done is false, and with
+// more set a copy of p is kept pending.
+func (m *Meter) finish(p []byte, more bool) (rest []byte, done bool) {
 	m.pending = nil
 	i := skipSpace(p, 0)
 	if i < len(p) && p[i] == ':' {
@@ -119,7 +148,7 @@ func (m *Meter) finish(p []byte) (rest []byte, done bool) {
 		end = objectEnd(p[i:])
 	}
 	if end < 0 {
-		if len(p) <= maxUsageBytes {
+		if more && len(p) <= maxUsageBytes {
 			m.pending = append([]byte(nil), p...)
 			return nil, false
 		}
@@ -174,6 +203,12 @@ func (m *Meter) merge(u gjson.Result) {
 	}
 	var got Usage
 	switch {
+	case u.Get("inputTokens").Exists() || u.Get("outputTokens").Exists(): // Converse
+		// Like Anthropic's, Converse's inputTokens leaves out what was read
+		// from or written to the prompt cache.
+		got.CacheRead = int(u.Get("cacheReadInputTokens").Int())
+		got.Input = int(u.Get("inputTokens").Int()) + got.CacheRead + int(u.Get("cacheWriteInputTokens").Int())
+		got.Output = int(u.Get("outputTokens").Int())
 	case u.Get("promptTokenCount").Exists() || u.Get("totalTokenCount").Exists(): // Gemini
 		got.Input = int(u.Get("promptTokenCount").Int())
 		got.CacheRead = int(u.Get("cachedContentTokenCount").Int())
