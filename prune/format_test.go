@@ -27,11 +27,8 @@ func TestApplyOnEveryFormat(t *testing.T) {
 	requests, _ := filepath.Glob("../detect/testdata/requests/*.json")
 	more, _ := filepath.Glob("../testdata/requests/*.json")
 	for _, f := range append(requests, more...) {
-		api := focusgate.APIChat
-		if strings.HasPrefix(filepath.Base(f), "responses_") {
-			api = focusgate.APIResponses
-		}
-		obs, err := detect.Find(readBytes(t, f), api, detect.Options{})
+		body := readBytes(t, f)
+		obs, err := detect.Find(body, detect.APIOf(body), detect.Options{})
 		if err != nil || len(obs) == 0 {
 			t.Fatalf("%s: no observation (%v)", f, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -22,6 +23,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Setup installs an OTLP/HTTP trace exporter as the global tracer provider,
@@ -76,18 +80,50 @@ func Setup(getenv func(string) string, log *slog.Logger, redact func(string) str
 		// A trace its caller sampled is recorded; one that starts here is.
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 	)
-	prevTP, prevProp, prevErrs := otel.GetTracerProvider(), otel.GetTextMapPropagator(), otel.GetErrorHandler()
+	prevProp, prevErrs := otel.GetTextMapPropagator(), otel.GetErrorHandler()
 	otel.SetErrorHandler(newErrorLog(log, errorLogInterval, time.Now))
-	otel.SetTracerProvider(tp)
+	installForwarding.Do(func() { otel.SetTracerProvider(forwardingProvider{}) })
+	prevTP := current.Swap(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return true, func(ctx context.Context) error {
 		defer func() {
-			otel.SetTracerProvider(prevTP)
+			current.CompareAndSwap(tp, prevTP)
 			otel.SetTextMapPropagator(prevProp)
 			otel.SetErrorHandler(prevErrs)
 		}()
 		return tp.Shutdown(ctx)
 	}, nil
+}
+
+// The packages take their tracers from OpenTelemetry's global provider when
+// they start, and the global provider hands a tracer obtained before it was
+// set to the first provider set, for good. The provider installed as the
+// global one is therefore a forwarding one, installed once, whose tracers
+// start each span with the provider of the Setup in force (current), or
+// none: a second Setup in one process (a second gateway in a test) takes
+// over the tracers obtained before it.
+var (
+	installForwarding sync.Once
+	current           atomic.Pointer[sdktrace.TracerProvider]
+)
+
+type forwardingProvider struct{ embedded.TracerProvider }
+
+func (forwardingProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return forwardingTracer{name: name, opts: opts}
+}
+
+type forwardingTracer struct {
+	embedded.Tracer
+	name string
+	opts []trace.TracerOption
+}
+
+func (t forwardingTracer) Start(ctx context.Context, spanName string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if tp := current.Load(); tp != nil {
+		return tp.Tracer(t.name, t.opts...).Start(ctx, spanName, opts...)
+	}
+	return noop.NewTracerProvider().Tracer(t.name).Start(ctx, spanName, opts...)
 }
 
 // parseHeaders reads OTEL_EXPORTER_OTLP_HEADERS: comma-separated key=value
