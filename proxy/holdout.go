@@ -56,6 +56,7 @@ func (s *Server) agentName(r *http.Request) string {
 // meter is resp's body, its usage report read by m as it streams to the
 // client.
 func (s *Server) meter(resp *http.Response, m *usage.Meter) io.ReadCloser {
+	m.SetContentType(resp.Header.Get("Content-Type"))
 	return &meteredBody{ReadCloser: resp.Body, meter: m, encoding: resp.Header.Get("Content-Encoding"), limit: s.opts.MaxBodyBytes}
 }
 
