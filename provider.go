@@ -98,6 +98,11 @@ type Route struct {
 	// answer (count_tokens, countTokens): a body that is one tool output
 	// passes as it came (see the README).
 	Sizing bool
+	// Upstream, when set, is the path the request goes to upstream in place
+	// of its own: clients that join a route onto a base URL without the
+	// API's version (the AI SDK's Anthropic provider posts /messages) reach
+	// the route the upstream serves.
+	Upstream string
 }
 
 // Retriever is the retriever of one API of a provider: the model that

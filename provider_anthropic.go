@@ -12,11 +12,14 @@ var AnthropicProvider = Provider{
 	Name: "anthropic",
 	Routes: []Route{
 		{Pattern: "/v1/messages", API: APIMessages},
-		{Pattern: "/messages", API: APIMessages},
+		// The AI SDK's Anthropic provider (opencode, Kilo, Mastra) joins
+		// /messages onto ANTHROPIC_BASE_URL: with the gateway's bare URL
+		// there, its requests are Anthropic's /v1/messages.
+		{Pattern: "/messages", API: APIMessages, Upstream: "/v1/messages"},
 		// count_tokens sizes a request as it would be sent: it is
 		// rewritten the same way (see README, Anthropic and Claude Code).
 		{Pattern: "/v1/messages/count_tokens", API: APIMessages, Sizing: true},
-		{Pattern: "/messages/count_tokens", API: APIMessages, Sizing: true},
+		{Pattern: "/messages/count_tokens", API: APIMessages, Sizing: true, Upstream: "/v1/messages/count_tokens"},
 	},
 	// Every Anthropic client names an API version: Claude Code's other
 	// calls pass through to the Anthropic upstream that way.

@@ -40,7 +40,9 @@ const claudeCodeBody = `{"model":"claude-sonnet-4-5","max_tokens":32000,"stream"
 
 // Claude Code's requests reach the Anthropic upstream with their path, query
 // string, version headers and body as they came; other requests that speak
-// the Anthropic API follow them there, and the rest go to the OpenAI one.
+// the Anthropic API follow them there, and the rest go to the OpenAI one. A
+// client that posts /messages (the AI SDK's Anthropic provider with the
+// gateway's bare URL) reaches Anthropic's /v1/messages.
 func TestAnthropicRequestsReachTheAnthropicUpstream(t *testing.T) {
 	gw := newAnthropicGateway(t, nil)
 	headers := map[string]string{"anthropic-version": "2023-06-01", "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14", "x-api-key": "sk-ant-client"}
@@ -49,6 +51,9 @@ func TestAnthropicRequestsReachTheAnthropicUpstream(t *testing.T) {
 		{"/v1/messages/count_tokens?beta=true", "/v1/messages/count_tokens", "beta=true"},
 		{"/v1/messages/batches", "/v1/messages/batches", ""},
 		{"/v1/models?limit=5", "/v1/models", "limit=5"},
+		// The AI SDK's Anthropic provider, given the gateway's bare URL.
+		{"/messages", "/v1/messages", ""},
+		{"/messages/count_tokens?beta=true", "/v1/messages/count_tokens", "beta=true"},
 	} {
 		resp := post(t, gw.URL+tt.path, []byte(claudeCodeBody), headers)
 		if resp.StatusCode != http.StatusOK {

@@ -20,22 +20,22 @@ import (
 // rescue, see inspect), and streams the answer back. Requests passing
 // through untouched go through httputil.ReverseProxy instead (forward.go).
 
-// send sends body upstream as the request in would have gone: to base, with
-// in's path, query and headers, less hop-by-hop headers and focusgate's own,
-// with the gateway's credential for p.
-func (s *Server) send(ctx context.Context, in *http.Request, base *url.URL, p *focusgate.Provider, body []byte) (*http.Response, error) {
-	out := outgoing(ctx, in, base, body)
+// send sends body upstream as the request in would have gone: to dest, with
+// in's headers, less hop-by-hop headers and focusgate's own, with the
+// gateway's credential for p.
+func (s *Server) send(ctx context.Context, in *http.Request, dest *url.URL, p *focusgate.Provider, body []byte) (*http.Response, error) {
+	out := outgoing(ctx, in, dest, body)
 	if err := s.authorize(ctx, out, p, body); err != nil {
 		return nil, err
 	}
 	return s.transport.RoundTrip(out)
 }
 
-// outgoing is the upstream request for in, with body.
-func outgoing(ctx context.Context, in *http.Request, base *url.URL, body []byte) *http.Request {
+// outgoing is the upstream request for in, to dest, with body.
+func outgoing(ctx context.Context, in *http.Request, dest *url.URL, body []byte) *http.Request {
 	out := in.Clone(ctx)
 	out.RequestURI = ""
-	out.URL = upstreamURL(base, in.URL)
+	out.URL = dest
 	out.Host = ""
 	out.Close = false
 	removeHopByHop(out.Header)

@@ -86,6 +86,18 @@ func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
 	_ = s.authorize(pr.Out.Context(), pr.Out, m.Provider, nil)
 }
 
+// destination is where an inspected request goes: its path joined onto the
+// upstream's base, or the path its route names upstream (Route.Upstream),
+// with its query either way.
+func destination(base *url.URL, rt *focusgate.Route, in *url.URL) *url.URL {
+	if rt == nil || rt.Upstream == "" {
+		return upstreamURL(base, in)
+	}
+	u := *in
+	u.Path, u.RawPath = rt.Upstream, ""
+	return upstreamURL(base, &u)
+}
+
 // upstreamURL joins the request path onto the upstream base URL. Clients are
 // configured with a base URL that ends in /v1 (OPENAI_BASE_URL) or not; when
 // the upstream's base also ends in /v1, a leading /v1 of the request is not

@@ -24,6 +24,7 @@ import (
 func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 	r := c.Request
 	ctx := r.Context()
+	dest := destination(base, m.Route, r.URL)
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		s.tooLarge(c)
 		return
@@ -102,12 +103,12 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 			s.record(ctx, out)
 		}()
 	}
-	resp, err := s.send(ctx, r, base, m.Provider, body)
+	resp, err := s.send(ctx, r, dest, m.Provider, body)
 	if err == nil && s.opts.Pipeline != nil && !req.Holdout && !req.Sizing && unread == "" {
 		// A held-out conversation is not rescued from its context window
 		// either: its overflows are part of the comparison. Nor is a body
 		// that was not read.
-		resp, out = s.rescue(ctx, r, base, req, resp, len(body), out)
+		resp, out = s.rescue(ctx, r, dest, req, resp, len(body), out)
 	}
 	setHeaders(c.Writer.Header(), out)
 	if err != nil {
@@ -140,7 +141,7 @@ func (s *Server) passSigned(c *gin.Context, m focusgate.Match, base *url.URL) {
 			return
 		}
 	}
-	resp, err := s.send(r.Context(), r, base, m.Provider, raw)
+	resp, err := s.send(r.Context(), r, upstreamURL(base, r.URL), m.Provider, raw)
 	if err != nil {
 		s.upstreamError(c.Writer, r, err)
 		return

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -43,7 +45,12 @@ func openKeys(cfg config.Config, log *slog.Logger, secrets *redact.Redactor) (*c
 		return nil, nil
 	}
 	f, err := clientkeys.Open(cfg.ClientKeysFile, log)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%sCLIENT_KEYS_FILE: %s does not exist. It holds one gateway key per line, name:key "+
+			"(e.g. alice:$(openssl rand -hex 24)), or name:sha256:<hex of the key's SHA-256>; create it where the gateway runs "+
+			"(in a container: mount it there), or unset %sCLIENT_KEYS_FILE to run without gateway keys", config.Prefix, cfg.ClientKeysFile, config.Prefix)
+	case err != nil:
 		return nil, fmt.Errorf("%sCLIENT_KEYS_FILE: %w", config.Prefix, err)
 	}
 	secrets.SetSecrets(append(f.Current().Secrets(), configuredKeys(cfg)...)...)
