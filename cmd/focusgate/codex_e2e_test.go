@@ -35,6 +35,13 @@ type scriptedCodex struct {
 	mu      sync.Mutex
 	clicked string
 	lost    bool
+	noTools bool // a request offered no browser tool
+}
+
+// toolName is an MCP tool's own name, without its server's namespace.
+func toolName(full string) string {
+	_, name, _ := strings.Cut(strings.TrimPrefix(full, "mcp__"), "__")
+	return name
 }
 
 func newScriptedCodex(t *testing.T, page string, tools browserTools, cli string) *scriptedCodex {
@@ -56,6 +63,12 @@ func newScriptedCodex(t *testing.T, page string, tools browserTools, cli string)
 }
 
 func (m *scriptedCodex) respond(w http.ResponseWriter, body []byte) {
+	if m.tools.cli == "" && !strings.Contains(gjson.GetBytes(body, "tools").Raw, `"`+toolName(m.tools.snapshot)+`"`) {
+		// Codex offers a tool only once its MCP server has started.
+		m.mu.Lock()
+		m.noTools = true
+		m.mu.Unlock()
+	}
 	calls := 0
 	var lastOutput string
 	gjson.GetBytes(body, "input").ForEach(func(_, it gjson.Result) bool {
@@ -200,7 +213,11 @@ func TestCodexRunsThroughTheGateway(t *testing.T) {
 				server := codexServer(strings.SplitN(strings.TrimPrefix(tools.navigate, "mcp__"), "__", 2)[0])
 				s := tools.server(node, modules, chromium, home)
 				args, _ := json.Marshal(s["args"]) // a JSON array of strings is a TOML array
-				config += fmt.Sprintf("\n[mcp_servers.%s]\ncommand = %q\nargs = %s\n", server, s["command"], args)
+				// Codex starts its MCP servers before the first turn and
+				// gives up on one that takes longer than its startup
+				// timeout (10 s): a busy machine takes that long to start
+				// a browser.
+				config += fmt.Sprintf("\n[mcp_servers.%s]\ncommand = %q\nargs = %s\nstartup_timeout_sec = 180\ntool_timeout_sec = 180\n", server, s["command"], args)
 				if env, ok := s["env"].(map[string]string); ok {
 					config += fmt.Sprintf("\n[mcp_servers.%s.env]\n", server)
 					for k, v := range env {
@@ -232,15 +249,21 @@ func TestCodexRunsThroughTheGateway(t *testing.T) {
 				t.Fatalf("codex: %v\n%s", err, tail(string(out), 3000))
 			}
 			model.mu.Lock()
-			clicked, lost := model.clicked, model.lost
+			clicked, lost, noTools := model.clicked, model.lost, model.noTools
 			model.mu.Unlock()
-			if lost || clicked == "" {
-				t.Fatalf("the model never saw the target in the snapshot (lost %v): pruning hid it\n%s", lost, tail(string(out), 2000))
+			bodies, answers := front.recorded()
+			switch {
+			case clicked != "":
+			case noTools:
+				t.Fatalf("Codex offered the model no browser tool: its MCP server did not start (the client failed, not the gateway)\n%s", tail(string(out), 2000))
+			case lost:
+				t.Fatalf("the model did not find the target in the snapshot: %s\n%s", whereTheTargetWent(bodies, answers, tools.target), tail(string(out), 2000))
+			default:
+				t.Fatalf("the model never got a snapshot (%d requests reached the gateway): the client or its tool failed\n%s", len(answers), tail(string(out), 2000))
 			}
 			if !strings.Contains(string(out), "Done: the order is placed.") {
 				t.Errorf("Codex did not finish:\n%s", tail(string(out), 2000))
 			}
-			bodies, answers := front.recorded()
 			pruned := 0
 			for i, h := range answers {
 				if !strings.HasPrefix(h.Get("X-Focusgate-Status"), "pruned") {
@@ -266,3 +289,26 @@ func TestCodexRunsThroughTheGateway(t *testing.T) {
 // codexServer is the name an MCP server is given in Codex's configuration,
 // which becomes its tools' namespace: without the hyphens Codex does not keep.
 func codexServer(name string) string { return strings.ReplaceAll(name, "-", "") }
+
+// whereTheTargetWent says, of a run whose model did not find the target in
+// the page it was sent, whose doing that was: the client's (the last request
+// with a page already lacked it as the client sent it), or pruning's (the
+// client sent it, and the gateway answered that request pruned).
+func whereTheTargetWent(bodies [][]byte, answers []http.Header, target *regexp.Regexp) string {
+	for i := len(bodies) - 1; i >= 0; i-- {
+		if answers[i].Get("X-Focusgate-Status") == "" {
+			continue
+		}
+		sent := target.MatchString(strings.ReplaceAll(string(bodies[i]), `\"`, `"`))
+		status := answers[i].Get("X-Focusgate-Status")
+		switch {
+		case !sent:
+			return fmt.Sprintf("request %d already lacked it as the client sent it (status %q): the client or its tool lost it, not the gateway", i, status)
+		case strings.HasPrefix(status, "pruned"):
+			return fmt.Sprintf("request %d held it as the client sent it and was pruned (status %q): pruning removed it", i, status)
+		default:
+			return fmt.Sprintf("request %d held it and went %q: the upstream got it whole", i, status)
+		}
+	}
+	return "no request reached the gateway"
+}
