@@ -38,6 +38,13 @@ type scriptedCodex struct {
 	noTools bool // a request offered no browser tool
 }
 
+// maxToolSearches bounds the tool searches and waits of a scripted Codex
+// run for its MCP server's tools; waitCommand is how it waits.
+const (
+	maxToolSearches = 30
+	waitCommand     = "sleep 1 # waiting for the browser tools"
+)
+
 // toolName is an MCP tool's own name, without its server's namespace.
 func toolName(full string) string {
 	_, name, _ := strings.Cut(strings.TrimPrefix(full, "mcp__"), "__")
@@ -63,19 +70,52 @@ func newScriptedCodex(t *testing.T, page string, tools browserTools, cli string)
 }
 
 func (m *scriptedCodex) respond(w http.ResponseWriter, body []byte) {
-	if m.tools.cli == "" && !strings.Contains(gjson.GetBytes(body, "tools").Raw, `"`+toolName(m.tools.snapshot)+`"`) {
-		// Codex offers a tool only once its MCP server has started.
-		m.mu.Lock()
-		m.noTools = true
-		m.mu.Unlock()
+	tools := gjson.GetBytes(body, "tools").Raw
+	snapshot := `"` + toolName(m.tools.snapshot) + `"`
+	loaded := strings.Contains(tools, snapshot)
+	searches := 0
+	gjson.GetBytes(body, "input").ForEach(func(_, it gjson.Result) bool {
+		if it.Get("type").String() == "tool_search_output" {
+			searches++
+			loaded = loaded || strings.Contains(it.Raw, snapshot)
+		}
+		return true
+	})
+	if m.tools.cli == "" && !loaded {
+		// Codex offers an MCP server's tools through tool_search, which
+		// finds them once the server has started: the model loads them
+		// first, as a real one does, and searches again while the search
+		// finds none (a server still starting).
+		waits := strings.Count(gjson.GetBytes(body, "input").Raw, waitCommand)
+		switch {
+		case searches+waits >= maxToolSearches:
+			m.mu.Lock()
+			m.noTools = true
+			m.mu.Unlock()
+		case !strings.Contains(tools, `"tool_search"`):
+			// Nothing to search yet: Codex lists a server's tools a moment
+			// after starting it. The model waits a second in the shell.
+			args, _ := json.Marshal(map[string]string{"cmd": waitCommand})
+			m.stream(w, map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_wait_%d", waits), "call_id": fmt.Sprintf("call_wait_%d", waits),
+				"name": "exec_command", "arguments": string(args), "status": "completed"})
+			return
+		default:
+			query := strings.Join([]string{toolName(m.tools.navigate), toolName(m.tools.snapshot), toolName(m.tools.click)}, " ")
+			m.stream(w, map[string]any{"type": "tool_search_call", "id": fmt.Sprintf("tsc_%d", searches), "call_id": fmt.Sprintf("call_tool_search_%d", searches), "status": "completed",
+				"execution": "client", "arguments": map[string]any{"query": query, "limit": 64}})
+			return
+		}
 	}
 	calls := 0
 	var lastOutput string
 	gjson.GetBytes(body, "input").ForEach(func(_, it gjson.Result) bool {
 		switch it.Get("type").String() {
 		case "function_call":
-			calls++
+			if !strings.Contains(it.Get("arguments").String(), waitCommand) {
+				calls++
+			}
 		case "function_call_output":
+			// The waits for the tools all come before the first page.
 			lastOutput = it.Get("output").String()
 		}
 		return true
@@ -127,6 +167,11 @@ func (m *scriptedCodex) respond(w http.ResponseWriter, body []byte) {
 	default:
 		item = say("Done: the order is placed.")
 	}
+	m.stream(w, item)
+}
+
+// stream answers with one output item, as Responses events.
+func (m *scriptedCodex) stream(w http.ResponseWriter, item map[string]any) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	event := func(data map[string]any) {
 		b, _ := json.Marshal(data)
@@ -208,7 +253,9 @@ func TestCodexRunsThroughTheGateway(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			config := fmt.Sprintf("model = \"gpt-5\"\nmodel_provider = \"focusgate\"\n\n[model_providers.focusgate]\nname = \"focusgate\"\nbase_url = %q\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n", front.URL+"/v1")
+			// A model Codex knows: with one it does not, Codex falls back
+			// to metadata that offers no MCP tool at all.
+			config := fmt.Sprintf("model = \"gpt-5.5\"\nmodel_provider = \"focusgate\"\n\n[model_providers.focusgate]\nname = \"focusgate\"\nbase_url = %q\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n", front.URL+"/v1")
 			if tools.cli == "" {
 				server := codexServer(strings.SplitN(strings.TrimPrefix(tools.navigate, "mcp__"), "__", 2)[0])
 				s := tools.server(node, modules, chromium, home)
