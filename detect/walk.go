@@ -256,11 +256,13 @@ func (c *conversation) turn(t *turnShape, top string, n, m, d int) (int, error) 
 			lit, next, ok, err := stringOrSkip(b, v, d+1)
 			kind, kinded = lit, ok
 			return next, err
-		case t.holdsText(k):
-			// The last of duplicate members wins.
-			c.segs = dropField(c.segs, first, k)
+		case t.holdsText(k) != "":
+			// The last of duplicate members wins. The segments name the
+			// member by the description's string: the key's is the body's.
+			field := t.holdsText(k)
+			c.segs = dropField(c.segs, first, field)
 			calls = calls[:0]
-			return c.content(&t.holds, segment{field: k, part: -1, sub: -1}, v, d+1, &calls)
+			return c.content(&t.holds, segment{field: field, part: -1, sub: -1}, v, d+1, &calls)
 		case is(k, t.calls):
 			listed = listed[:0]
 			return c.callList(&t.call, v, d+1, &listed)
@@ -292,18 +294,18 @@ func (c *conversation) turn(t *turnShape, top string, n, m, d int) (int, error) 
 	return next, err
 }
 
-// holdsText says whether member k of a turn holds its text, for some kind
-// of turn.
-func (t *turnShape) holdsText(k string) bool {
+// holdsText returns the name of member k when it holds a turn's text, for
+// some kind of turn, and "" when it does not.
+func (t *turnShape) holdsText(k string) string {
 	if is(k, t.content) {
-		return true
+		return t.content
 	}
 	for _, kind := range t.kinds {
 		if is(k, kind.content) {
-			return true
+			return kind.content
 		}
 	}
-	return false
+	return ""
 }
 
 // kindOf looks up the kind of turn a kind member's value names.
