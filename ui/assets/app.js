@@ -342,6 +342,10 @@ function segmentList(p, i) {
     compactList("segments-" + i, runs, "none", 4 * LIST_CAP));
 }
 
+// wide gives a list of more than a few items the facts' whole width, where
+// it wraps as a paragraph; a short one stays in its cell.
+const wide = (items) => (items.length > 4 ? "wide" : null);
+
 function page(p, i, captured) {
   return h("section", { class: "card page", id: "page-" + i },
     h("h2", { text: `Observation ${i + 1}: ${p.format}` }),
@@ -350,9 +354,9 @@ function page(p, i, captured) {
       fact("tokens before → after", fmtInt(p.tokens_before) + " → " + fmtInt(p.tokens_after)),
       fact("cache", p.cache), fact("retriever", p.cache && p.cache !== "hit" ? fmtInt(p.retriever_ms) + " ms" : "–"),
       fact("lines", p.lines), fact("focused element", p.focused_line ? "line " + p.focused_line : "none"),
-      fact("retriever ranges", compactList("ranges-" + i, p.ranges.map(fmtRange), "none"), "wide"),
-      fact("kept verbatim", p.status === "pruned" ? compactList("kept-" + i, p.kept.map(fmtRange), "none") : "all", "wide"),
-      fact("flagged as injection", compactList("flagged-" + i, p.flagged.map(String), "none"), "wide")),
+      fact("retriever ranges", compactList("ranges-" + i, p.ranges.map(fmtRange), "none"), wide(p.ranges)),
+      fact("kept verbatim", p.status === "pruned" ? compactList("kept-" + i, p.kept.map(fmtRange), "none") : "all", wide(p.status === "pruned" ? p.kept : [])),
+      fact("flagged as injection", compactList("flagged-" + i, p.flagged.map(String), "none"), wide(p.flagged))),
     captured ? [
       h("h3", { text: "Goal given to the retriever" }), h("pre", { class: "prose", id: "goal-" + i, text: p.goal || "(none)" }),
       h("h3", { text: "History of earlier steps", title: "sent to the retriever unless FOCUSGATE_RETRIEVER_HISTORY=false" }), h("pre", { class: "prose", text: p.history || "(none)" }),
