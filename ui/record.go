@@ -44,8 +44,12 @@ type Record struct {
 	Relook bool
 	Format string
 	// Rescue says the request did not fit its model's context window and
-	// was sent with every page pruned, and how that ended.
-	Rescue focusgate.Rescue
+	// was sent with every page pruned, and how that ended; RescuedEarly that
+	// the window table foresaw it, before any refusal.
+	Rescue       focusgate.Rescue
+	RescuedEarly bool
+	// Older counts what became of the pages before the newest.
+	Older focusgate.Older
 
 	Observations []Observation
 }
@@ -97,7 +101,7 @@ func recordOf(key string, out focusgate.Outcome) Record {
 		TokensBefore: out.TokensBefore, TokensAfter: out.TokensAfter,
 		Cache: out.Cache, Retriever: out.Retriever, Flagged: out.Flagged,
 		Priced: out.Priced, SavedUSD: out.SavedUSD, RetrieverUSD: out.RetrieverUSD,
-		Relook: out.Relook, Rescue: out.Rescue,
+		Relook: out.Relook, Rescue: out.Rescue, RescuedEarly: out.RescuedEarly, Older: out.Older,
 		Observations: make([]Observation, len(out.Pages)),
 	}
 	if n := len(out.Pages); n > 0 {

@@ -23,6 +23,15 @@ type RequestSummary struct {
 	Flagged      int                    `json:"flagged"`
 	Priced       bool                   `json:"priced"`
 	NetUSD       float64                `json:"net_usd"`
+	// What else happened to the request, shown beside its status: a
+	// request pruned whole because it did not fit its model's context
+	// window, and how that ended ("rescued", "still-too-long",
+	// "nothing-to-prune"; "" for every other request), and whether the
+	// window table foresaw it before the upstream refused; a re-look, whose
+	// newest page went whole after a pruned look at the same page.
+	Rescue       focusgate.Rescue `json:"rescue"`
+	RescuedEarly bool             `json:"rescued_early"`
+	Relook       bool             `json:"relook"`
 }
 
 func (e *entry) summary() RequestSummary {
@@ -32,6 +41,7 @@ func (e *entry) summary() RequestSummary {
 		Observations: len(e.obs), TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, Cache: r.Cache,
 		RetrieverMs: r.Retriever.Milliseconds(), Flagged: r.Flagged, Priced: r.Priced,
 		NetUSD: r.SavedUSD - r.RetrieverUSD,
+		Rescue: r.Rescue, RescuedEarly: r.RescuedEarly, Relook: r.Relook,
 	}
 }
 
@@ -44,9 +54,36 @@ type RequestDetail struct {
 	RetrieverUSD float64           `json:"retriever_usd"`
 	// Captured says whether page text was kept for this request;
 	// TextDropped that it was, but did not fit in the ring's byte bound.
-	Captured    bool              `json:"captured"`
-	TextDropped bool              `json:"text_dropped"`
-	Pages       []ObservationView `json:"pages"`
+	Captured    bool `json:"captured"`
+	TextDropped bool `json:"text_dropped"`
+	// Older counts what became of the pages before the newest.
+	Older OlderView         `json:"older"`
+	Pages []ObservationView `json:"pages"`
+}
+
+// OlderView counts the pages of a request before its newest: pruned again
+// from the selection stored when each was the newest, pruned with a new
+// selection (FOCUSGATE_PRUNE_ALL), or forwarded as they came.
+type OlderView struct {
+	Reapplied int `json:"reapplied"`
+	Pruned    int `json:"pruned"`
+	Left      int `json:"left"`
+}
+
+// LineRange is an inclusive range of an observation's line numbers, counted
+// from 1 as the retriever saw them. The API has its own type, rather than
+// focusgate.Range, so that its keys are snake_case like every other key.
+type LineRange struct {
+	From int `json:"from"`
+	To   int `json:"to"`
+}
+
+func lineRanges(rs []focusgate.Range) []LineRange {
+	out := make([]LineRange, len(rs))
+	for i, r := range rs {
+		out[i] = LineRange{From: r.From, To: r.To}
+	}
+	return out
 }
 
 // ObservationView is one observation of a request as the detail view shows
@@ -61,8 +98,8 @@ type ObservationView struct {
 	RetrieverMs  int64                  `json:"retriever_ms"`
 	Lines        int                    `json:"lines"`
 	FocusedLine  int                    `json:"focused_line"`
-	Ranges       []focusgate.Range      `json:"ranges"`
-	Kept         []focusgate.Range      `json:"kept"`
+	Ranges       []LineRange            `json:"ranges"`
+	Kept         []LineRange            `json:"kept"`
 	Flagged      []int                  `json:"flagged"`
 	Segments     []Segment              `json:"segments"`
 
@@ -89,6 +126,7 @@ func (e *entry) detail(capture bool) RequestDetail {
 		Mode:           e.rec.Mode, Prompt: e.rec.Prompt,
 		SavedUSD: e.rec.SavedUSD, RetrieverUSD: e.rec.RetrieverUSD,
 		Captured: capture && !e.textDropped, TextDropped: e.textDropped,
+		Older: OlderView{Reapplied: e.rec.Older.Reapplied, Pruned: e.rec.Older.Pruned, Left: e.rec.Older.Left},
 		Pages: make([]ObservationView, len(e.obs)),
 	}
 	for i := range e.obs {
@@ -97,7 +135,7 @@ func (e *entry) detail(capture bool) RequestDetail {
 			Format: o.Format, Status: o.Status, Reason: o.Reason,
 			TokensBefore: o.TokensBefore, TokensAfter: o.TokensAfter, Cache: o.Cache,
 			RetrieverMs: o.Retriever.Milliseconds(), Lines: o.lineCount, FocusedLine: o.focusedLine,
-			Ranges: nonNil(o.Ranges), Kept: nonNil(o.Kept), Flagged: nonNil(o.Flagged),
+			Ranges: lineRanges(o.Ranges), Kept: lineRanges(o.Kept), Flagged: nonNil(o.Flagged),
 			Segments: o.segments(),
 			Goal:     o.Goal, History: o.History, Reasoning: o.Reasoning, Forwarded: o.Forwarded,
 		}

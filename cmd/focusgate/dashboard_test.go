@@ -24,6 +24,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/ui"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "write the request page's screenshot to docs/dashboard.png")
@@ -82,13 +85,20 @@ func pageRequest(t *testing.T, goal string) []byte {
 // questions about failingGoal, which get a 500.
 func defenderRetriever(t *testing.T) *httptest.Server {
 	t.Helper()
+	return answeringRetriever(t, retrieverAnswer)
+}
+
+// answeringRetriever answers every question with answer, except questions
+// about failingGoal, which get a 500.
+func answeringRetriever(t *testing.T, answer string) *httptest.Server {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if bytes.Contains(body, []byte("ear cups being large")) {
 			http.Error(w, `{"error":{"message":"overloaded","type":"server_error"}}`, http.StatusInternalServerError)
 			return
 		}
-		content, _ := json.Marshal(retrieverAnswer)
+		content, _ := json.Marshal(answer)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"r1","object":"chat.completion","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":9000,"completion_tokens":60,"total_tokens":9060}}`, content)
 	}))
@@ -480,4 +490,178 @@ func TestDashboardOff(t *testing.T) {
 			t.Errorf("upstream saw %s, want /v1%s", r.URL.Path, path)
 		}
 	}
+}
+
+// elementHeight is the rendered height, in CSS pixels, of the first element
+// matching css.
+func elementHeight(t *testing.T, ctx context.Context, css string) float64 {
+	t.Helper()
+	h, err := chromedp.Run(ctx, chromedp.Evaluate[float64](fmt.Sprintf(`document.querySelector(%q).getBoundingClientRect().height`, css)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// apiJSON reads one of the dashboard's JSON answers.
+func apiJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+}
+
+// A request rescued from its model's context window shows its rescue beside
+// its status in the table, on its page and in its JSON; and a selection of
+// over a hundred line ranges stays a few lines tall, capped with "… N more".
+// The gateway's window table makes the action model's window smaller than
+// the request, so the pipeline prunes it whole before sending it (a rescue
+// foreseen, not one after a refusal: the dashboard shows both alike).
+func TestDashboardShowsARescueAndLongRangeLists(t *testing.T) {
+	var ranges []string
+	for l := 1; l <= 219; l += 2 {
+		ranges = append(ranges, fmt.Sprintf("(%d,%d)", l, l))
+	}
+	up := fakeOpenAI(t, nil)
+	ret := answeringRetriever(t, "<answer>["+strings.Join(ranges, ", ")+"]</answer>\n<injection>[]</injection>")
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":      up.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_URL":     ret.URL + "/v1",
+		"FOCUSGATE_RETRIEVER_API_KEY": "sk-retriever-secret",
+		"FOCUSGATE_PROMPT":            "defender",
+		"FOCUSGATE_CONTEXT_WINDOWS":   `{"gpt-4.1": 1000}`,
+	})
+	got := send(t, gw.URL, pageRequest(t, "List out reviewers, if exist, who mention about ear cups being small"))
+	if got.status != "pruned; rescue=rescued" {
+		t.Fatalf("X-Focusgate-Status %q, want a pruned request rescued", got.status)
+	}
+	var detail struct {
+		Status       string `json:"status"`
+		Rescue       string `json:"rescue"`
+		RescuedEarly bool   `json:"rescued_early"`
+		Pages        []struct {
+			Ranges      []map[string]int `json:"ranges"`
+			FocusedLine int              `json:"focused_line"`
+			Segments    []struct {
+				From int `json:"from"`
+				To   int `json:"to"`
+			} `json:"segments"`
+		} `json:"pages"`
+	}
+	apiJSON(t, gw.URL+"/ui/api/requests/1", &detail)
+	if detail.Status != "pruned" || detail.Rescue != "rescued" || !detail.RescuedEarly || len(detail.Pages) != 1 || len(detail.Pages[0].Ranges) != len(ranges) {
+		t.Fatalf("/ui/api/requests/1: %+v, want pruned, rescued early, %d ranges", detail, len(ranges))
+	}
+	if r := detail.Pages[0].Ranges[1]; r["from"] != 3 || r["to"] != 3 {
+		t.Errorf("second range %v, want from 3 to 3", r)
+	}
+
+	ctx := browser(t)
+	dir := artifacts(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(gw.URL+"/ui#/requests")); err != nil {
+		t.Fatal(err)
+	}
+	status := textOf(t, ctx, `#requests tbody tr td:nth-child(4)`, "context rescue")
+	if status != "pruned context rescue: rescued (foreseen)" {
+		t.Errorf("the status cell reads %q, want the rescue beside pruned", status)
+	}
+	textOf(t, ctx, `#requests tbody tr td:nth-child(4) .also`, "context rescue: rescued (foreseen)")
+	screenshot(t, ctx, dir, "requests-rescue.png")
+
+	click(t, ctx, `#requests tbody tr[data-id="1"]`)
+	textOf(t, ctx, `#status`, "context rescue: rescued (foreseen)")
+	list := textOf(t, ctx, `#ranges-0`, "more")
+	if want := "1, 3, 5, "; !strings.HasPrefix(list, want) || !strings.Contains(list, fmt.Sprintf("… %d more", len(ranges)-24)) {
+		t.Errorf("the retriever's ranges read %q, want the first 24 and … %d more", list, len(ranges)-24)
+	}
+	textOf(t, ctx, `#kept-0`, "more")
+	// A hundred ranges once made a column about 1,000 px tall; the facts of
+	// one observation now fit in a few lines.
+	if h := elementHeight(t, ctx, `#page-0 .facts`); h > 300 {
+		t.Errorf("the observation's facts are %.0f px tall, want a few lines", h)
+	}
+	// Without page text, the runs of kept and pruned lines are listed the
+	// same way: over two hundred runs, not two hundred list items.
+	segs, focus := detail.Pages[0].Segments, ""
+	for _, sg := range segs {
+		if sg.From <= detail.Pages[0].FocusedLine && detail.Pages[0].FocusedLine <= sg.To {
+			focus = fmt.Sprintf("%d–%d", sg.From, sg.To)
+		}
+	}
+	runs := textOf(t, ctx, `#segments-0`, "more")
+	if !strings.HasPrefix(runs, "1 2 3 ") || !strings.Contains(runs, fmt.Sprintf("… %d more", len(segs)-96)) {
+		t.Errorf("the runs of lines read %q, want the first 96 of %d and … %d more", runs, len(segs), len(segs)-96)
+	}
+	if f := texts(t, ctx, `#segments-0 .seg.focused`); len(f) != 1 || f[0] != focus {
+		t.Errorf("the run with the focused element reads %q, want %s", f, focus)
+	}
+	if h := elementHeight(t, ctx, `#page-0`); h > 600 {
+		t.Errorf("the observation's card is %.0f px tall, want a few lines", h)
+	}
+	screenshot(t, ctx, dir, "detail-rescue.png")
+	click(t, ctx, `#ranges-0 button.more`)
+	all := textOf(t, ctx, `#ranges-0`, "219")
+	if strings.Contains(all, "more") || strings.Count(all, ",") != len(ranges)-1 {
+		t.Errorf("opened, the ranges read %q, want all %d", all, len(ranges))
+	}
+	if h := elementHeight(t, ctx, `#ranges-0`); h > 200 {
+		t.Errorf("all %d ranges take %.0f px, want a wrapped paragraph", len(ranges), h)
+	}
+}
+
+// staticHoldout reports a fixed comparison of the arms.
+type staticHoldout focusgate.HoldoutReport
+
+func (s staticHoldout) Report() focusgate.HoldoutReport { return focusgate.HoldoutReport(s) }
+
+// The dashboard's own checks of what the gateway reports, on a dashboard fed
+// directly: a held-out Gemini request whose outcome names its model is
+// counted under that model, with no "(none)" row; a relative difference
+// over a holdout value near zero is not shown as a percentage.
+func TestDashboardModelsAndNearZeroDifferences(t *testing.T) {
+	rel := func(v float64) *float64 { return &v }
+	report := staticHoldout{
+		Share: 0.05,
+		Arms:  []focusgate.ArmTotal{{Arm: "pruned", Conversations: 40, Steps: 320}, {Arm: "holdout", Conversations: 40, Steps: 400}},
+		Metrics: []focusgate.Comparison{
+			{Name: "steps", Label: "steps per conversation", Pruned: 8, Holdout: 10, N: [2]int{40, 40}, Diff: -2, Low: -3, High: -1, Relative: rel(-0.2), Verdict: "lower"},
+			// The issue's case: a held-out value near zero made "+70539.5%".
+			{Name: "errors", Label: "upstream errors per conversation", Pruned: 0.7054, Holdout: 0.001, N: [2]int{40, 40}, Diff: 0.7044, Low: 0.1, High: 1.3, Relative: rel(704.395), Verdict: "higher"},
+			// Zero in the holdout: no relative difference at all.
+			{Name: "usd", Label: "dollars per conversation", Pruned: 0.5, Holdout: 0, N: [2]int{40, 40}, Diff: 0.5, Low: 0.2, High: 0.8, Verdict: "higher"},
+		},
+	}
+	d := ui.New(ui.Options{Holdout: report})
+	d.Observe("", focusgate.Outcome{API: focusgate.APIGemini, Status: focusgate.StatusSkipped, Reason: focusgate.ReasonHoldout, Model: "gemini-2.5-pro"})
+	d.Observe("", focusgate.Outcome{API: focusgate.APIChat, Status: focusgate.StatusSkipped, Reason: focusgate.ReasonNoObservation, Model: "gpt-4.1"})
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+
+	ctx := browser(t)
+	dir := artifacts(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui")); err != nil {
+		t.Fatal(err)
+	}
+	textOf(t, ctx, `#models tbody`, "gemini-2.5-pro")
+	if names := texts(t, ctx, `#models tbody tr td:first-child`); strings.Join(names, "|") != "gemini-2.5-pro|gpt-4.1" {
+		t.Errorf("the models table names %q, want each request under its model", names)
+	}
+	for _, c := range []struct{ metric, want string }{
+		{"steps", "−2.00 (−20.0%)"},
+		{"errors", "+0.70 (—)"},
+		{"usd", "+$0.5000 (—)"},
+	} {
+		if got := textOf(t, ctx, `#holdout-all tr[data-metric=`+c.metric+`] td.diff`, "("); got != c.want {
+			t.Errorf("%s: the difference reads %q, want %q", c.metric, got, c.want)
+		}
+	}
+	screenshot(t, ctx, dir, "overview-holdout.png")
 }

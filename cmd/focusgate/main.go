@@ -70,6 +70,9 @@ Usage:
                                  run a whole request body through the gateway's pipeline: the bytes it
                                  would forward on stdout, the outcome on stderr
   focusgate eval [flags]         compare pruning strategies on recorded agent steps
+  focusgate health [--url URL]   exit 0 if the gateway at URL answers /healthz, else 1 (for container
+                                 healthchecks: the image has no shell or curl)
+  focusgate version              the version, commit and Go version it was built with (also --version)
 
 Run "focusgate COMMAND --help" for a command's flags and settings.
 `
@@ -78,8 +81,8 @@ Run "focusgate COMMAND --help" for a command's flags and settings.
 // that tests can run it in-process.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	name, rest := "serve", args[1:]
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		name, rest = rest[0], rest[1:]
+	if len(rest) > 0 && (!strings.HasPrefix(rest[0], "-") || rest[0] == "--version" || rest[0] == "-version") {
+		name, rest = strings.TrimLeft(rest[0], "-"), rest[1:]
 	}
 	var err error
 	switch name {
@@ -89,6 +92,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = prunePage(ctx, rest, getenv, stdin, stdout, stderr)
 	case "eval":
 		err = evaluate(ctx, rest, getenv, stdout, stderr)
+	case "health":
+		err = health(ctx, rest, getenv, stdout, stderr)
+	case "version":
+		printVersion(stdout)
 	case "help":
 		fmt.Fprint(stdout, usage)
 	default:

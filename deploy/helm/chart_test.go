@@ -489,3 +489,73 @@ func TestChartCarriesEveryProvidersKey(t *testing.T) {
 		}
 	}
 }
+
+// notes renders the chart's NOTES.txt, which helm template leaves out: a
+// copy of the chart gets a template that renders the notes with tpl into a
+// YAML value.
+func notes(t *testing.T, set ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "focusgate")
+	if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "templates", "NOTES.txt")
+	if err := os.Rename(src, filepath.Join(dir, "notes.src")); err != nil {
+		t.Fatal(err)
+	}
+	probe := `notes: {{ tpl (.Files.Get "notes.src") . | toJson }}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "templates", "notes-probe.yaml"), []byte(probe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"template", "fg", dir, "--namespace", "agents", "--show-only", "templates/notes-probe.yaml"}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := exec.Command(helmBinary(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	var v struct {
+		Notes string `yaml:"notes"`
+	}
+	if err := yaml.Unmarshal(out, &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return v.Notes
+}
+
+// The chart describes focusgate as the gateway of every API it serves, and
+// its notes give each agent the base-URL variable it reads.
+func TestChartNotesNameEveryAgentsBaseURL(t *testing.T) {
+	chart, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(chart), "OpenAI-compatible gateway") {
+		t.Error("Chart.yaml still calls focusgate an OpenAI-compatible gateway")
+	}
+	for _, c := range []struct {
+		name string
+		set  []string
+		want []string
+	}{
+		{"open", nil, []string{
+			"OPENAI_BASE_URL=http://fg-focusgate.agents.svc:80/v1 ",
+			"ANTHROPIC_BASE_URL=http://fg-focusgate.agents.svc:80 ",
+			"GOOGLE_GEMINI_BASE_URL=http://fg-focusgate.agents.svc:80 ",
+			"http://fg-focusgate.agents.svc:80/metrics.",
+		}},
+		{"with keys and a ServiceMonitor", []string{"auth.existingSecret=keys", "metrics.serviceMonitor.enabled=true"}, []string{
+			"gateway key", "ANTHROPIC_API_KEY", "ServiceMonitor fg-focusgate",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := notes(t, c.set...)
+			for _, w := range c.want {
+				if !strings.Contains(n, w) {
+					t.Errorf("the notes lack %q:\n%s", w, n)
+				}
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@ function h(tag, attrs, ...children) {
     else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
     else el.setAttribute(k, v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -45,6 +45,24 @@ function fmtTime(t) {
   return d.toLocaleTimeString("en-GB", { hour12: false });
 }
 function statusText(st, reason) { return reason ? st + ": " + reason : st; }
+
+// The secondary outcomes of a request: what else happened to it beyond its
+// status, each a short phrase shown beside the status wherever it is shown.
+const rescueText = { rescued: "context rescue: rescued", "still-too-long": "context rescue: still too long", "nothing-to-prune": "context rescue: nothing to prune" };
+function secondary(r) {
+  const out = [];
+  if (r.rescue) out.push((rescueText[r.rescue] || "context rescue: " + r.rescue) + (r.rescued_early ? " (foreseen)" : ""));
+  if (r.relook && r.reason !== "re-look") out.push("re-look");
+  return out;
+}
+// statusCell is a request's status with its secondary outcomes after it,
+// each in a badge of its own.
+function statusCell(r, attrs) {
+  const also = secondary(r);
+  return h("td", Object.assign({ class: "st st-" + r.status }, attrs || {}),
+    h("span", { class: "status", text: statusText(r.status, r.reason) }),
+    also.map((a) => [" ", h("span", { class: "also", text: a })]));
+}
 
 async function getJSON(path) {
   const resp = await fetch(path, { credentials: "same-origin", cache: "no-store" });
@@ -135,7 +153,8 @@ function breakdown(title, id, rows) {
     h("div", { class: "tablewrap" }, h("table", {},
       h("thead", {}, h("tr", {}, ["name", "requests", "pruned", "failed open", "tokens before → after", "removed", "saved (net)", "re-look rate"].map((c, i) => h("th", { class: i ? "num" : "", text: c })))),
       h("tbody", {}, rows.map((r) => h("tr", {},
-        h("td", { text: r.name }), h("td", { class: "num", text: fmtInt(r.requests) }), h("td", { class: "num", text: fmtInt(r.pruned) }),
+        h("td", r.name === "(none)" ? { text: r.name, title: "requests whose outcome named no action model" } : { text: r.name }),
+        h("td", { class: "num", text: fmtInt(r.requests) }), h("td", { class: "num", text: fmtInt(r.pruned) }),
         h("td", { class: "num", text: fmtInt(r.failed_open) }), h("td", { class: "num", text: fmtInt(r.tokens_before) + " → " + fmtInt(r.tokens_after) }),
         h("td", { class: "num", text: fmtPct(r.reduction) }), h("td", { class: "num", text: fmtUSD(r.net_usd) }),
         h("td", { class: "num", title: `${r.relooks} re-looks after ${r.pruned_pages} pruned pages`, text: r.relook_rate == null ? "–" : fmtPct(r.relook_rate) })))))));
@@ -155,6 +174,27 @@ function fmtFigure(name, v) {
 }
 function fmtDiff(name, v) { return (v > 0 ? "+" : v < 0 ? "−" : "") + fmtFigure(name, Math.abs(v)); }
 
+// MAX_RELATIVE bounds the relative differences shown: past ±1000% the
+// ratio says more about how near zero the holdout's value is than about
+// pruning, and the absolute difference beside it is what to read.
+const MAX_RELATIVE = 10;
+
+// relativeShown says whether a figure's relative difference means
+// something: its base, the holdout's value, must not round to zero in its
+// own unit, nor make the ratio explode.
+function relativeShown(m) {
+  return m.relative != null && fmtFigure(m.name, Math.abs(m.holdout)) !== fmtFigure(m.name, 0) && Math.abs(m.relative) <= MAX_RELATIVE;
+}
+function relativeText(m) {
+  if (m.relative == null && m.n[1] === 0) return "";
+  if (!relativeShown(m)) return " (—)";
+  return ` (${m.relative > 0 ? "+" : m.relative < 0 ? "−" : ""}${fmtPct(Math.abs(m.relative))})`;
+}
+function relativeTitle(m) {
+  return relativeShown(m) ? "pruned minus holdout, and relative to the holdout's value"
+    : "pruned minus holdout; no relative difference: the holdout's value is zero or too close to it";
+}
+
 const verdicts = {
   lower: "pruning lowers it", higher: "pruning raises it",
   unclear: "not yet clear", "too few": "too few conversations",
@@ -173,7 +213,7 @@ function comparisonTable(id, metrics) {
       h("td", { text: m.label }),
       h("td", { class: "num", text: m.n[0] ? fmtFigure(m.name, m.pruned) : "–" }),
       h("td", { class: "num", text: m.n[1] ? fmtFigure(m.name, m.holdout) : "–" }),
-      h("td", { class: "num", text: fmtDiff(m.name, m.diff) + (m.relative != null ? ` (${m.relative > 0 ? "+" : ""}${fmtPct(m.relative)})` : "") }),
+      h("td", { class: "num diff", title: relativeTitle(m) }, fmtDiff(m.name, m.diff), h("span", { class: "rel", text: relativeText(m) })),
       h("td", { class: "num", text: m.verdict === "too few" ? "–" : fmtDiff(m.name, m.low) + " … " + fmtDiff(m.name, m.high) }),
       h("td", { class: "verdict", text: verdictText(m) }))))));
 }
@@ -223,7 +263,7 @@ async function showRequests(params) {
   setCapture(data.capture);
   const rows = data.requests.map((r) => h("tr", { class: "link", "data-id": r.id, onclick: () => { location.hash = "#/requests/" + r.id; } },
     h("td", { text: fmtTime(r.time) }), h("td", { text: r.route }), h("td", { text: r.model }),
-    h("td", { class: "st st-" + r.status, text: statusText(r.status, r.reason) }),
+    statusCell(r),
     h("td", { class: "num", text: r.observations }),
     h("td", { class: "num", text: fmtInt(r.tokens_before) + " → " + fmtInt(r.tokens_after) }),
     h("td", { text: r.cache || "–" }), h("td", { class: "num", text: r.cache && r.cache !== "hit" ? fmtInt(r.retriever_ms) : "–" }),
@@ -242,8 +282,32 @@ async function showRequests(params) {
 
 // ---- one request -------------------------------------------------------------
 
-function fact(k, v) { return h("div", {}, h("b", { text: k }), v === "" || v === null || v === undefined ? "–" : String(v)); }
-const fmtRanges = (rs) => (rs && rs.length ? rs.map((r) => (r.From === r.To ? r.From : r.From + "–" + r.To)).join(", ") : "none");
+function fact(k, v, cls) {
+  return h("div", { class: cls }, h("b", { text: k }), v instanceof Node ? v : v === "" || v === null || v === undefined ? "–" : String(v));
+}
+const fmtRange = (r) => (r.from === r.to ? String(r.from) : r.from + "–" + r.to);
+
+// LIST_CAP is how many items of a long list of line ranges or numbers show
+// before "… N more": a page can have hundreds, and the facts must stay a
+// few lines tall.
+const LIST_CAP = 24;
+
+// compactList writes items (texts or elements) as one wrapped line, the
+// first cap of them, then a button that shows the rest.
+function compactList(id, items, none, cap) {
+  cap = cap || LIST_CAP;
+  if (!items || !items.length) return h("span", { id, class: "inline-list", text: none });
+  const el = h("span", { id, class: "inline-list", "data-count": items.length });
+  const fill = (all) => {
+    const shown = all ? items : items.slice(0, cap);
+    el.replaceChildren(...shown.flatMap((item, k) => (k ? [item instanceof Node ? " " : ", ", item] : [item])));
+    if (shown.length < items.length) {
+      el.append(" ", h("button", { class: "more", type: "button", onclick: () => fill(true), text: `… ${fmtInt(items.length - shown.length)} more` }));
+    }
+  };
+  fill(false);
+  return el;
+}
 
 function line(no, text, kind, focused) {
   return h("span", { class: "ln " + kind + (focused ? " focused" : ""), "data-line": no }, h("span", { class: "no", text: no }), text);
@@ -262,10 +326,25 @@ function annotated(p) {
   return out;
 }
 
-function segmentList(p) {
-  return h("ul", { class: "seglist", id: "segments" }, p.segments.map((seg) =>
-    h("li", { class: "seg-" + seg.kind, text: `lines ${seg.from}–${seg.to}: ${seg.kind}` + (p.focused_line >= seg.from && p.focused_line <= seg.to ? ` (focused element on line ${p.focused_line})` : "") })));
+// segmentList is the observation's runs of kept, pruned and flagged lines
+// when its text was not captured: one wrapped line of coloured ranges, capped
+// like the other lists, since a page can alternate hundreds of times.
+function segmentList(p, i) {
+  const focused = (seg) => p.focused_line >= seg.from && p.focused_line <= seg.to;
+  const runs = p.segments.map((seg) => h("span", {
+    class: "seg seg-" + seg.kind + (focused(seg) ? " focused" : ""),
+    title: `lines ${fmtRange(seg)}: ${seg.kind}` + (focused(seg) ? ` (focused element on line ${p.focused_line})` : ""),
+    text: fmtRange(seg),
+  }));
+  return h("div", { class: "seglist" },
+    h("div", { class: "key-legend" }, ["kept", "pruned", "flagged"].map((k) => h("span", { class: "seg seg-" + k, text: k })),
+      h("span", { class: "seg focused", text: "holds the focused element" })),
+    compactList("segments-" + i, runs, "none", 4 * LIST_CAP));
 }
+
+// wide gives a list of more than a few items the facts' whole width, where
+// it wraps as a paragraph; a short one stays in its cell.
+const wide = (items) => (items.length > 4 ? "wide" : null);
 
 function page(p, i, captured) {
   return h("section", { class: "card page", id: "page-" + i },
@@ -275,8 +354,9 @@ function page(p, i, captured) {
       fact("tokens before → after", fmtInt(p.tokens_before) + " → " + fmtInt(p.tokens_after)),
       fact("cache", p.cache), fact("retriever", p.cache && p.cache !== "hit" ? fmtInt(p.retriever_ms) + " ms" : "–"),
       fact("lines", p.lines), fact("focused element", p.focused_line ? "line " + p.focused_line : "none"),
-      fact("retriever ranges", fmtRanges(p.ranges)), fact("kept verbatim", p.status === "pruned" ? fmtRanges(p.kept) : "all"),
-      fact("flagged as injection", p.flagged.length ? p.flagged.join(", ") : "none")),
+      fact("retriever ranges", compactList("ranges-" + i, p.ranges.map(fmtRange), "none"), wide(p.ranges)),
+      fact("kept verbatim", p.status === "pruned" ? compactList("kept-" + i, p.kept.map(fmtRange), "none") : "all", wide(p.status === "pruned" ? p.kept : [])),
+      fact("flagged as injection", compactList("flagged-" + i, p.flagged.map(String), "none"), wide(p.flagged))),
     captured ? [
       h("h3", { text: "Goal given to the retriever" }), h("pre", { class: "prose", id: "goal-" + i, text: p.goal || "(none)" }),
       h("h3", { text: "History of earlier steps", title: "sent to the retriever unless FOCUSGATE_RETRIEVER_HISTORY=false" }), h("pre", { class: "prose", text: p.history || "(none)" }),
@@ -289,20 +369,23 @@ function page(p, i, captured) {
             h("span", { class: "ln focused" }, h("span", { class: "no" }), "focused element")),
           annotated(p)),
         h("div", { class: "pane" }, h("h3", { text: "As the action model received it" }), h("pre", { class: "text", id: "forwarded-" + i, text: p.forwarded }))),
-    ] : [h("h3", { text: "Lines" }), segmentList(p)]);
+    ] : [h("h3", { text: "Lines" }), segmentList(p, i)]);
 }
 
 async function showRequest(id) {
   const d = await getJSON("/ui/api/requests/" + encodeURIComponent(id));
   return [
     h("p", {}, h("a", { href: "#/requests", text: "← recent requests" })),
-    h("h1", { text: `Request ${d.id} · ${d.route} · ${d.model}` }),
+    h("h1", { text: `Request ${d.id} · ${d.route} · ${d.model || "(no model named)"}` }),
     h("div", { class: "card facts", id: "facts" },
-      fact("time", new Date(d.time).toLocaleString("en-GB")), fact("status", statusText(d.status, d.reason)),
+      fact("time", new Date(d.time).toLocaleString("en-GB")),
+      h("div", { id: "status" }, h("b", { text: "status" }), h("span", { class: "st st-" + d.status, text: statusText(d.status, d.reason) }),
+        secondary(d).map((a) => [" ", h("span", { class: "also", text: a })])),
       fact("mode / prompt", (d.mode || "–") + " / " + (d.prompt || "–")), fact("key", d.key),
       fact("tokens before → after", fmtInt(d.tokens_before) + " → " + fmtInt(d.tokens_after)),
       fact("cache", d.cache), fact("retriever", d.cache && d.cache !== "hit" ? fmtInt(d.retriever_ms) + " ms" : "–"),
       fact("flagged lines", d.flagged),
+      d.older.reapplied + d.older.pruned + d.older.left ? fact("older pages", `${fmtInt(d.older.reapplied)} re-applied · ${fmtInt(d.older.pruned)} pruned anew · ${fmtInt(d.older.left)} left as they came`) : null,
       fact("saved (net)", d.priced ? fmtUSD(d.net_usd) + " = " + fmtUSD(d.saved_usd) + " − " + fmtUSD(d.retriever_usd) : "–")),
     d.captured ? null : h("p", { class: "notice", id: "no-text", text: d.text_dropped
       ? "This request's page text did not fit in the dashboard's memory bound (FOCUSGATE_UI_MAX_BYTES): numbers and ranges only."
