@@ -1,5 +1,10 @@
 package focusgate
 
+import (
+	"strings"
+	"unicode/utf8"
+)
+
 // The nouns of the holdout comparison (package holdout implements it): the
 // gateway assigns each request to an arm and reports each step, and the
 // dashboard shows the report.
@@ -77,6 +82,41 @@ type UpstreamUsage struct {
 type HoldoutRecorder interface {
 	Assign(api API, body []byte) Ticket
 	Record(t Ticket, s Step)
+}
+
+// MaxNameBytes bounds a name a client chose (the model it asks for, its
+// user agent) wherever focusgate keeps or logs it.
+const MaxNameBytes = 64
+
+// ClientName is a copy of name, a name a client chose, no longer than
+// MaxNameBytes: a longer one keeps its first whole characters and a hash of
+// all of it, so that two long names stay apart. What is kept per open
+// conversation or written per log line then costs a few dozen bytes,
+// however long the client's name, and the copy holds none of the request's
+// memory (a 1 MB model name would otherwise stay alive with it).
+func ClientName(name string) string {
+	if len(name) <= MaxNameBytes {
+		return strings.Clone(name)
+	}
+	// FNV-1a, written out so that a long name is hashed without a copy.
+	sum := uint32(2166136261)
+	for i := 0; i < len(name); i++ {
+		sum ^= uint32(name[i])
+		sum *= 16777619
+	}
+	const mark, hexDigits = "…", "0123456789abcdef"
+	cut := MaxNameBytes - len(mark) - 8
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	var b strings.Builder
+	b.Grow(cut + len(mark) + 8)
+	b.WriteString(name[:cut])
+	b.WriteString(mark)
+	for shift := 28; shift >= 0; shift -= 4 {
+		b.WriteByte(hexDigits[sum>>uint(shift)&0xf])
+	}
+	return b.String()
 }
 
 // HoldoutReport is the comparison of the two arms, as the dashboard shows it

@@ -35,12 +35,12 @@ func (s *Server) recordStep(r *http.Request, t focusgate.Ticket, out focusgate.O
 	s.opts.Holdout.Record(t, step)
 }
 
-// maxAgentName bounds the agent name taken from a User-Agent header.
-const maxAgentName = 40
-
 // agentName says who sent a request, for the per-agent comparison: the
 // gateway key's name when keys are configured, else the product of the
-// client's User-Agent ("claude-cli/2.0.8 (external, cli)" is claude-cli).
+// client's User-Agent ("claude-cli/2.0.8 (external, cli)" is claude-cli),
+// copied out of the header and cut to focusgate.MaxNameBytes: the holdout
+// keeps it while the conversation is open, and a header may hold a
+// megabyte.
 func (s *Server) agentName(r *http.Request) string {
 	if s.opts.Keys != nil {
 		return keyName(r.Context())
@@ -49,10 +49,7 @@ func (s *Server) agentName(r *http.Request) string {
 	if i := strings.IndexAny(ua, "/ ("); i >= 0 {
 		ua = ua[:i]
 	}
-	if len(ua) > maxAgentName {
-		ua = ua[:maxAgentName]
-	}
-	return ua
+	return focusgate.ClientName(ua)
 }
 
 // meterResponse has the usage report of an accounted step's response read
