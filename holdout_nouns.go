@@ -36,10 +36,13 @@ type ConversationID [16]byte
 // belongs to no conversation: the request is pruned as usual and not
 // accounted for.
 type Ticket struct {
-	ID    ConversationID
-	Arm   Arm
-	OK    bool
-	Model string // the action model the body names, to price the step
+	ID  ConversationID
+	Arm Arm
+	OK  bool
+	// Model is the action model, to price the step: the one the request's
+	// route names (Gemini and the clouds carry it in the path), else the
+	// body's.
+	Model string
 }
 
 // Step is one model call of a conversation, as the gateway saw it.
@@ -77,10 +80,12 @@ type UpstreamUsage struct {
 
 // HoldoutRecorder keeps a share of conversations whole and accounts for
 // both arms; *holdout.Holdout is the implementation. Assign decides a
-// request's arm before anything else is done to it; Record is told how each
-// step went.
+// request's arm before anything else is done to it, from its API, its body
+// and the model its route names (Request.Model; the other fields are not
+// read); Record is told how each step went, and must return at once: it is
+// called on the request's path.
 type HoldoutRecorder interface {
-	Assign(api API, body []byte) Ticket
+	Assign(req Request) Ticket
 	Record(t Ticket, s Step)
 }
 

@@ -26,7 +26,7 @@ func BenchmarkAssign(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if !h.Assign(api, body).OK {
+				if !h.Assign(focusgate.Request{API: api, Body: body}).OK {
 					b.Fatal("no conversation")
 				}
 			}

@@ -116,18 +116,24 @@ func New(opts Options) *Holdout {
 	return h
 }
 
-// Assign says which conversation a request body of api belongs to, and in
-// which arm it is. It reads only the body and the key, so that every replica
-// with the same key decides the same.
-func (h *Holdout) Assign(api focusgate.API, body []byte) focusgate.Ticket {
-	key, ok := conversationKey(api, body)
+// Assign says which conversation a request belongs to, and in which arm it
+// is. It reads only the request's API, body and route model, and the key,
+// so that every replica with the same key decides the same.
+func (h *Holdout) Assign(req focusgate.Request) focusgate.Ticket {
+	key, ok := conversationKey(req.API, req.Body)
 	if !ok {
 		return focusgate.Ticket{}
 	}
 	m := hmac.New(sha256.New, h.mac)
 	m.Write([]byte(key))
 	sum := m.Sum(nil)
-	t := focusgate.Ticket{OK: true, Model: gjson.GetBytes(body, "model").String()}
+	// A model the route names (Gemini's path) is the model; the body's
+	// "model" member is read only when there is none.
+	model := req.Model
+	if model == "" {
+		model = gjson.GetBytes(req.Body, "model").String()
+	}
+	t := focusgate.Ticket{OK: true, Model: model}
 	copy(t.ID[:], sum)
 	if binary.BigEndian.Uint64(sum[16:24]) < h.threshold {
 		t.Arm = focusgate.ArmHoldout
@@ -154,7 +160,10 @@ func (h *Holdout) Record(t focusgate.Ticket, s focusgate.Step) {
 		if h.order.Len() >= h.opts.MaxOpen {
 			ended = append(ended, h.closeLocked(h.order.Front()))
 		}
-		oc := &openConversation{id: t.ID, Conversation: Conversation{Arm: t.Arm, Model: s.Model, Agent: s.Agent, Priced: true, Start: now}}
+		// The model is priced by its whole name at every step; what is
+		// kept of the names is a cut copy, not the request's memory.
+		oc := &openConversation{id: t.ID, Conversation: Conversation{Arm: t.Arm,
+			Model: focusgate.ClientName(s.Model), Agent: focusgate.ClientName(s.Agent), Priced: true, Start: now}}
 		e = h.order.PushBack(oc)
 		h.open[t.ID] = e
 	} else {

@@ -23,12 +23,12 @@ func TestAssignmentIsStickyAcrossReplicas(t *testing.T) {
 	other := New(Options{Share: 0.3, Key: "another"})
 	differ := 0
 	for task := range 2000 {
-		first := a.Assign(focusgate.APIChat, chatBody(task, ""))
-		later := b.Assign(focusgate.APIChat, chatBody(task, `,{"role":"assistant","content":"clicked"},{"role":"tool","content":"page"}`))
+		first := a.Assign(focusgate.Request{API: focusgate.APIChat, Body: chatBody(task, "")})
+		later := b.Assign(focusgate.Request{API: focusgate.APIChat, Body: chatBody(task, `,{"role":"assistant","content":"clicked"},{"role":"tool","content":"page"}`)})
 		if !first.OK || first != later {
 			t.Fatalf("task %d: first request %+v, a later one on another replica %+v", task, first, later)
 		}
-		if other.Assign(focusgate.APIChat, chatBody(task, "")).Arm != first.Arm {
+		if other.Assign(focusgate.Request{API: focusgate.APIChat, Body: chatBody(task, "")}).Arm != first.Arm {
 			differ++
 		}
 	}
@@ -47,7 +47,7 @@ func TestShareWithinBinomialBounds(t *testing.T) {
 		h := New(Options{Share: share})
 		held := 0
 		for task := range n {
-			if h.Assign(focusgate.APIChat, chatBody(task, "")).Arm == focusgate.ArmHoldout {
+			if h.Assign(focusgate.Request{API: focusgate.APIChat, Body: chatBody(task, "")}).Arm == focusgate.ArmHoldout {
 				held++
 			}
 		}
@@ -75,7 +75,7 @@ func TestConversationCountsOnceQuiet(t *testing.T) {
 	clk := &clock{now: time.Unix(1000, 0)}
 	s := &sink{}
 	h := New(Options{Share: 0.5, Idle: time.Minute, Sinks: []Sink{s}, Now: clk.Now})
-	tk := h.Assign(focusgate.APIChat, chatBody(1, ""))
+	tk := h.Assign(focusgate.Request{API: focusgate.APIChat, Body: chatBody(1, "")})
 	steps := []focusgate.Step{
 		{Model: "gpt-4.1", Agent: "codex", Status: 200, Usage: focusgate.UpstreamUsage{Input: 1000, CacheRead: 0, Output: 50, Reported: true}},
 		{Model: "gpt-4.1", Agent: "codex", Status: 200, Repeat: true, RetrieverUSD: 0.001, Usage: focusgate.UpstreamUsage{Input: 3000, CacheRead: 1000, Output: 50, Reported: true}},
@@ -124,7 +124,7 @@ func TestOpenConversationsAreCapped(t *testing.T) {
 	s := &sink{}
 	h := New(Options{Share: 0.5, MaxOpen: 3, Sinks: []Sink{s}, Now: clk.Now})
 	for task := range 5 {
-		h.Record(h.Assign(focusgate.APIChat, chatBody(task, "")), focusgate.Step{Model: "m", Status: 200})
+		h.Record(h.Assign(focusgate.Request{API: focusgate.APIChat, Body: chatBody(task, "")}), focusgate.Step{Model: "m", Status: 200})
 		clk.now = clk.now.Add(time.Second)
 	}
 	h.Record(focusgate.Ticket{}, focusgate.Step{Model: "m", Status: 200})

@@ -15,7 +15,7 @@ func TestMetrics(t *testing.T) {
 	m := NewMetrics(reg)
 	h := New(Options{Share: 0.5})
 	RegisterOpen(reg, h)
-	h.Record(h.Assign(focusgate.APIChat, chatBody(1, "")), focusgate.Step{Model: "m", Status: 200})
+	h.Record(h.Assign(focusgate.Request{API: focusgate.APIChat, Body: chatBody(1, "")}), focusgate.Step{Model: "m", Status: 200})
 	m.End(Conversation{Arm: focusgate.ArmPruned, Steps: 4, InputTokens: 5000, USD: 0.02, Priced: true, Errors: 1, RepeatSteps: 2})
 	m.End(Conversation{Arm: focusgate.ArmHoldout, Steps: 6, InputTokens: 9000})
 	mfs, err := reg.Gather()

@@ -26,7 +26,11 @@ func (s *Server) recordStep(r *http.Request, t focusgate.Ticket, out focusgate.O
 		SentBytes:    sent,
 		Status:       status,
 	}
-	if out.Model != "" {
+	// A model the route names (Gemini's, the clouds') is the model, whatever
+	// the body says, and the ticket has it. Otherwise the pipeline's is read
+	// as the upstream reads it (the last of duplicate members), where the
+	// ticket has the first.
+	if out.Model != "" && info.match.Model == "" {
 		step.Model = out.Model
 	}
 	if info.meter != nil {

@@ -361,3 +361,47 @@ func TestHeldOutConversationsAreNotRescued(t *testing.T) {
 		}
 	}
 }
+
+// A Gemini conversation is counted under the model its path names, held
+// out or pruned: a Gemini body names no model, and a conversation counted
+// under none would drop out of the per-model table and the dollars.
+func TestGeminiConversationsAreCountedUnderTheirModel(t *testing.T) {
+	for _, share := range []float64{1, 0} {
+		f := &fakeGeminiAPI{upstream: &recorder{}, retriever: &recorder{}, keepLine: `button "Add to cart"`, firstSeen: make(chan struct{})}
+		close(f.firstSeen)
+		var tally *holdout.Tally
+		var h *holdout.Holdout
+		ended := &conversations{}
+		gw := geminiPruningGateway(t, f, withHoldout(share, &tally, &h, ended))
+		for range 2 {
+			resp := post(t, gw.URL+"/v1beta/models/gemini-2.5-flash:generateContent", geminiPage(t), map[string]string{"X-Goog-Api-Key": "AIza-client", "Content-Type": "application/json"})
+			io.Copy(io.Discard, resp.Body)
+		}
+		h.Flush()
+		if len(ended.ended) != 1 {
+			t.Fatalf("share %v: %d conversations, want 1", share, len(ended.ended))
+		}
+		if c := ended.ended[0]; c.Model != "gemini-2.5-flash" || c.Steps != 2 || !c.Priced || c.USD <= 0 {
+			t.Errorf("share %v: conversation of model %q, %d steps, priced %v, $%v; want gemini-2.5-flash, 2 steps, priced", share, c.Model, c.Steps, c.Priced, c.USD)
+		}
+	}
+}
+
+// What the holdout keeps of a client's names is cut: a 1 MB model name and
+// User-Agent cost an open conversation a few dozen bytes.
+func TestHoldoutKeepsNamesCut(t *testing.T) {
+	var tally *holdout.Tally
+	var h *holdout.Holdout
+	ended := &conversations{}
+	gw := newGateway(t, nil, withHoldout(0.5, &tally, &h, ended))
+	long := strings.Repeat("x", 1<<20)
+	body := fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Book a room."}]}`, long)
+	io.Copy(io.Discard, post(t, gw.URL+"/v1/chat/completions", body, map[string]string{"User-Agent": long}).Body)
+	h.Flush()
+	if len(ended.ended) != 1 {
+		t.Fatalf("%d conversations, want 1", len(ended.ended))
+	}
+	if c := ended.ended[0]; len(c.Model) > focusgate.MaxNameBytes || len(c.Agent) > focusgate.MaxNameBytes || !strings.HasPrefix(c.Model, "xxxx") {
+		t.Errorf("kept a model of %d bytes and an agent of %d, want at most %d each", len(c.Model), len(c.Agent), focusgate.MaxNameBytes)
+	}
+}

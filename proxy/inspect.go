@@ -58,7 +58,7 @@ func (s *Server) inspect(api focusgate.API) gin.HandlerFunc {
 		sent := len(body) // decoded: what estimates the step's tokens
 		if unread == "" && s.opts.Holdout != nil {
 			// The arm is decided before anything else is done to the body.
-			ticket = s.opts.Holdout.Assign(api, body)
+			ticket = s.opts.Holdout.Assign(focusgate.Request{API: api, Body: body, Model: m.Model})
 			if ticket.OK && !sizing {
 				infoFrom(r.Context()).meter = &usage.Meter{}
 				defer func() { s.recordStep(r, ticket, out, sent, c.Writer.Status()) }()
