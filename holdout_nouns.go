@@ -128,8 +128,18 @@ func ClientName(name string) string {
 // and `focusgate eval --conversations` prints it.
 type HoldoutReport struct {
 	// Share is the configured holdout share.
-	Share float64    `json:"share"`
-	Arms  []ArmTotal `json:"arms"`
+	Share float64 `json:"share"`
+	// Scope says whose conversations are compared: ScopeTeam, every
+	// replica's, read from the Redis they share (FOCUSGATE_REDIS_URL), so
+	// that every replica shows the same figures; or ScopeReplica, the
+	// conversations this replica ended itself (no Redis, or Redis
+	// unreachable).
+	Scope string `json:"scope"`
+	// Note says, when there is something to say, why the figures are not
+	// what they would usually be: per replica while the team's Redis is
+	// unreachable, or which conversations the team's figures leave out.
+	Note string     `json:"note,omitempty"`
+	Arms []ArmTotal `json:"arms"`
 	// Metrics compare the arms over all conversations.
 	Metrics []Comparison `json:"metrics"`
 	// ByModel and ByAgent compare them per action model and per agent,
@@ -137,6 +147,12 @@ type HoldoutReport struct {
 	ByModel []Group `json:"by_model"`
 	ByAgent []Group `json:"by_agent"`
 }
+
+// The scopes of a HoldoutReport.
+const (
+	ScopeTeam    = "team"
+	ScopeReplica = "replica"
+)
 
 // ArmTotal counts one arm's conversations and their steps.
 type ArmTotal struct {
