@@ -359,6 +359,9 @@ type figures struct {
 	usd, retrieverUSD         float64
 }
 
+// maxPricedName bounds the model names the holdout looks up prices for.
+const maxPricedName = 256
+
 // figuresOf reads a step's figures: tokens as the upstream reported them,
 // else estimated from the bytes sent; dollars at the list price of its
 // model, read by its whole name.
@@ -371,9 +374,14 @@ func figuresOf(s focusgate.Step, prices *pricing.Table) figures {
 		f.estimated = true
 	}
 	f.input, f.cacheRead, f.output = u.Input, u.CacheRead, u.Output
-	if p, ok := prices.Lookup(s.Model); ok {
-		f.priced = true
-		f.usd = p.Cost(u.Input, u.Output) + s.RetrieverUSD
+	// No priced model has a name that long, and looking one up costs time
+	// that grows faster than its length: a client's megabyte-long name is
+	// simply unpriced.
+	if len(s.Model) <= maxPricedName {
+		if p, ok := prices.Lookup(s.Model); ok {
+			f.priced = true
+			f.usd = p.Cost(u.Input, u.Output) + s.RetrieverUSD
+		}
 	}
 	return f
 }
