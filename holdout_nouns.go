@@ -1,5 +1,12 @@
 package focusgate
 
+import (
+	"hash/crc32"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+)
+
 // The nouns of the holdout comparison (package holdout implements it): the
 // gateway assigns each request to an arm and reports each step, and the
 // dashboard shows the report.
@@ -31,10 +38,13 @@ type ConversationID [16]byte
 // belongs to no conversation: the request is pruned as usual and not
 // accounted for.
 type Ticket struct {
-	ID    ConversationID
-	Arm   Arm
-	OK    bool
-	Model string // the action model the body names, to price the step
+	ID  ConversationID
+	Arm Arm
+	OK  bool
+	// Model is the action model, to price the step: the one the request's
+	// route names (Gemini and the clouds carry it in the path), else the
+	// body's.
+	Model string
 }
 
 // Step is one model call of a conversation, as the gateway saw it.
@@ -72,19 +82,63 @@ type UpstreamUsage struct {
 
 // HoldoutRecorder keeps a share of conversations whole and accounts for
 // both arms; *holdout.Holdout is the implementation. Assign decides a
-// request's arm before anything else is done to it; Record is told how each
-// step went.
+// request's arm before anything else is done to it, from its API, its body
+// and the model its route names (Request.Model; the other fields are not
+// read); Record is told how each step went, and must return at once: it is
+// called on the request's path.
 type HoldoutRecorder interface {
 	Assign(req Request) Ticket
 	Record(t Ticket, s Step)
+}
+
+// MaxNameBytes bounds a name a client chose (the model it asks for, its
+// user agent) wherever focusgate keeps or logs it.
+const MaxNameBytes = 64
+
+// ClientName is a copy of name, a name a client chose, no longer than
+// MaxNameBytes: a longer one keeps its first whole characters and a hash of
+// all of it, so that two long names stay apart. What is kept per open
+// conversation or written per log line then costs a few dozen bytes,
+// however long the client's name, and the copy holds none of the request's
+// memory (a 1 MB model name would otherwise stay alive with it).
+func ClientName(name string) string {
+	if len(name) <= MaxNameBytes {
+		return strings.Clone(name)
+	}
+	// The name's bytes are only read: hashed where they are, without a
+	// copy of a megabyte-long name.
+	sum := crc32.ChecksumIEEE(unsafe.Slice(unsafe.StringData(name), len(name)))
+	const mark, hexDigits = "…", "0123456789abcdef"
+	cut := MaxNameBytes - len(mark) - 8
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	var b strings.Builder
+	b.Grow(cut + len(mark) + 8)
+	b.WriteString(name[:cut])
+	b.WriteString(mark)
+	for shift := 28; shift >= 0; shift -= 4 {
+		b.WriteByte(hexDigits[sum>>uint(shift)&0xf])
+	}
+	return b.String()
 }
 
 // HoldoutReport is the comparison of the two arms, as the dashboard shows it
 // and `focusgate eval --conversations` prints it.
 type HoldoutReport struct {
 	// Share is the configured holdout share.
-	Share float64    `json:"share"`
-	Arms  []ArmTotal `json:"arms"`
+	Share float64 `json:"share"`
+	// Scope says whose conversations are compared: ScopeTeam, every
+	// replica's, read from the Redis they share (FOCUSGATE_REDIS_URL), so
+	// that every replica shows the same figures; or ScopeReplica, the
+	// conversations this replica ended itself (no Redis, or Redis
+	// unreachable).
+	Scope string `json:"scope"`
+	// Note says, when there is something to say, why the figures are not
+	// what they would usually be: per replica while the team's Redis is
+	// unreachable, or which conversations the team's figures leave out.
+	Note string     `json:"note,omitempty"`
+	Arms []ArmTotal `json:"arms"`
 	// Metrics compare the arms over all conversations.
 	Metrics []Comparison `json:"metrics"`
 	// ByModel and ByAgent compare them per action model and per agent,
@@ -92,6 +146,12 @@ type HoldoutReport struct {
 	ByModel []Group `json:"by_model"`
 	ByAgent []Group `json:"by_agent"`
 }
+
+// The scopes of a HoldoutReport.
+const (
+	ScopeTeam    = "team"
+	ScopeReplica = "replica"
+)
 
 // ArmTotal counts one arm's conversations and their steps.
 type ArmTotal struct {

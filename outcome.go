@@ -228,7 +228,7 @@ func (o Outcome) LogAttrs() []slog.Attr {
 	attrs := []slog.Attr{
 		slog.String("status", string(o.Status)),
 		slog.String("api", o.API.String()),
-		slog.String("model", o.Model),
+		slog.String("model", ClientName(o.Model)),
 		slog.String("provider", o.Provider),
 		slog.String("mode", string(o.Mode)),
 		slog.String("prompt", string(o.Variant)),

@@ -62,7 +62,7 @@ type Config struct {
 	ContextWindowsFile   string            `env:"CONTEXT_WINDOWS_FILE" cmd:"prune" help:"a JSON file of context windows, same shape as FOCUSGATE_CONTEXT_WINDOWS (applied first)"`
 	ExpectedReduction    float64           `env:"EXPECTED_REDUCTION" cmd:"prune" envDefault:"0.5" help:"share of observation tokens pruning is expected to remove; decides whether a retriever/action model pair can pay"`
 	SkipUneconomic       bool              `env:"SKIP_UNECONOMIC" cmd:"prune" envDefault:"true" help:"skip pruning when the retriever's price makes it cost more than it saves (not for the defender prompt)"`
-	Holdout              float64           `env:"HOLDOUT" envDefault:"0" help:"share of conversations (0 to 1) sent whole from their first request to their last, for the per-arm comparison on the dashboard (X-Focusgate-Status: skipped; reason=holdout); they cost their full price"`
+	Holdout              float64           `env:"HOLDOUT" envDefault:"0" help:"share of conversations (0 to 1) sent whole from their first request to their last, for the per-arm comparison on the dashboard (X-Focusgate-Status: skipped, with no reason); they cost their full price"`
 	HoldoutKey           string            `env:"HOLDOUT_KEY" help:"key of the hash that puts conversations in arms, the same on every replica; by default a built-in constant; set one to draw a new split"`
 	HoldoutIdle          time.Duration     `env:"HOLDOUT_IDLE" envDefault:"10m" help:"how long a conversation goes without a request before it counts as ended, for the holdout comparison"`
 	HoldoutMaxOpen       int               `env:"HOLDOUT_MAX_OPEN" envDefault:"100000" help:"cap on conversations accounted for at once; past it the one quiet longest counts as ended"`

@@ -10,6 +10,13 @@
 // counts once it has gone quiet for a set time; then its figures go to the
 // Sinks (Prometheus, the dashboard's Report, a log line that `focusgate eval`
 // reads back) and nothing of it is kept.
+//
+// A team whose replicas share a Redis keeps those counters there (see
+// redis.go), so that a conversation whose requests alternate between
+// replicas is one conversation, ended and counted by one replica, and every
+// replica's dashboard shows the team's comparison. The arm never depends on
+// Redis, and no request waits on it: steps are written in the background,
+// and while Redis is unreachable each replica counts what it serves.
 package holdout
 
 import (
@@ -21,6 +28,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -63,7 +71,9 @@ type Options struct {
 	MaxOpen int
 	// Prices turn tokens into dollars; nil uses the built-in table.
 	Prices *pricing.Table
-	// Sinks are told about every conversation that ends.
+	// Sinks are told about every conversation this replica ends: with
+	// Redis, each conversation of the team is ended by one replica, whose
+	// sinks alone are told.
 	Sinks []Sink
 	// Now is the clock; nil is time.Now. Tests set their own.
 	Now func() time.Time
@@ -87,9 +97,18 @@ type Holdout struct {
 	mu    sync.Mutex
 	open  map[focusgate.ConversationID]*list.Element // of *openConversation
 	order *list.List                                 // least recently seen first
+
+	// shared keeps the accounting in the team's Redis; nil when each
+	// replica accounts for what it serves (see NewShared).
+	shared *shared
+	// apart counts the conversations this replica ended on its own while
+	// its accounting was meant to be shared: Redis was unreachable, and the
+	// team's figures leave them out.
+	apart atomic.Int64
 }
 
-// New returns a Holdout.
+// New returns a Holdout that accounts, in this process, for the steps it
+// is told about.
 func New(opts Options) *Holdout {
 	if opts.Key == "" {
 		opts.Key = DefaultKey
@@ -117,8 +136,9 @@ func New(opts Options) *Holdout {
 }
 
 // Assign says which conversation a request belongs to, and in which arm it
-// is. It reads only the body and the key, so that every replica with the
-// same key decides the same.
+// is. It reads only the request's API, body and route model, and the key,
+// so that every replica with the same key decides the same, whether or not
+// Redis answers.
 func (h *Holdout) Assign(req focusgate.Request) focusgate.Ticket {
 	key, ok := conversationKey(req.API, req.Body)
 	if !ok {
@@ -127,7 +147,8 @@ func (h *Holdout) Assign(req focusgate.Request) focusgate.Ticket {
 	m := hmac.New(sha256.New, h.mac)
 	m.Write([]byte(key))
 	sum := m.Sum(nil)
-	// The model the path names (Gemini's, the clouds') is the model.
+	// A model the route names (Gemini's path) is the model; the body's
+	// "model" member is read only when there is none.
 	model := req.Model
 	if model == "" {
 		model = gjson.GetBytes(req.Body, "model").String()
@@ -144,58 +165,111 @@ func (h *Holdout) Assign(req focusgate.Request) focusgate.Ticket {
 // none: about four bytes a token for English text and JSON.
 const bytesPerToken = 4
 
-// Record accounts for one step of the conversation t names. Conversations
-// that have gone quiet meanwhile are ended first.
+// step is one step as the holdout keeps it: its conversation, the names
+// for the breakdowns (cut copies: see focusgate.ClientName), its figures
+// and when it was taken. A step with done set carries nothing: it marks a
+// place in the queue to Redis, and done is closed once everything queued
+// before it has been written.
+type step struct {
+	id           focusgate.ConversationID
+	arm          focusgate.Arm
+	model, agent string
+	at           time.Time
+	f            figures
+	done         chan struct{}
+}
+
+// Record accounts for one step of the conversation t names. It returns at
+// once: with Redis, the step is handed to a background writer; without it,
+// or while Redis is unreachable, or when the writer is that far behind, the
+// step is accounted for here.
 func (h *Holdout) Record(t focusgate.Ticket, s focusgate.Step) {
 	if !t.OK {
 		return
 	}
-	now := h.opts.Now()
+	st := step{
+		id: t.ID, arm: t.Arm,
+		// The model is priced by its whole name; what is kept of the
+		// names is a cut copy.
+		model: focusgate.ClientName(s.Model), agent: focusgate.ClientName(s.Agent),
+		at: h.opts.Now(), f: figuresOf(s, h.opts.Prices),
+	}
+	if h.shared != nil && h.shared.enqueue(st) {
+		return
+	}
+	h.recordHere(st)
+}
+
+// recordHere accounts for a step in this process. Conversations that have
+// gone quiet meanwhile are ended first.
+func (h *Holdout) recordHere(st step) {
 	var ended []Conversation
 	h.mu.Lock()
-	ended = h.sweepLocked(now, ended)
-	e, ok := h.open[t.ID]
+	ended = h.sweepLocked(h.opts.Now(), ended)
+	e, ok := h.open[st.id]
 	if !ok {
 		if h.order.Len() >= h.opts.MaxOpen {
 			ended = append(ended, h.closeLocked(h.order.Front()))
 		}
-		oc := &openConversation{id: t.ID, Conversation: Conversation{Arm: t.Arm, Model: s.Model, Agent: s.Agent, Priced: true, Start: now}}
+		oc := &openConversation{id: st.id, Conversation: Conversation{Arm: st.arm, Model: st.model, Agent: st.agent, Priced: true, Start: st.at}}
 		e = h.order.PushBack(oc)
-		h.open[t.ID] = e
+		h.open[st.id] = e
 	} else {
 		h.order.MoveToBack(e)
 	}
-	oc := e.Value.(*openConversation)
-	oc.add(s, now, h.opts.Prices)
+	e.Value.(*openConversation).add(st.f, st.at)
 	h.mu.Unlock()
-	h.tell(ended)
+	h.endHere(ended)
 }
 
-// Sweep ends the conversations quiet for longer than Options.Idle.
+// Sweep ends the conversations quiet for longer than Options.Idle: this
+// replica's own, and with Redis the team's, each by one replica.
 func (h *Holdout) Sweep() {
+	now := h.opts.Now()
 	h.mu.Lock()
-	ended := h.sweepLocked(h.opts.Now(), nil)
+	ended := h.sweepLocked(now, nil)
 	h.mu.Unlock()
-	h.tell(ended)
+	h.endHere(ended)
+	if h.shared != nil {
+		h.shared.sweep(now)
+	}
 }
 
-// Flush ends every open conversation, as the gateway stops: their figures
-// would otherwise be lost.
+// Flush ends every conversation this replica accounts for itself, as the
+// gateway stops: their figures would otherwise be lost. With Redis, it
+// first writes the steps still queued and closes the connection; the
+// team's open conversations are left to the other replicas, which end them
+// once they go quiet (or the next replica to start, within
+// Options.Idle).
 func (h *Holdout) Flush() {
+	if h.shared != nil {
+		h.shared.stop()
+	}
 	var ended []Conversation
 	h.mu.Lock()
 	for h.order.Len() > 0 {
 		ended = append(ended, h.closeLocked(h.order.Front()))
 	}
 	h.mu.Unlock()
-	h.tell(ended)
+	h.endHere(ended)
 }
 
-// Open says how many conversations are being accounted for.
+// Open says how many conversations are being accounted for: the team's,
+// as Redis last counted them, while the accounting is shared; else this
+// replica's own.
 func (h *Holdout) Open() int {
+	if h.shared != nil && h.shared.up.Load() {
+		return int(h.shared.open.Load())
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.order.Len()
+}
+
+// Shared says whether the accounting is the team's, in Redis, at the
+// moment: false without Redis, and while it is unreachable.
+func (h *Holdout) Shared() bool {
+	return h.shared != nil && h.shared.up.Load()
 }
 
 // Run sweeps every tenth of Options.Idle (at least every minute, at most
@@ -228,6 +302,15 @@ func (h *Holdout) closeLocked(e *list.Element) Conversation {
 	oc := h.order.Remove(e).(*openConversation)
 	delete(h.open, oc.id)
 	return oc.Conversation
+}
+
+// endHere tells the sinks about conversations this replica ended on its
+// own, and counts them apart when they should have been the team's.
+func (h *Holdout) endHere(ended []Conversation) {
+	if h.shared != nil {
+		h.apart.Add(int64(len(ended)))
+	}
+	h.tell(ended)
 }
 
 func (h *Holdout) tell(ended []Conversation) {
@@ -268,26 +351,61 @@ type Conversation struct {
 	Start, End   time.Time
 }
 
-func (c *Conversation) add(s focusgate.Step, now time.Time, prices *pricing.Table) {
-	c.Steps++
-	c.End = now
+// figures are what one step adds to its conversation.
+type figures struct {
+	input, cacheRead, output  int
+	estimated, repeat, failed bool
+	priced                    bool
+	usd, retrieverUSD         float64
+}
+
+// maxPricedName bounds the model names the holdout looks up prices for.
+const maxPricedName = 256
+
+// figuresOf reads a step's figures: tokens as the upstream reported them,
+// else estimated from the bytes sent; dollars at the list price of its
+// model, read by its whole name.
+func figuresOf(s focusgate.Step, prices *pricing.Table) figures {
 	u := s.Usage
+	f := figures{repeat: s.Repeat, retrieverUSD: s.RetrieverUSD,
+		failed: s.Status == 0 || s.Status >= 400 && s.Status != focusgate.StatusClientGone}
 	if !u.Reported {
 		u = focusgate.UpstreamUsage{Input: s.SentBytes / bytesPerToken}
+		f.estimated = true
+	}
+	f.input, f.cacheRead, f.output = u.Input, u.CacheRead, u.Output
+	// No priced model has a name that long, and looking one up costs time
+	// that grows faster than its length: a client's megabyte-long name is
+	// simply unpriced.
+	if len(s.Model) <= maxPricedName {
+		if p, ok := prices.Lookup(s.Model); ok {
+			f.priced = true
+			f.usd = p.Cost(u.Input, u.Output) + s.RetrieverUSD
+		}
+	}
+	return f
+}
+
+func (c *Conversation) add(f figures, at time.Time) {
+	c.Steps++
+	if at.After(c.End) {
+		c.End = at
+	}
+	c.InputTokens += f.input
+	c.CacheReadTokens += f.cacheRead
+	c.OutputTokens += f.output
+	if f.estimated {
 		c.EstimatedSteps++
 	}
-	c.InputTokens += u.Input
-	c.CacheReadTokens += u.CacheRead
-	c.OutputTokens += u.Output
-	if s.Repeat {
+	if f.repeat {
 		c.RepeatSteps++
 	}
-	if s.Status == 0 || s.Status >= 400 && s.Status != focusgate.StatusClientGone {
+	if f.failed {
 		c.Errors++
 	}
-	c.RetrieverUSD += s.RetrieverUSD
-	if p, ok := prices.Lookup(s.Model); ok {
-		c.USD += p.Cost(u.Input, u.Output) + s.RetrieverUSD
+	c.RetrieverUSD += f.retrieverUSD
+	if f.priced {
+		c.USD += f.usd
 	} else {
 		c.Priced = false
 	}

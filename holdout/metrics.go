@@ -66,10 +66,24 @@ func (m *Metrics) End(c Conversation) {
 
 // RegisterOpen exposes how many conversations h is following, read when
 // scraped: against FOCUSGATE_HOLDOUT_MAX_OPEN, it says whether conversations
-// are being ended early for room.
+// are being ended early for room. With Redis, it also says whether the
+// accounting is the team's at the moment, or per replica while Redis is
+// unreachable.
 func RegisterOpen(reg prometheus.Registerer, h *Holdout) {
-	promauto.With(reg).NewGaugeFunc(prometheus.GaugeOpts{
+	f := promauto.With(reg)
+	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "focusgate_conversations_open",
-		Help: "Conversations being followed for the holdout comparison, not yet ended (at most FOCUSGATE_HOLDOUT_MAX_OPEN).",
+		Help: "Conversations being followed for the holdout comparison, not yet ended (at most FOCUSGATE_HOLDOUT_MAX_OPEN): the team's, as Redis last counted them, while the accounting is shared (every replica reports the same: take the max, not the sum); else this replica's.",
 	}, func() float64 { return float64(h.Open()) })
+	if h.shared != nil {
+		f.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "focusgate_conversations_shared",
+			Help: "1 while the holdout's accounting is shared by the replicas in Redis (FOCUSGATE_REDIS_URL); 0 while Redis is unreachable and this replica counts the conversations it serves on its own.",
+		}, func() float64 {
+			if h.Shared() {
+				return 1
+			}
+			return 0
+		})
+	}
 }

@@ -63,6 +63,17 @@ func (s *stat) add(x float64) {
 	s.m2 += d * (x - s.Mean)
 }
 
+// statOfSums is the stat of n values whose sum and sum of squares are
+// given, as the team's tally in Redis keeps them: those sums add up across
+// replicas, where Welford's running mean does not.
+func statOfSums(n, sum, squares float64) stat {
+	if n < 1 {
+		return stat{}
+	}
+	mean := sum / n
+	return stat{N: int(n), Mean: mean, m2: squares - sum*mean}
+}
+
 // variance is the sample variance; zero below two values. Rounding can
 // leave m2 a hair below zero, which would make the interval NaN and the
 // dashboard's JSON unwritable.
@@ -142,16 +153,25 @@ func (t *Tally) End(c Conversation) {
 	}
 }
 
-// Report compares the arms as they stand.
+// Report compares the arms as they stand: the conversations this replica
+// ended.
 func (t *Tally) Report() focusgate.HoldoutReport {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r := focusgate.HoldoutReport{Share: t.share, Metrics: compare(t.all)}
+	r := buildReport(t.share, t.all, t.groups)
+	r.Scope = focusgate.ScopeReplica
+	return r
+}
+
+// buildReport compares the arms overall, and per model and agent (groups,
+// in that order) for those with enough conversations in each arm.
+func buildReport(share float64, all pair, groups [2]map[string]*pair) focusgate.HoldoutReport {
+	r := focusgate.HoldoutReport{Share: share, Metrics: compare(all)}
 	for _, a := range Arms {
-		r.Arms = append(r.Arms, focusgate.ArmTotal{Arm: a.String(), Conversations: t.all[a].conversations, Steps: t.all[a].steps})
+		r.Arms = append(r.Arms, focusgate.ArmTotal{Arm: a.String(), Conversations: all[a].conversations, Steps: all[a].steps})
 	}
 	for kind, out := range [2]*[]focusgate.Group{&r.ByModel, &r.ByAgent} {
-		for name, p := range t.groups[kind] {
+		for name, p := range groups[kind] {
 			if p[focusgate.ArmPruned].conversations < MinGroupConversations || p[focusgate.ArmHoldout].conversations < MinGroupConversations {
 				continue
 			}

@@ -22,13 +22,17 @@ const (
 )
 
 // setHeaders reports the outcome to the client. The status carries its
-// reason as a parameter: "skipped; reason=below-min-tokens".
+// reason as a parameter: "skipped; reason=below-min-tokens", except the
+// holdout's.
 func setHeaders(h http.Header, o focusgate.Outcome) {
 	if o.Status == "" {
 		return
 	}
 	status := string(o.Status)
-	if o.Reason != "" {
+	// A held-out request says only "skipped": a client that read its arm
+	// could retry until it lands in the one it prefers (the log, metrics
+	// and dashboard still say holdout).
+	if o.Reason != "" && o.Reason != focusgate.ReasonHoldout {
 		status += "; reason=" + string(o.Reason)
 	}
 	if o.Rescue != "" {

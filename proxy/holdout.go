@@ -26,6 +26,9 @@ func (s *Server) recordStep(r *http.Request, t focusgate.Ticket, out focusgate.O
 		SentBytes:    sent,
 		Status:       status,
 	}
+	// The pipeline's model is the one the upstream reads: the route's
+	// (Gemini's, the clouds'), else the last of the body's duplicate
+	// members, where the ticket has the first.
 	if out.Model != "" {
 		step.Model = out.Model
 	}
@@ -33,12 +36,12 @@ func (s *Server) recordStep(r *http.Request, t focusgate.Ticket, out focusgate.O
 	s.opts.Holdout.Record(t, step)
 }
 
-// maxAgentName bounds the agent name taken from a User-Agent header.
-const maxAgentName = 40
-
 // agentName says who sent a request, for the per-agent comparison: the
 // gateway key's name when keys are configured, else the product of the
-// client's User-Agent ("claude-cli/2.0.8 (external, cli)" is claude-cli).
+// client's User-Agent ("claude-cli/2.0.8 (external, cli)" is claude-cli),
+// copied out of the header and cut to focusgate.MaxNameBytes: the holdout
+// keeps it while the conversation is open, and a header may hold a
+// megabyte.
 func (s *Server) agentName(r *http.Request) string {
 	if s.opts.Keys != nil {
 		return keyName(r.Context())
@@ -47,10 +50,7 @@ func (s *Server) agentName(r *http.Request) string {
 	if i := strings.IndexAny(ua, "/ ("); i >= 0 {
 		ua = ua[:i]
 	}
-	if len(ua) > maxAgentName {
-		ua = ua[:maxAgentName]
-	}
-	return ua
+	return focusgate.ClientName(ua)
 }
 
 // meter is resp's body, its usage report read by m as it streams to the

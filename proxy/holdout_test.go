@@ -59,7 +59,8 @@ func usageUpstream(rec *recorder) http.HandlerFunc {
 }
 
 // A held-out conversation's requests reach the upstream byte for byte as
-// the client sent them, compressed ones too, say so in their status, and
+// the client sent them, compressed ones too, say only "skipped" in their
+// status (a reason would tell the client its arm), and
 // cost no retriever call; with the same request in the pruned arm, the
 // page is pruned.
 func TestHeldOutRequestsGoWhole(t *testing.T) {
@@ -70,8 +71,8 @@ func TestHeldOutRequestsGoWhole(t *testing.T) {
 	rt := newRetriever(t, keep("[a203] textbox", "[a278] button 'Order Now'"))
 	held := pruningGateway(t, rt, withHoldout(1, &tally, &h))
 	resp := post(t, held.URL+"/v1/chat/completions", body, nil)
-	if got := resp.Header.Get(proxy.HeaderStatus); got != "skipped; reason=holdout" {
-		t.Errorf("%s = %q, want skipped; reason=holdout", proxy.HeaderStatus, got)
+	if got := resp.Header.Get(proxy.HeaderStatus); got != "skipped" {
+		t.Errorf("%s = %q, want skipped, without a reason that would name the arm", proxy.HeaderStatus, got)
 	}
 	if got := held.upstream.last(t); !bytes.Equal(got.Body, body) {
 		t.Errorf("the upstream received %d bytes, not the %d sent", len(got.Body), len(body))
@@ -118,7 +119,9 @@ func TestReplicasAgreeOnTheArm(t *testing.T) {
 		later := fmt.Appendf(nil, `{"model":"gpt-4.1","messages":[{"role":"system","content":"You browse."},{"role":"user","content":"Task %d"},{"role":"assistant","content":"done?"},{"role":"user","content":"go on"}]}`, task)
 		sa := post(t, a.URL+"/v1/chat/completions", first, nil).Header.Get(proxy.HeaderStatus)
 		sb := post(t, b.URL+"/v1/chat/completions", later, nil).Header.Get(proxy.HeaderStatus)
-		heldA, heldB := strings.HasSuffix(sa, "reason=holdout"), strings.HasSuffix(sb, "reason=holdout")
+		// In the pruned arm, a request without a page says why it was
+		// skipped; a held-out one says only that it was.
+		heldA, heldB := sa == "skipped", sb == "skipped"
 		if heldA != heldB {
 			t.Errorf("task %d: %q on one replica, %q on the other", task, sa, sb)
 		}
@@ -356,5 +359,49 @@ func TestHeldOutConversationsAreNotRescued(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || len(up.received()) != 2 || errors.Pruned != 0 {
 			t.Errorf("pruned arm: status %d after %d upstream calls, %v errors; want the rescue's answer, no error", resp.StatusCode, len(up.received()), errors.Pruned)
 		}
+	}
+}
+
+// A Gemini conversation is counted under the model its path names, held
+// out or pruned: a Gemini body names no model, and a conversation counted
+// under none would drop out of the per-model table and the dollars.
+func TestGeminiConversationsAreCountedUnderTheirModel(t *testing.T) {
+	for _, share := range []float64{1, 0} {
+		f := &fakeGeminiAPI{upstream: &recorder{}, retriever: &recorder{}, keepLine: `button "Add to cart"`, firstSeen: make(chan struct{})}
+		close(f.firstSeen)
+		var tally *holdout.Tally
+		var h *holdout.Holdout
+		ended := &conversations{}
+		gw := geminiPruningGateway(t, f, withHoldout(share, &tally, &h, ended))
+		for range 2 {
+			resp := post(t, gw.URL+"/v1beta/models/gemini-2.5-flash:generateContent", geminiPage(t), map[string]string{"X-Goog-Api-Key": "AIza-client", "Content-Type": "application/json"})
+			io.Copy(io.Discard, resp.Body)
+		}
+		h.Flush()
+		if len(ended.ended) != 1 {
+			t.Fatalf("share %v: %d conversations, want 1", share, len(ended.ended))
+		}
+		if c := ended.ended[0]; c.Model != "gemini-2.5-flash" || c.Steps != 2 || !c.Priced || c.USD <= 0 {
+			t.Errorf("share %v: conversation of model %q, %d steps, priced %v, $%v; want gemini-2.5-flash, 2 steps, priced", share, c.Model, c.Steps, c.Priced, c.USD)
+		}
+	}
+}
+
+// What the holdout keeps of a client's names is cut: a 1 MB model name and
+// User-Agent cost an open conversation a few dozen bytes.
+func TestHoldoutKeepsNamesCut(t *testing.T) {
+	var tally *holdout.Tally
+	var h *holdout.Holdout
+	ended := &conversations{}
+	gw := newGateway(t, nil, withHoldout(0.5, &tally, &h, ended))
+	long := strings.Repeat("x", 1<<20)
+	body := fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Book a room."}]}`, long)
+	io.Copy(io.Discard, post(t, gw.URL+"/v1/chat/completions", body, map[string]string{"User-Agent": long}).Body)
+	h.Flush()
+	if len(ended.ended) != 1 {
+		t.Fatalf("%d conversations, want 1", len(ended.ended))
+	}
+	if c := ended.ended[0]; len(c.Model) > focusgate.MaxNameBytes || len(c.Agent) > focusgate.MaxNameBytes || !strings.HasPrefix(c.Model, "xxxx") {
+		t.Errorf("kept a model of %d bytes and an agent of %d, want at most %d each", len(c.Model), len(c.Agent), focusgate.MaxNameBytes)
 	}
 }

@@ -252,7 +252,7 @@ func (m *metrics) observeOutcome(keyName string, o focusgate.Outcome) {
 	}
 	if n := len(o.Pages); n > 0 {
 		newest := o.Pages[n-1]
-		format, model := newest.Format, m.models.label(focusgate.BaseModel(o.Model))
+		format, model := newest.Format, m.models.label(focusgate.ClientName(focusgate.BaseModel(o.Model)))
 		switch {
 		case o.Relook:
 			m.relooks.WithLabelValues(format, model, key).Inc()

@@ -95,7 +95,7 @@ func (d *Dashboard) Observe(key string, out focusgate.Outcome) {
 // outcome's own strings and slices: the ring copies what it keeps.
 func recordOf(key string, out focusgate.Outcome) Record {
 	rec := Record{
-		Route: out.API.String(), Model: out.Model, Key: key,
+		Route: out.API.String(), Model: focusgate.ClientName(out.Model), Key: key,
 		Status: out.Status, Reason: out.Reason,
 		Mode: out.Mode, Prompt: out.Variant,
 		TokensBefore: out.TokensBefore, TokensAfter: out.TokensAfter,

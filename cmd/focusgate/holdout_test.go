@@ -6,19 +6,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
+	"github.com/focusgate/focusgate/internal/testlog"
 )
 
 // usageOpenAI plays the action model and reports a token of input for every
@@ -232,10 +237,12 @@ func TestReplicasKeepEachRunInOneArm(t *testing.T) {
 					resp.Body.Close()
 					statuses = append(statuses, resp.Header.Get("X-Focusgate-Status"))
 				}
-				held := statuses[0] == "skipped; reason=holdout"
+				// With FOCUSGATE_MODE=off the pruned arm says why it
+				// skipped; the holdout says only that it did.
+				held := statuses[0] == "skipped"
 				arms[held]++
 				for i, st := range statuses {
-					if (st == "skipped; reason=holdout") != held {
+					if (st == "skipped") != held {
 						t.Errorf("%s: request %d is %q, the first was %q", dir, i+1, st, statuses[0])
 					}
 				}
@@ -245,5 +252,222 @@ func TestReplicasKeepEachRunInOneArm(t *testing.T) {
 			}
 			t.Logf("%d runs held out, %d pruned", arms[true], arms[false])
 		})
+	}
+}
+
+// startReplicas starts n gateways with the same settings, in this process,
+// writing to one log, so that a test can wait for what any of them logs.
+func startReplicas(t *testing.T, env map[string]string, n int) ([]*process, *testlog.Buffer) {
+	t.Helper()
+	logs := testlog.New()
+	var reps []*process
+	for range n {
+		e := maps.Clone(env)
+		addr := freeAddr(t)
+		e["FOCUSGATE_ADDR"] = addr
+		e["FOCUSGATE_SHUTDOWN_DELAY"] = "0s"
+		ctx, cancel := context.WithCancel(context.Background())
+		hurry, hurried := context.WithCancel(context.Background())
+		ctx = withHurry(ctx, hurry)
+		p := &process{URL: "http://" + addr, logs: logs, stop: cancel, hurry: hurried, done: make(chan struct{})}
+		go func() {
+			defer close(p.done)
+			p.err = run(ctx, []string{"focusgate"}, func(k string) string { return e[k] }, nil, io.Discard, logs)
+		}()
+		t.Cleanup(func() {
+			cancel()
+			hurried()
+			p.wait(t, time.Minute)
+		})
+		reps = append(reps, p)
+	}
+	logs.WaitUntil(t, "every replica listening", func(s string) bool { return strings.Count(s, "focusgate listening") == n })
+	return reps, logs
+}
+
+// scrape sums a metric's samples on every replica, labels aside.
+func scrape(t *testing.T, reps []*process, name string) float64 {
+	t.Helper()
+	sum := 0.0
+	for _, p := range reps {
+		resp, err := http.Get(p.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for line := range strings.Lines(string(body)) {
+			fields := strings.Fields(line)
+			if len(fields) == 2 && (fields[0] == name || strings.HasPrefix(fields[0], name+"{")) {
+				v, err := strconv.ParseFloat(fields[1], 64)
+				if err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				sum += v
+			}
+		}
+	}
+	return sum
+}
+
+// dashboardHoldout reads the holdout card's data of one replica's
+// dashboard.
+func dashboardHoldout(t *testing.T, p *process) focusgate.HoldoutReport {
+	t.Helper()
+	resp, err := http.Get(p.URL + "/ui/api/overview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var o struct{ Holdout *focusgate.HoldoutReport }
+	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil || o.Holdout == nil {
+		t.Fatalf("overview: %v, holdout %v", err, o.Holdout)
+	}
+	return *o.Holdout
+}
+
+// sharedHoldoutEnv is two replicas' settings for a holdout of half the
+// conversations, accounted for in the Redis at redisURL, pruning pages
+// with the defender retriever.
+func sharedHoldoutEnv(t *testing.T, redisURL, idle string) map[string]string {
+	t.Helper()
+	return map[string]string{
+		"FOCUSGATE_UPSTREAM_URL":      usageOpenAI(t).URL + "/v1",
+		"FOCUSGATE_RETRIEVER_URL":     defenderRetriever(t).URL + "/v1",
+		"FOCUSGATE_RETRIEVER_API_KEY": "sk-retriever-secret",
+		"FOCUSGATE_PROMPT":            "defender",
+		"FOCUSGATE_HOLDOUT":           "0.5",
+		"FOCUSGATE_HOLDOUT_KEY":       "our-team-split",
+		"FOCUSGATE_HOLDOUT_IDLE":      idle,
+		"FOCUSGATE_REDIS_URL":         redisURL,
+		"FOCUSGATE_REDIS_TIMEOUT":     cachetest.CallTimeout.String(),
+	}
+}
+
+// Two gateways sharing one Redis, behind a round-robin balancer without
+// affinity (request by request, in turns), count 30 conversations of 8
+// steps as 30 conversations and 240 steps, in their metrics and on both
+// dashboards, which agree.
+//
+// Conversations end once quiet for FOCUSGATE_HOLDOUT_IDLE: 5 s, far more
+// than the gap between two requests of a conversation (sent back to back)
+// on the slowest machine, so that none is cut in two; the test waits for
+// the conversation lines, not for a time.
+func TestReplicasCountConversationsWhole(t *testing.T) {
+	reps, logs := startReplicas(t, sharedHoldoutEnv(t, redistest.Start(t).URL(), "5s"), 2)
+	const conversations, steps = 30, 8
+	for i := range conversations {
+		body := pageRequest(t, fmt.Sprintf("List out reviewers, if exist, who mention about ear cups being small (customer %d)", i))
+		for s := range steps {
+			send(t, reps[(i*steps+s)%2].URL, body)
+		}
+	}
+	logs.WaitUntil(t, "30 conversation lines", func(s string) bool { return strings.Count(s, " msg=conversation ") >= conversations })
+
+	if got := strings.Count(logs.String(), " msg=conversation "); got != conversations {
+		t.Errorf("%d conversation lines between the replicas, want %d", got, conversations)
+	}
+	if c, s := scrape(t, reps, "focusgate_conversations_total"), scrape(t, reps, "focusgate_conversation_steps_sum"); c != conversations || s != conversations*steps {
+		t.Errorf("the replicas' metrics count %v conversations and %v steps, want %d and %d", c, s, conversations, conversations*steps)
+	}
+	a, b := dashboardHoldout(t, reps[0]), dashboardHoldout(t, reps[1])
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Errorf("the dashboards differ:\n%s\n%s", ja, jb)
+	}
+	if a.Scope != focusgate.ScopeTeam || a.Note != "" {
+		t.Errorf("scope %q, note %q: want the team's figures", a.Scope, a.Note)
+	}
+	c, s := a.Arms[0].Conversations+a.Arms[1].Conversations, a.Arms[0].Steps+a.Arms[1].Steps
+	if c != conversations || s != conversations*steps || a.Arms[0].Conversations == 0 || a.Arms[1].Conversations == 0 {
+		t.Errorf("the dashboards show %+v: want %d conversations of %d steps, in both arms", a.Arms, conversations, steps)
+	}
+	for _, m := range a.Metrics {
+		if m.Name == "steps" && (m.Pruned != steps || m.Holdout != steps) {
+			t.Errorf("steps per conversation: %v pruned, %v held out; want %d each", m.Pruned, m.Holdout, steps)
+		}
+	}
+}
+
+// With the team's Redis stopped mid-run, every request still succeeds (no
+// request waits on Redis: steps are written in the background), and both
+// dashboards say that their figures are per replica.
+func TestReplicasCountPerReplicaWithoutRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	reps, _ := startReplicas(t, sharedHoldoutEnv(t, srv.URL(), "10m"), 2)
+	talk := func(from, to int) {
+		for i := from; i < to; i++ {
+			body := pageRequest(t, fmt.Sprintf("Find the cheapest ear cups (customer %d)", i))
+			for s := range 4 {
+				send(t, reps[(i*4+s)%2].URL, body) // fails the test unless 200 OK
+			}
+		}
+	}
+	talk(0, 3)
+	if r := dashboardHoldout(t, reps[0]); r.Scope != focusgate.ScopeTeam {
+		t.Errorf("with Redis up: scope %q, note %q", r.Scope, r.Note)
+	}
+	srv.Stop()
+	talk(3, 6)
+	for i, p := range reps {
+		r := dashboardHoldout(t, p)
+		if r.Scope != focusgate.ScopeReplica || !strings.Contains(r.Note, "per replica") {
+			t.Errorf("replica %d with Redis stopped: scope %q, note %q; want figures said to be per replica", i, r.Scope, r.Note)
+		}
+	}
+	if up := scrape(t, reps, "focusgate_conversations_shared"); up != 0 {
+		t.Errorf("focusgate_conversations_shared sums to %v with Redis stopped, want 0", up)
+	}
+}
+
+// A holdout drawn with the built-in key is one a client can compute
+// offline: start-up says so.
+func TestHoldoutOnTheBuiltInKeyWarns(t *testing.T) {
+	const warning = "FOCUSGATE_HOLDOUT_KEY is empty"
+	for _, key := range []string{"", "our-secret"} {
+		gw := startGateway(t, map[string]string{"FOCUSGATE_HOLDOUT": "0.05", "FOCUSGATE_HOLDOUT_KEY": key})
+		if got := strings.Contains(gw.logs.String(), warning); got != (key == "") {
+			t.Errorf("key %q: warned %v\n%s", key, got, gw.logs.String())
+		}
+	}
+}
+
+// 300 one-request conversations whose model name is 1 MB grow the gateway's
+// memory by less than 100 MB: what the holdout, the dashboard, the metrics
+// and the log keep of a name is cut to a few dozen bytes. Memory is the live
+// heap after a collection, not a time.
+//
+// Every conversation is followed while open, whichever its arm; pruning is
+// off and few are held out, so that each request costs few passes over its
+// megabyte (the race detector makes each pass slow).
+func TestLongModelNamesCostLittleMemory(t *testing.T) {
+	gw := startGateway(t, map[string]string{
+		"FOCUSGATE_UPSTREAM_URL": usageOpenAI(t).URL + "/v1",
+		"FOCUSGATE_MODE":         "off",
+		"FOCUSGATE_HOLDOUT":      "0.01",
+		"FOCUSGATE_HOLDOUT_KEY":  "our-secret",
+	})
+	head := []byte(`{"model":"` + strings.Repeat("m", 1<<20) + `","messages":[{"role":"user","content":"Task `)
+	ask := func(i int) {
+		send(t, gw.URL, fmt.Appendf(head[:len(head):len(head)], `%d"}]}`, i))
+	}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	ask(-1) // the first request sets up what every later one shares
+	before := heap()
+	for i := range 300 {
+		ask(i)
+	}
+	after := heap()
+	grown := int64(after) - int64(before)
+	t.Logf("300 conversations with 1 MB model names: heap %d MB → %d MB", before>>20, after>>20)
+	if grown > 100<<20 {
+		t.Errorf("the heap grew by %d MB, want less than 100", grown>>20)
 	}
 }

@@ -230,6 +230,7 @@ function holdoutCard(r) {
     h("p", { class: "muted", id: "holdout-note", text: `${fmtPct(r.share)} of conversations are held out (FOCUSGATE_HOLDOUT): sent whole, at full price. ` +
       "Their column is what the same traffic costs without pruning; savings elsewhere on this page are the pruned arm's only. " +
       "A conversation counts once it has gone quiet; differences are pruned minus holdout, per conversation." }),
+    r.note ? h("p", { class: "muted", id: "holdout-scope", "data-scope": r.scope, text: r.note }) : null,
     h("div", { class: "stats" },
       stat("arm_pruned", fmtInt(pruned.conversations), fmtInt(pruned.steps) + " steps"),
       stat("arm_holdout", fmtInt(held.conversations), fmtInt(held.steps) + " steps")),
