@@ -107,9 +107,19 @@ func (t *Table) Lookup(model string) (focusgate.Price, bool) {
 	return lookup(t.prices, model)
 }
 
+// maxModelBytes is the longest model name looked up.
+const maxModelBytes = 256
+
 // lookup finds model in a table keyed by base model names, as Table.Lookup
 // describes.
 func lookup[V any](table map[string]V, model string) (V, bool) {
+	if len(model) > maxModelBytes {
+		// No model is called that: a name this long is a client's
+		// invention, and trimming it dash by dash would cost time in
+		// proportion to its length squared.
+		var zero V
+		return zero, false
+	}
 	m := focusgate.BaseModel(model)
 	if v, ok := table[m]; ok {
 		return v, true

@@ -2,6 +2,7 @@ package pricing_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/focusgate/focusgate"
@@ -98,5 +99,17 @@ func TestClaudePrices(t *testing.T) {
 	s, _ := tab.Lookup("claude-sonnet-4-5")
 	if be, _ := pricing.BreakEven(h, s); be < 0.33 || be > 0.34 {
 		t.Errorf("break-even %v, want 1/3", be)
+	}
+}
+
+// A client's megabyte-long model name costs no more to look up than a
+// short one: it is known to be no model at once.
+func TestALongModelNameIsNoModel(t *testing.T) {
+	long := strings.Repeat("gpt-4.1-", 1<<17)
+	if _, ok := pricing.Default().Lookup(long); ok {
+		t.Error("a megabyte-long name has a price")
+	}
+	if _, ok := pricing.DefaultWindows().Lookup(long); ok {
+		t.Error("a megabyte-long name has a window")
 	}
 }
