@@ -73,6 +73,7 @@ type Config struct {
 	AdminKey             string            `env:"ADMIN_KEY" help:"key that opens the dashboard from addresses other than loopback (bearer token or sign-in form)"`
 	ShutdownDelay        time.Duration     `env:"SHUTDOWN_DELAY" envDefault:"5s" help:"on SIGTERM, how long /readyz reports draining while new connections are still accepted (part of the shutdown timeout)"`
 	ShutdownTimeout      time.Duration     `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"on SIGTERM, how long in-flight requests and open streams may take to finish, counted from the signal"`
+	PprofAddr            string            `env:"PPROF_ADDR" help:"serve net/http/pprof's profiles at this address (empty: off); beyond loopback only with FOCUSGATE_ADMIN_KEY, which every request must then carry as a bearer token"`
 	LogFormat            string            `env:"LOG_FORMAT" cmd:"prune eval" envDefault:"text" help:"log format: text or json"`
 	LogLevel             string            `env:"LOG_LEVEL" cmd:"prune eval" envDefault:"info" help:"log level: debug, info, warn or error"`
 
@@ -302,6 +303,13 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownDelay < 0 || (c.ShutdownTimeout > 0 && c.ShutdownDelay >= c.ShutdownTimeout) {
 		bad("SHUTDOWN_DELAY", "must be at least 0 and less than %sSHUTDOWN_TIMEOUT (%s), got %s", Prefix, c.ShutdownTimeout, c.ShutdownDelay)
+	}
+	if c.PprofAddr != "" {
+		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil {
+			bad("PPROF_ADDR", "%q is not host:port", c.PprofAddr)
+		} else if c.AdminKey == "" && !LoopbackOnly(c.PprofAddr) {
+			bad("PPROF_ADDR", "%q accepts connections from other hosts, and profiles show what the gateway holds: listen on loopback (127.0.0.1:6060), or set %sADMIN_KEY, which the profiler then requires", c.PprofAddr, Prefix)
+		}
 	}
 	if c.UIMaxRequests <= 0 {
 		bad("UI_MAX_REQUESTS", "must be positive, got %d", c.UIMaxRequests)

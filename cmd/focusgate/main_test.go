@@ -555,3 +555,31 @@ func TestSecondSignalEndsTheGracePeriod(t *testing.T) {
 		t.Errorf("the log does not say why the grace period ended:\n%s", gw.logs.String())
 	}
 }
+
+// FOCUSGATE_PPROF_ADDR serves the profiles on loopback, and beyond it only
+// behind the admin key.
+func TestRunServesTheProfiler(t *testing.T) {
+	addr := freeAddr(t)
+	startGateway(t, map[string]string{"FOCUSGATE_PPROF_ADDR": addr, "FOCUSGATE_ADMIN_KEY": "admin-key-0123456789"})
+	for key, want := range map[string]int{"": http.StatusUnauthorized, "admin-key-0123456789": http.StatusOK} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/debug/pprof/goroutine?debug=1", nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || (want == http.StatusOK && !strings.Contains(string(body), "goroutine profile")) {
+			t.Errorf("key %q: status %d, want %d", key, resp.StatusCode, want)
+		}
+	}
+	err := run(context.Background(), []string{"focusgate"}, func(k string) string {
+		return map[string]string{"FOCUSGATE_PPROF_ADDR": ":6060"}[k]
+	}, nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "FOCUSGATE_PPROF_ADDR") {
+		t.Errorf("a profiler open to other hosts without the admin key: %v, want a refusal", err)
+	}
+}

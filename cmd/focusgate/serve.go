@@ -146,6 +146,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log.Info("focusgate listening", append(attrs, "retriever", cfg.RetrieverFor(focusgate.DefaultProvider, focusgate.APIChat).Model,
 		"mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg), "dashboard", dashboardState(cfg), "tracing", tracing)...)
 
+	if cfg.PprofAddr != "" {
+		if err := serveProfiler(ctx, cfg, log); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	if split != nil {
 		go split.Run(ctx)
 		// Conversations still open count as ended when the gateway stops.
@@ -169,4 +175,18 @@ func dashboardState(cfg config.Config) string {
 		return "/ui (loopback only: set FOCUSGATE_ADMIN_KEY for other addresses)"
 	}
 	return "/ui (loopback, or with the admin key)"
+}
+
+// serveProfiler serves net/http/pprof at FOCUSGATE_PPROF_ADDR until ctx
+// ends (config checked that it is loopback, or guarded by the admin key).
+func serveProfiler(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.PprofAddr)
+	if err != nil {
+		return fmt.Errorf("%sPPROF_ADDR: %w", config.Prefix, err)
+	}
+	srv := &http.Server{Handler: proxy.Profiler(cfg.AdminKey), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	log.Info("profiler listening", "addr", ln.Addr().String(), "path", "/debug/pprof/")
+	return nil
 }
