@@ -437,3 +437,15 @@ func TestOverviewCountsContextRescues(t *testing.T) {
 		t.Errorf("rescued, still too long, nothing to prune: %v, want [2 1 1]", got)
 	}
 }
+
+// Each request says where it went: its API and its provider, as the
+// pipeline reported them.
+func TestARequestNamesItsProvider(t *testing.T) {
+	d := ui.New(ui.Options{})
+	d.Observe("", focusgate.Outcome{API: focusgate.APIMessages, Provider: "bedrock", Status: focusgate.StatusPruned, Model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0"})
+	var list struct{ Requests []ui.RequestSummary }
+	decode(t, d, "/ui/api/requests", &list)
+	if len(list.Requests) != 1 || list.Requests[0].Route != "messages" || list.Requests[0].Provider != "bedrock" {
+		t.Errorf("requests %+v, want one Messages request to Bedrock", list.Requests)
+	}
+}

@@ -18,14 +18,15 @@ import (
 // fields of its observations may refer to the request's own memory: the
 // dashboard copies what it keeps and drops them when capture is off.
 type Record struct {
-	Time   time.Time
-	Route  string // the API: "chat", "responses", "messages" or "gemini"
-	Model  string // the action model named in the request
-	Key    string // name of the gateway key the client used; "" without client keys
-	Status focusgate.Status
-	Reason focusgate.Reason // why not pruned
-	Mode   focusgate.Mode
-	Prompt focusgate.Variant
+	Time     time.Time
+	Route    string // the API: "chat", "responses", "messages", "gemini" or "converse"
+	Provider string // where it went: "openai", "anthropic", "gemini", "bedrock", "vertex", "azure"
+	Model    string // the action model named in the request
+	Key      string // name of the gateway key the client used; "" without client keys
+	Status   focusgate.Status
+	Reason   focusgate.Reason // why not pruned
+	Mode     focusgate.Mode
+	Prompt   focusgate.Variant
 
 	TokensBefore int
 	TokensAfter  int
@@ -95,7 +96,7 @@ func (d *Dashboard) Observe(key string, out focusgate.Outcome) {
 // outcome's own strings and slices: the ring copies what it keeps.
 func recordOf(key string, out focusgate.Outcome) Record {
 	rec := Record{
-		Route: out.API.String(), Model: focusgate.ClientName(out.Model), Key: key,
+		Route: out.API.String(), Provider: out.Provider, Model: focusgate.ClientName(out.Model), Key: key,
 		Status: out.Status, Reason: out.Reason,
 		Mode: out.Mode, Prompt: out.Variant,
 		TokensBefore: out.TokensBefore, TokensAfter: out.TokensAfter,

@@ -11,6 +11,7 @@ type RequestSummary struct {
 	ID           uint64                 `json:"id"`
 	Time         time.Time              `json:"time"`
 	Route        string                 `json:"route"`
+	Provider     string                 `json:"provider"`
 	Model        string                 `json:"model"`
 	Key          string                 `json:"key"`
 	Status       focusgate.Status       `json:"status"`
@@ -37,7 +38,7 @@ type RequestSummary struct {
 func (e *entry) summary() RequestSummary {
 	r := &e.rec
 	return RequestSummary{
-		ID: e.ID, Time: r.Time, Route: r.Route, Model: r.Model, Key: r.Key, Status: r.Status, Reason: r.Reason,
+		ID: e.ID, Time: r.Time, Route: r.Route, Provider: r.Provider, Model: r.Model, Key: r.Key, Status: r.Status, Reason: r.Reason,
 		Observations: len(e.obs), TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, Cache: r.Cache,
 		RetrieverMs: r.Retriever.Milliseconds(), Flagged: r.Flagged, Priced: r.Priced,
 		NetUSD: r.SavedUSD - r.RetrieverUSD,

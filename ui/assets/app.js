@@ -263,7 +263,7 @@ async function showRequests(params) {
   const data = await getJSON("/ui/api/requests" + (status ? "?status=" + encodeURIComponent(status) : ""));
   setCapture(data.capture);
   const rows = data.requests.map((r) => h("tr", { class: "link", "data-id": r.id, onclick: () => { location.hash = "#/requests/" + r.id; } },
-    h("td", { text: fmtTime(r.time) }), h("td", { text: r.route }), h("td", { text: r.model }),
+    h("td", { text: fmtTime(r.time) }), h("td", { text: r.provider ? r.route + " · " + r.provider : r.route }), h("td", { text: r.model }),
     statusCell(r),
     h("td", { class: "num", text: r.observations }),
     h("td", { class: "num", text: fmtInt(r.tokens_before) + " → " + fmtInt(r.tokens_after) }),
@@ -377,7 +377,7 @@ async function showRequest(id) {
   const d = await getJSON("/ui/api/requests/" + encodeURIComponent(id));
   return [
     h("p", {}, h("a", { href: "#/requests", text: "← recent requests" })),
-    h("h1", { text: `Request ${d.id} · ${d.route} · ${d.model || "(no model named)"}` }),
+    h("h1", { text: `Request ${d.id} · ${d.route}${d.provider ? " · " + d.provider : ""} · ${d.model || "(no model named)"}` }),
     h("div", { class: "card facts", id: "facts" },
       fact("time", new Date(d.time).toLocaleString("en-GB")),
       h("div", { id: "status" }, h("b", { text: "status" }), h("span", { class: "st st-" + d.status, text: statusText(d.status, d.reason) }),
