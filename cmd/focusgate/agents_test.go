@@ -511,12 +511,14 @@ type call struct {
 }
 
 // bodyAPI names the API a request body is written for, from its shape:
-// chat, responses, messages or gemini.
+// chat, responses, messages, converse (Bedrock's) or gemini.
 func bodyAPI(body []byte) string {
 	b := gjson.ParseBytes(body)
 	switch {
 	case b.Get("contents").Exists():
 		return "gemini"
+	case b.Get("toolConfig").Exists() || b.Get("messages.#.content|@flatten|#.toolResult|#").Int() > 0:
+		return "converse"
 	case b.Get("input").Exists():
 		return "responses"
 	case b.Get(`messages.#(role=="tool")`).Exists() || b.Get(`messages.#.tool_calls|@flatten|#`).Int() > 0:
@@ -598,6 +600,21 @@ func walkToolCalls(api string, body []byte, onCall func(name string, args gjson.
 					onCall(block.Get("name").String(), block.Get("input"))
 				case "tool_result":
 					onOutput(first, block.Get("content"))
+					first = false
+				}
+				return true
+			})
+			return true
+		})
+	case "converse":
+		b.Get("messages").ForEach(func(_, msg gjson.Result) bool {
+			first := true
+			msg.Get("content").ForEach(func(_, block gjson.Result) bool {
+				if use := block.Get("toolUse"); use.Exists() {
+					onCall(use.Get("name").String(), use.Get("input"))
+				}
+				if res := block.Get("toolResult.content"); res.Exists() {
+					onOutput(first, res)
 					first = false
 				}
 				return true
@@ -724,13 +741,45 @@ func newFakeModel(t *testing.T, target *regexp.Regexp) *fakeModel {
 func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	w.Header().Set("Content-Type", "application/json")
-	if !bytes.Contains(body, []byte("You work in front of a web agent")) {
+	if !isRetrieverCall(body) {
 		m.mu.Lock()
 		m.bodies = append(m.bodies, body)
 		m.mu.Unlock()
 		io.WriteString(w, `{}`)
 		return
 	}
+	got, text, ok := readRetrieval(body, m.target)
+	if !ok {
+		http.Error(w, "no numbered page in the retriever's prompt", http.StatusBadRequest)
+		return
+	}
+	m.mu.Lock()
+	m.trees = append(m.trees, got)
+	m.mu.Unlock()
+	answer, _ := json.Marshal(text)
+	switch {
+	case strings.Contains(r.URL.Path, ":generateContent"):
+		fmt.Fprintf(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":%s}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":10,"totalTokenCount":110}}`, answer)
+	case strings.HasSuffix(r.URL.Path, "/messages") || strings.HasSuffix(r.URL.Path, "/invoke") || strings.HasSuffix(r.URL.Path, ":rawPredict"):
+		// Anthropic's Messages API, and Claude on Bedrock and Vertex AI.
+		fmt.Fprintf(w, `{"id":"msg_r","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","usage":{"input_tokens":100,"output_tokens":10}}`, answer)
+	default:
+		fmt.Fprintf(w, `{"id":"r","object":"chat.completion","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, answer)
+	}
+}
+
+// isRetrieverCall tells the gateway's retriever calls, by the retriever's
+// instructions, from an agent's requests.
+func isRetrieverCall(body []byte) bool {
+	return bytes.Contains(body, []byte("You work in front of a web agent"))
+}
+
+// readRetrieval reads a retriever call of any API (its prompt in a chat or
+// Messages message, or a Gemini part): the goal, the history and the
+// numbered page it shows, and the scripted answer, which keeps line 1 and
+// every line of an element target matches (none when target is nil). ok
+// is false when the prompt holds no numbered page.
+func readRetrieval(body []byte, target *regexp.Regexp) (got retrieved, answer string, ok bool) {
 	var prompt string
 	for _, p := range []string{"messages.#.content", "contents.#.parts|@flatten|#.text"} {
 		for _, s := range stringsOfAll(gjson.GetBytes(body, p)) {
@@ -744,8 +793,7 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	_, numbered, ok := strings.Cut(prompt, " lines)\n")
 	numbered, _, _ = strings.Cut(numbered, "\n\nWhich lines does the agent need")
 	if !ok {
-		http.Error(w, "no numbered page in the retriever's prompt", http.StatusBadRequest)
-		return
+		return got, "", false
 	}
 	var tree strings.Builder
 	var kept []string
@@ -757,23 +805,13 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		if len(line) >= 5 {
 			tree.WriteString(line[5:])
 		}
-		if sm := numberedLine.FindStringSubmatch(line); sm != nil && len(line) > 5 && m.target != nil && m.target.MatchString(line[5:]) {
+		if sm := numberedLine.FindStringSubmatch(line); sm != nil && len(line) > 5 && target != nil && target.MatchString(line[5:]) {
 			ranges = append(ranges, "("+sm[1]+","+sm[1]+")")
 			kept = append(kept, line[5:])
 		}
 	}
-	m.mu.Lock()
-	m.trees = append(m.trees, retrieved{text: tree.String(), kept: kept, goal: goal, history: history})
-	m.mu.Unlock()
-	answer, _ := json.Marshal("<answer>[" + strings.Join(ranges, ", ") + "]</answer>")
-	switch {
-	case strings.Contains(r.URL.Path, ":generateContent"):
-		fmt.Fprintf(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":%s}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":10,"totalTokenCount":110}}`, answer)
-	case strings.HasSuffix(r.URL.Path, "/messages"):
-		fmt.Fprintf(w, `{"id":"msg_r","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","usage":{"input_tokens":100,"output_tokens":10}}`, answer)
-	default:
-		fmt.Fprintf(w, `{"id":"r","object":"chat.completion","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, answer)
-	}
+	got = retrieved{text: tree.String(), kept: kept, goal: goal, history: history}
+	return got, "<answer>[" + strings.Join(ranges, ", ") + "]</answer>", true
 }
 
 // next is the body of the action request the gateway forwarded last; it
