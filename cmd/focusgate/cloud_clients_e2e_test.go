@@ -58,11 +58,16 @@ import (
 //     Bedrock's event-stream answers came back frame by frame, CRCs intact.
 //   - direct: the client talks to the fake with credentials of its own,
 //     each way of authenticating the clients have. These runs are what
-//     FOCUSGATE_E2E_CAPTURE=DIR records (every request each fake received,
-//     into DIR/<case>/, cloudtest.WriteCaptures; see
+//     FOCUSGATE_E2E_CAPTURE=DIR records (every request each fake received
+//     from the client, into DIR/<client>/<conversation>/ as
+//     testdata/agents lays them out, cloudtest.WriteCaptures; see
 //     testdata/agents/CLOUDS.md), and they run only then: the fakes'
 //     checking of the clients' own credentials is what they prove, and
 //     internal/cloudtest's tests keep it proven.
+//
+// The fakes play the gateway's retriever too (fakeModel.cloudAnswer, in
+// front of each case's scripted action model): line 1 and the target's
+// line of the numbered page a retriever call shows.
 //
 // The page is e2e/pages/form.html (84 element refs, one of them the
 // target): over FOCUSGATE_MIN_TOKENS' default, so the gateway prunes it
@@ -91,11 +96,6 @@ func (v via) runs(t *testing.T) {
 		t.Skip("SKIPPED: the clients' own credentials against the fakes run when capturing (FOCUSGATE_E2E_CAPTURE=DIR)")
 	}
 }
-
-// cloudGatewayKey is the gateway key every client presents through the
-// gateway: a line of its FOCUSGATE_CLIENT_KEYS_FILE, and nothing any cloud
-// knows.
-const cloudGatewayKey = "fg-cloud-e2e-5f0c1d7a9b3e2468"
 
 // placeOrderButton is the target's line in a Playwright MCP snapshot.
 var placeOrderButton = regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`)
@@ -133,45 +133,6 @@ func (m *cloudModel) result() (clicked string, lost bool) {
 	return m.clicked, m.lost
 }
 
-// cloudRetriever plays the gateway's retriever on a fake cloud, in front of
-// the scripted action model: a call with the retriever's instructions gets
-// line 1 and the target's line of the numbered page it shows
-// (readRetrieval), in the framing of the route it came on, as the fake
-// frames every answer.
-type cloudRetriever struct {
-	target *regexp.Regexp
-	mu     sync.Mutex
-	trees  []retrieved
-}
-
-func (r *cloudRetriever) in(front cloudtest.Answer) cloudtest.Answer {
-	return func(c cloudtest.Call) cloudtest.Reply {
-		if !isRetrieverCall(c.Body) {
-			return front(c)
-		}
-		got, answer, ok := readRetrieval(c.Body, r.target)
-		if !ok {
-			return cloudtest.Reply{Refusal: &cloudtest.Refusal{Status: http.StatusBadRequest, Code: "ValidationException", Message: "no numbered page in the retriever's prompt"}}
-		}
-		r.mu.Lock()
-		r.trees = append(r.trees, got)
-		r.mu.Unlock()
-		return cloudtest.Reply{Text: answer}
-	}
-}
-
-func (r *cloudRetriever) seen() []retrieved {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.trees)
-}
-
-// fakeCloud is what a case needs of a fake: what it saw.
-type fakeCloud interface {
-	Requests() []cloudtest.Request
-	Authenticated() (ok []cloudtest.Request, refused int)
-}
-
 // vertexToken gets an access token from the fake's token endpoint with
 // golang.org/x/oauth2/google and the fake's service account key file, as a
 // Go program on Google Cloud would.
@@ -189,8 +150,10 @@ func vertexToken(t *testing.T, v *cloudtest.Vertex) string {
 }
 
 // checkCloudRun checks what the fake saw: every request authenticated with
-// want, none refused, and the routes the client is known to call.
-func checkCloudRun(t *testing.T, name string, fake fakeCloud, want string, routes []string) {
+// want, none refused, and the routes the client is known to call. When
+// capturing, it writes what the client sent into DIR/<folder>, folder a
+// testdata/agents conversation (<client>/<conversation>).
+func checkCloudRun(t *testing.T, folder string, fake fakeCloudRecords, want string, routes []string) {
 	t.Helper()
 	ok, refused := fake.Authenticated()
 	if refused > 0 {
@@ -211,7 +174,9 @@ func checkCloudRun(t *testing.T, name string, fake fakeCloud, want string, route
 		}
 	}
 	if dir := os.Getenv("FOCUSGATE_E2E_CAPTURE"); dir != "" {
-		if err := cloudtest.WriteCaptures(filepath.Join(dir, name), fake.Requests()); err != nil {
+		// The token grants are the test's own (vertexToken), not the client's.
+		sent := slices.DeleteFunc(fake.Requests(), func(r cloudtest.Request) bool { return r.Route == "token" })
+		if err := cloudtest.WriteCaptures(filepath.Join(dir, folder), sent); err != nil {
 			t.Error(err)
 		}
 	}
@@ -225,35 +190,12 @@ type cloudGateway struct {
 	gw    *process
 }
 
-// startCloudGateway starts the gateway with the fakes that are not nil as
-// its clouds' upstreams and their credentials in its environment, gateway
-// keys required, and a recorder in front of it.
+// startCloudGateway starts the gateway in front of the fakes that are not
+// nil, with their clouds' credentials in its environment and gateway keys
+// required (cloudGatewayEnv), and a recorder in front of it.
 func startCloudGateway(t *testing.T, b *cloudtest.Bedrock, v *cloudtest.Vertex, a *cloudtest.Azure, minTokens string) *cloudGateway {
 	t.Helper()
-	keys := filepath.Join(t.TempDir(), "keys")
-	if err := os.WriteFile(keys, []byte("cloud-e2e:"+cloudGatewayKey+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{
-		"FOCUSGATE_CLIENT_KEYS_FILE": keys,
-		// A busy machine must not turn a retrieval into a timeout.
-		"FOCUSGATE_RETRIEVER_TIMEOUT": "10m",
-		"AWS_EC2_METADATA_DISABLED":   "true",
-	}
-	if b != nil {
-		env["FOCUSGATE_BEDROCK_URL"] = b.URL
-		env["AWS_ACCESS_KEY_ID"] = cloudtest.TestAccessKeyID
-		env["AWS_SECRET_ACCESS_KEY"] = cloudtest.TestSecretAccessKey
-		env["AWS_REGION"] = "us-east-1"
-	}
-	if v != nil {
-		env["FOCUSGATE_VERTEX_URL"] = v.URL
-		env["GOOGLE_APPLICATION_CREDENTIALS"] = v.CredentialsFile(t)
-	}
-	if a != nil {
-		env["FOCUSGATE_AZURE_URL"] = a.URL
-		env["FOCUSGATE_AZURE_API_KEY"] = cloudtest.TestAzureAPIKey
-	}
+	env := cloudGatewayEnv(t, b, v, a)
 	if minTokens != "" {
 		env["FOCUSGATE_MIN_TOKENS"] = minTokens
 	}
@@ -415,7 +357,7 @@ func (s gatewayStats) String() string {
 
 // checkThroughGateway checks a client's run through the gateway against
 // what its fake received (see the top of the file).
-func checkThroughGateway(t *testing.T, fake fakeCloud, cg *cloudGateway, ret *cloudRetriever, want gatewayWant, target *regexp.Regexp) gatewayStats {
+func checkThroughGateway(t *testing.T, fake fakeCloudRecords, cg *cloudGateway, ret *fakeModel, want gatewayWant, target *regexp.Regexp) gatewayStats {
 	t.Helper()
 	var st gatewayStats
 	received := map[string]cloudtest.Request{}
@@ -618,10 +560,11 @@ func TestCloudSDKsAgainstFakeClouds(t *testing.T) {
 			tc.via.runs(t)
 			t.Parallel()
 			model := &cloudModel{}
-			ret := &cloudRetriever{target: placeOrderButton}
-			answer := ret.in(model.answer)
+			// The retriever in front of the action model (fakeModel.cloudAnswer).
+			ret := &fakeModel{target: placeOrderButton}
+			answer := ret.cloudAnswer(model.answer)
 			var (
-				fake fakeCloud
+				fake fakeCloudRecords
 				url  string
 				b    *cloudtest.Bedrock
 				v    *cloudtest.Vertex
@@ -681,7 +624,11 @@ func TestCloudSDKsAgainstFakeClouds(t *testing.T) {
 				t.Errorf("the run ended with %q", summary.Final)
 			}
 			if tc.via == direct {
-				checkCloudRun(t, tc.name, fake, tc.want, tc.routes)
+				folder := tc.name
+				if !strings.Contains(folder, "/") {
+					folder += "/playwright-mcp-form"
+				}
+				checkCloudRun(t, folder, fake, tc.want, tc.routes)
 				return
 			}
 			checkRoutes(t, fake, tc.routes)
@@ -692,7 +639,7 @@ func TestCloudSDKsAgainstFakeClouds(t *testing.T) {
 }
 
 // checkRoutes checks that the client called each of routes.
-func checkRoutes(t *testing.T, fake fakeCloud, routes []string) {
+func checkRoutes(t *testing.T, fake fakeCloudRecords, routes []string) {
 	t.Helper()
 	var seen []string
 	for _, r := range fake.Requests() {
@@ -774,10 +721,10 @@ func TestClaudeCodeOnFakeClouds(t *testing.T) {
 			tc.via.runs(t)
 			t.Parallel()
 			m, model := claudeOnCloud(page)
-			ret := &cloudRetriever{target: placeOrderButton}
-			answer := ret.in(model)
+			ret := &fakeModel{target: placeOrderButton}
+			answer := ret.cloudAnswer(model)
 			var (
-				fake fakeCloud
+				fake fakeCloudRecords
 				base string
 				env  []string
 				cg   *cloudGateway
@@ -836,7 +783,7 @@ func TestClaudeCodeOnFakeClouds(t *testing.T) {
 				t.Errorf("Claude Code ended with %s", tail(string(out), 1000))
 			}
 			if tc.via == direct {
-				checkCloudRun(t, "claude-code-"+tc.cloud, fake, tc.want, []string{tc.route})
+				checkCloudRun(t, "claude-code-"+tc.cloud+"/playwright-mcp-form", fake, tc.want, []string{tc.route})
 				return
 			}
 			checkRoutes(t, fake, []string{tc.route})
@@ -916,8 +863,8 @@ func TestCodexOnFakeAzure(t *testing.T) {
 		t.Run(v.String(), func(t *testing.T) {
 			v.runs(t)
 			m := &codexOnAzure{page: pages.URL + "/checkout"}
-			ret := &cloudRetriever{target: placeOrderButton}
-			azure := cloudtest.NewAzure(t, cloudtest.AzureOptions{Model: "gpt-4.1-2025-04-14", Answer: ret.in(m.answer)})
+			ret := &fakeModel{target: placeOrderButton}
+			azure := cloudtest.NewAzure(t, cloudtest.AzureOptions{Model: "gpt-4.1-2025-04-14", Answer: ret.cloudAnswer(m.answer)})
 			base, key := azure.URL, cloudtest.TestAzureAPIKey
 			var cg *cloudGateway
 			if v == viaGateway {
@@ -979,7 +926,7 @@ required = true
 				}
 			}
 			if v == direct {
-				checkCloudRun(t, "codex-azure", azure, "bearer-api-key", []string{"responses"})
+				checkCloudRun(t, "codex-azure/playwright-mcp-form", azure, "bearer-api-key", []string{"responses"})
 				return
 			}
 			checkClickedTarget(t, cg, clicked)
