@@ -57,13 +57,13 @@ import (
 //     fake with the gateway's credentials; no gateway key reached the fake;
 //     Bedrock's event-stream answers came back frame by frame, CRCs intact.
 //   - direct: the client talks to the fake with credentials of its own,
-//     each way of authenticating the clients have. These runs are what
+//     each way of authenticating the clients have: the fakes accept what
+//     the real clients sign, so that their acceptance of the gateway's
+//     signatures means something. These runs are what
 //     FOCUSGATE_E2E_CAPTURE=DIR records (every request each fake received
 //     from the client, into DIR/<client>/<conversation>/ as
 //     testdata/agents lays them out, cloudtest.WriteCaptures; see
-//     testdata/agents/CLOUDS.md), and they run only then: the fakes'
-//     checking of the clients' own credentials is what they prove, and
-//     internal/cloudtest's tests keep it proven.
+//     testdata/agents/CLOUDS.md).
 //
 // The fakes play the gateway's retriever too (fakeModel.cloudAnswer, in
 // front of each case's scripted action model): line 1 and the target's
@@ -87,14 +87,6 @@ func (v via) String() string {
 		return "gateway"
 	}
 	return "direct"
-}
-
-// runs says whether a case runs: direct runs only when capturing.
-func (v via) runs(t *testing.T) {
-	t.Helper()
-	if v == direct && os.Getenv("FOCUSGATE_E2E_CAPTURE") == "" {
-		t.Skip("SKIPPED: the clients' own credentials against the fakes run when capturing (FOCUSGATE_E2E_CAPTURE=DIR)")
-	}
 }
 
 // placeOrderButton is the target's line in a Playwright MCP snapshot.
@@ -523,7 +515,7 @@ func eventFrames(body []byte) (n int, last string, err error) {
 }
 
 // The SDK drivers of e2e/cloud, through the gateway with a gateway key,
-// and, when capturing, directly with each way of authenticating.
+// and directly with each way of authenticating.
 func TestCloudSDKsAgainstFakeClouds(t *testing.T) {
 	node := e2eRequirements(t)
 	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
@@ -557,7 +549,6 @@ func TestCloudSDKsAgainstFakeClouds(t *testing.T) {
 		{"azure-openai/v1-chat", "azure-openai.mjs", "v1-chat", "azure", "api-key", []string{"v1/chat/completions"}, direct, gatewayWant{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.via.runs(t)
 			t.Parallel()
 			model := &cloudModel{}
 			// The retriever in front of the action model (fakeModel.cloudAnswer).
@@ -684,9 +675,9 @@ func claudeOnCloud(page string) (*scriptedClaude, cloudtest.Answer) {
 // Claude Code on Bedrock and on Vertex AI drives Playwright MCP against
 // the fake clouds: through the gateway, with no cloud credential of its
 // own (CLAUDE_CODE_SKIP_BEDROCK_AUTH, CLAUDE_CODE_SKIP_VERTEX_AUTH) and the
-// gateway key in ANTHROPIC_CUSTOM_HEADERS; when capturing, directly,
-// signing with AWS keys itself on Bedrock, with an access token in
-// ANTHROPIC_CUSTOM_HEADERS on Vertex AI.
+// gateway key in ANTHROPIC_CUSTOM_HEADERS; and directly, signing with AWS
+// keys itself on Bedrock, with an access token in ANTHROPIC_CUSTOM_HEADERS
+// on Vertex AI.
 func TestClaudeCodeOnFakeClouds(t *testing.T) {
 	node := e2eRequirements(t)
 	claude, _ := filepath.Abs("../../e2e/node_modules/.bin/claude")
@@ -718,7 +709,6 @@ func TestClaudeCodeOnFakeClouds(t *testing.T) {
 			name += "/gateway"
 		}
 		t.Run(name, func(t *testing.T) {
-			tc.via.runs(t)
 			t.Parallel()
 			m, model := claudeOnCloud(page)
 			ret := &fakeModel{target: placeOrderButton}
@@ -861,7 +851,7 @@ func TestCodexOnFakeAzure(t *testing.T) {
 	t.Cleanup(pages.Close)
 	for _, v := range []via{viaGateway, direct} {
 		t.Run(v.String(), func(t *testing.T) {
-			v.runs(t)
+			t.Parallel()
 			m := &codexOnAzure{page: pages.URL + "/checkout"}
 			ret := &fakeModel{target: placeOrderButton}
 			azure := cloudtest.NewAzure(t, cloudtest.AzureOptions{Model: "gpt-4.1-2025-04-14", Answer: ret.cloudAnswer(m.answer)})
