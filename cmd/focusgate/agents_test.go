@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/focusgate/focusgate/internal/cloudtest"
 )
 
 // capturedAgent is one folder of testdata/agents (see its README): what real
@@ -59,6 +61,14 @@ type capturedAgent struct {
 	// comes back byte for byte in the next, so the prompt cache keeps
 	// hitting; false where each call is a conversation of its own (Stagehand).
 	sameTurns bool
+	// cloud names the cloud a folder's client spoke to, "bedrock", "vertex"
+	// or "azure" (CLOUDS.md): its requests are NN-<route>.http files, each
+	// the request as sent, whose request line gives the path and query,
+	// and they are replayed with the gateway key in the client's credential
+	// places to a gateway in front of that cloud's fake (internal/cloudtest),
+	// which plays the retriever too and checks that every request carries
+	// the gateway's own credentials.
+	cloud string
 }
 
 // maxNewestRefs is the most element refs a pruned newest tool output may
@@ -81,7 +91,7 @@ var (
 	// placeOrderRef is the line of the element the later agents click, in
 	// Playwright MCP's and agent-browser's syntax; its ref is the first group.
 	placeOrderRef  = regexp.MustCompile(`button "Place order" \[ref=(\w+)\]`)
-	placeOrderTask = regexp.MustCompile(`click Place order`)
+	placeOrderTask = regexp.MustCompile(`click "?Place order`)
 	// saveEmployee is the button Claude Code's and Codex's captures click, in
 	// Playwright MCP's, agent-browser's and chrome-devtools-mcp's syntax.
 	saveEmployee     = regexp.MustCompile(`button "Save employee"`)
@@ -116,6 +126,15 @@ var capturedAgents = []capturedAgent{
 		openAIRetriever: true, minTokens: "300", everyRequestHasPage: true, sameTurns: true},
 	{folder: "cline", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask,
 		openAIRetriever: true, minTokens: "300", everyRequestHasPage: true, exactEdits: true, sameTurns: true},
+	{folder: "claude-code-bedrock", cloud: "bedrock", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask, exactEdits: true, sameTurns: true},
+	{folder: "claude-code-vertex", cloud: "vertex", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask, exactEdits: true, sameTurns: true},
+	{folder: "bedrock-sdk", cloud: "bedrock", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask, exactEdits: true, sameTurns: true},
+	{folder: "ai-sdk-bedrock", cloud: "bedrock", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask, exactEdits: true, sameTurns: true},
+	{folder: "vertex-sdk", cloud: "vertex", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask, exactEdits: true, sameTurns: true},
+	{folder: "genai-vertex", cloud: "vertex", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask, exactEdits: true, sameTurns: true},
+	{folder: "azure-openai", cloud: "azure", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask, exactEdits: true, sameTurns: true},
+	// Codex cuts long tool outputs: its capture's form is small.
+	{folder: "codex-azure", cloud: "azure", page: playwrightPage, target: placeOrderRef, goal: placeOrderTask, minTokens: "200", exactEdits: true, sameTurns: true},
 }
 
 // Every captured conversation, replayed request by request through a fresh
@@ -154,19 +173,33 @@ func TestCapturedAgentsArePrunedFaithfully(t *testing.T) {
 // replayConversation posts every request of one captured conversation, in
 // order, to a fresh gateway and checks what the upstream received.
 func replayConversation(t *testing.T, a capturedAgent, dir string) replayStats {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	ext := "*.json"
+	if a.cloud != "" {
+		ext = "*.http"
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, ext))
 	if len(files) == 0 {
 		t.Fatalf("no requests in %s", dir)
 	}
 	sort.Strings(files)
-	up := newFakeModel(t, a.target)
-	env := map[string]string{
-		"FOCUSGATE_UPSTREAM_URL":  up.URL + "/v1",
-		"FOCUSGATE_ANTHROPIC_URL": up.URL,
-		"FOCUSGATE_GEMINI_URL":    up.URL,
-	}
-	if a.openAIRetriever {
-		env["FOCUSGATE_RETRIEVER_URL"] = up.URL + "/v1"
+	var (
+		up    *fakeModel
+		cloud fakeCloudRecords
+		env   map[string]string
+	)
+	if a.cloud == "" {
+		up = newFakeModel(t, a.target)
+		env = map[string]string{
+			"FOCUSGATE_UPSTREAM_URL":  up.URL + "/v1",
+			"FOCUSGATE_ANTHROPIC_URL": up.URL,
+			"FOCUSGATE_GEMINI_URL":    up.URL,
+		}
+		if a.openAIRetriever {
+			env["FOCUSGATE_RETRIEVER_URL"] = up.URL + "/v1"
+		}
+	} else {
+		up = &fakeModel{target: a.target}
+		cloud, env = startFakeCloud(t, a.cloud, up.cloudAnswer(nil))
 	}
 	if a.minTokens != "" {
 		env["FOCUSGATE_MIN_TOKENS"] = a.minTokens
@@ -177,12 +210,23 @@ func replayConversation(t *testing.T, a capturedAgent, dir string) replayStats {
 	pages, targetShown := 0, false // newest tool outputs that held a page; one held the target
 	for _, f := range files {
 		name := filepath.Base(f)
-		body, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+		var req *http.Request
+		var body []byte
+		var sizing bool
+		if a.cloud == "" {
+			var err error
+			if body, err = os.ReadFile(f); err != nil {
+				t.Fatal(err)
+			}
+			var path string
+			path, sizing = endpoint(name, a.anthropicQuery)
+			req, _ = http.NewRequest(http.MethodPost, gw.URL+path, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+		} else {
+			req, body = capturedRequest(t, f, gw.URL)
+			sizing = strings.Contains(req.URL.Path, "count-tokens") || strings.Contains(req.URL.Path, ":countTokens")
 		}
-		path, sizing := endpoint(name, a.anthropicQuery)
-		resp, err := http.Post(gw.URL+path, "application/json", bytes.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,6 +234,12 @@ func replayConversation(t *testing.T, a capturedAgent, dir string) replayStats {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("%s: HTTP %d from the gateway", name, resp.StatusCode)
+		}
+		if req.Method != http.MethodPost {
+			// Claude Code's listing of Bedrock's inference profiles: it
+			// reached the fake signed (checkCloudReplay), and holds no body.
+			st.requests++
+			continue
 		}
 		sent := up.next(t)
 		st.requests++
@@ -245,6 +295,9 @@ func replayConversation(t *testing.T, a capturedAgent, dir string) replayStats {
 	if st.pruned == 0 {
 		t.Error("no request was pruned")
 	}
+	if cloud != nil {
+		checkCloudReplay(t, a.cloud, cloud)
+	}
 	seen := up.seen()
 	if len(seen) == 0 {
 		t.Error("the retriever was never asked")
@@ -289,6 +342,137 @@ func checkNewestOutput(t *testing.T, a capturedAgent, name, before, after string
 			return
 		}
 	}
+}
+
+// cloudGatewayKey is the gateway key a cloud client presents to the
+// gateway, a line of its FOCUSGATE_CLIENT_KEYS_FILE; no cloud knows it.
+const cloudGatewayKey = "fg-cloud-e2e-5f0c1d7a9b3e2468"
+
+// cloudGatewayEnv is the gateway's environment in front of the fake clouds
+// that are not nil: each one's URL and credentials of the kind the gateway
+// finds where it runs (AWS keys, a service account's key file whose
+// token_uri is the fake's, an Azure key), and gateway keys required, so
+// that the gateway signs with its own credentials.
+func cloudGatewayEnv(t *testing.T, b *cloudtest.Bedrock, v *cloudtest.Vertex, a *cloudtest.Azure) map[string]string {
+	t.Helper()
+	keys := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keys, []byte("cloud-e2e:"+cloudGatewayKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"FOCUSGATE_CLIENT_KEYS_FILE": keys,
+		// A busy machine must not turn a retrieval into a timeout.
+		"FOCUSGATE_RETRIEVER_TIMEOUT": "10m",
+		"AWS_EC2_METADATA_DISABLED":   "true",
+	}
+	if b != nil {
+		env["FOCUSGATE_BEDROCK_URL"] = b.URL
+		env["AWS_ACCESS_KEY_ID"] = cloudtest.TestAccessKeyID
+		env["AWS_SECRET_ACCESS_KEY"] = cloudtest.TestSecretAccessKey
+		env["AWS_REGION"] = "us-east-1"
+	}
+	if v != nil {
+		env["FOCUSGATE_VERTEX_URL"] = v.URL
+		env["GOOGLE_APPLICATION_CREDENTIALS"] = v.CredentialsFile(t)
+	}
+	if a != nil {
+		env["FOCUSGATE_AZURE_URL"] = a.URL
+		env["FOCUSGATE_AZURE_API_KEY"] = cloudtest.TestAzureAPIKey
+	}
+	return env
+}
+
+// fakeCloudRecords is what a test reads of a fake cloud: what it received.
+type fakeCloudRecords interface {
+	Requests() []cloudtest.Request
+	Authenticated() (ok []cloudtest.Request, refused int)
+}
+
+// startFakeCloud starts the fake of cloud ("bedrock", "vertex", "azure")
+// with answer as its model, in the region, project and location the
+// captures name, and returns it with the environment of a gateway in front
+// of it (cloudGatewayEnv).
+func startFakeCloud(t *testing.T, cloud string, answer cloudtest.Answer) (fakeCloudRecords, map[string]string) {
+	t.Helper()
+	switch cloud {
+	case "bedrock":
+		b := cloudtest.NewBedrock(t, cloudtest.BedrockOptions{Region: "us-east-1", Answer: answer})
+		return b, cloudGatewayEnv(t, b, nil, nil)
+	case "vertex":
+		v := cloudtest.NewVertex(t, cloudtest.VertexOptions{Project: "cloudtest-project", Location: "us-east5", Answer: answer})
+		return v, cloudGatewayEnv(t, nil, v, nil)
+	case "azure":
+		a := cloudtest.NewAzure(t, cloudtest.AzureOptions{Answer: answer})
+		return a, cloudGatewayEnv(t, nil, nil, a)
+	}
+	t.Fatalf("no fake of the cloud %q", cloud)
+	return nil, nil
+}
+
+// cloudAuth is the credential each cloud's fake must have accepted on
+// every request the gateway sent it: the gateway's own.
+var cloudAuth = map[string]string{"bedrock": "sigv4:" + cloudtest.TestAccessKeyID, "vertex": "oauth", "azure": "api-key"}
+
+// checkCloudReplay checks what a fake cloud received of a replay: every
+// request carried the gateway's credentials, none was refused, and the
+// gateway key went nowhere.
+func checkCloudReplay(t *testing.T, cloud string, fake fakeCloudRecords) {
+	t.Helper()
+	ok, refused := fake.Authenticated()
+	if refused > 0 {
+		t.Errorf("the fake refused %d of the gateway's requests", refused)
+	}
+	for _, r := range ok {
+		if r.Auth != cloudAuth[cloud] {
+			t.Errorf("%s %s reached the fake authenticated as %q, want the gateway's %q", r.Method, r.Path, r.Auth, cloudAuth[cloud])
+		}
+	}
+	for _, r := range fake.Requests() {
+		h, _ := json.Marshal(r.Header)
+		if strings.Contains(r.Path+"?"+r.RawQuery+string(h)+string(r.Body), cloudGatewayKey) {
+			t.Errorf("%s %s: the gateway key reached the fake", r.Method, r.Path)
+		}
+	}
+}
+
+// capturedRequest reads a cloud capture (cloudtest's Request.HTTP: the
+// request line as sent, the headers with credentials redacted, a blank
+// line, the body) into the request a client would send to the gateway at
+// base: path and query as captured, the headers but the connection's own
+// and AWS's signing ones, and the gateway key in each credential place the
+// client used (a SigV4 signature's place too: a client of a keyed gateway
+// sends the key as a bearer token).
+func capturedRequest(t *testing.T, file, base string) (*http.Request, []byte) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, body, ok := bytes.Cut(raw, []byte("\r\n\r\n"))
+	lines := strings.Split(string(head), "\r\n")
+	method, target, _ := strings.Cut(lines[0], " ")
+	target, _, _ = strings.Cut(target, " ")
+	if !ok || method == "" || !strings.HasPrefix(target, "/") {
+		t.Fatalf("%s is not a captured request", file)
+	}
+	req, err := http.NewRequest(method, base+target, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range lines[1:] {
+		name, value, _ := strings.Cut(line, ": ")
+		switch http.CanonicalHeaderKey(name) {
+		case "Content-Length", "Host", "Connection", "Accept-Encoding", "Transfer-Encoding",
+			"X-Amz-Date", "X-Amz-Content-Sha256", "X-Amz-Security-Token":
+		case "Authorization":
+			req.Header.Add(name, "Bearer "+cloudGatewayKey)
+		case "Api-Key":
+			req.Header.Add(name, cloudGatewayKey)
+		default:
+			req.Header.Add(name, value)
+		}
+	}
+	return req, body
 }
 
 // endpoint is the path a captured file NN-<endpoint>[-stream].json was sent
@@ -511,12 +695,14 @@ type call struct {
 }
 
 // bodyAPI names the API a request body is written for, from its shape:
-// chat, responses, messages or gemini.
+// chat, responses, messages, converse (Bedrock's) or gemini.
 func bodyAPI(body []byte) string {
 	b := gjson.ParseBytes(body)
 	switch {
 	case b.Get("contents").Exists():
 		return "gemini"
+	case b.Get("toolConfig").Exists() || b.Get("messages.#.content|@flatten|#.toolResult|#").Int() > 0:
+		return "converse"
 	case b.Get("input").Exists():
 		return "responses"
 	case b.Get(`messages.#(role=="tool")`).Exists() || b.Get(`messages.#.tool_calls|@flatten|#`).Int() > 0:
@@ -598,6 +784,21 @@ func walkToolCalls(api string, body []byte, onCall func(name string, args gjson.
 					onCall(block.Get("name").String(), block.Get("input"))
 				case "tool_result":
 					onOutput(first, block.Get("content"))
+					first = false
+				}
+				return true
+			})
+			return true
+		})
+	case "converse":
+		b.Get("messages").ForEach(func(_, msg gjson.Result) bool {
+			first := true
+			msg.Get("content").ForEach(func(_, block gjson.Result) bool {
+				if use := block.Get("toolUse"); use.Exists() {
+					onCall(use.Get("name").String(), use.Get("input"))
+				}
+				if res := block.Get("toolResult.content"); res.Exists() {
+					onOutput(first, res)
 					first = false
 				}
 				return true
@@ -724,13 +925,45 @@ func newFakeModel(t *testing.T, target *regexp.Regexp) *fakeModel {
 func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	w.Header().Set("Content-Type", "application/json")
-	if !bytes.Contains(body, []byte("You work in front of a web agent")) {
+	if !isRetrieverCall(body) {
 		m.mu.Lock()
 		m.bodies = append(m.bodies, body)
 		m.mu.Unlock()
 		io.WriteString(w, `{}`)
 		return
 	}
+	got, text, ok := readRetrieval(body, m.target)
+	if !ok {
+		http.Error(w, "no numbered page in the retriever's prompt", http.StatusBadRequest)
+		return
+	}
+	m.mu.Lock()
+	m.trees = append(m.trees, got)
+	m.mu.Unlock()
+	answer, _ := json.Marshal(text)
+	switch {
+	case strings.Contains(r.URL.Path, ":generateContent"):
+		fmt.Fprintf(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":%s}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":10,"totalTokenCount":110}}`, answer)
+	case strings.HasSuffix(r.URL.Path, "/messages") || strings.HasSuffix(r.URL.Path, "/invoke") || strings.HasSuffix(r.URL.Path, ":rawPredict"):
+		// Anthropic's Messages API, and Claude on Bedrock and Vertex AI.
+		fmt.Fprintf(w, `{"id":"msg_r","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","usage":{"input_tokens":100,"output_tokens":10}}`, answer)
+	default:
+		fmt.Fprintf(w, `{"id":"r","object":"chat.completion","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, answer)
+	}
+}
+
+// isRetrieverCall tells the gateway's retriever calls, by the retriever's
+// instructions, from an agent's requests.
+func isRetrieverCall(body []byte) bool {
+	return bytes.Contains(body, []byte("You work in front of a web agent"))
+}
+
+// readRetrieval reads a retriever call of any API (its prompt in a chat or
+// Messages message, or a Gemini part): the goal, the history and the
+// numbered page it shows, and the scripted answer, which keeps line 1 and
+// every line of an element target matches (none when target is nil). ok
+// is false when the prompt holds no numbered page.
+func readRetrieval(body []byte, target *regexp.Regexp) (got retrieved, answer string, ok bool) {
 	var prompt string
 	for _, p := range []string{"messages.#.content", "contents.#.parts|@flatten|#.text"} {
 		for _, s := range stringsOfAll(gjson.GetBytes(body, p)) {
@@ -744,8 +977,7 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	_, numbered, ok := strings.Cut(prompt, " lines)\n")
 	numbered, _, _ = strings.Cut(numbered, "\n\nWhich lines does the agent need")
 	if !ok {
-		http.Error(w, "no numbered page in the retriever's prompt", http.StatusBadRequest)
-		return
+		return got, "", false
 	}
 	var tree strings.Builder
 	var kept []string
@@ -757,22 +989,38 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		if len(line) >= 5 {
 			tree.WriteString(line[5:])
 		}
-		if sm := numberedLine.FindStringSubmatch(line); sm != nil && len(line) > 5 && m.target != nil && m.target.MatchString(line[5:]) {
+		if sm := numberedLine.FindStringSubmatch(line); sm != nil && len(line) > 5 && target != nil && target.MatchString(line[5:]) {
 			ranges = append(ranges, "("+sm[1]+","+sm[1]+")")
 			kept = append(kept, line[5:])
 		}
 	}
-	m.mu.Lock()
-	m.trees = append(m.trees, retrieved{text: tree.String(), kept: kept, goal: goal, history: history})
-	m.mu.Unlock()
-	answer, _ := json.Marshal("<answer>[" + strings.Join(ranges, ", ") + "]</answer>")
-	switch {
-	case strings.Contains(r.URL.Path, ":generateContent"):
-		fmt.Fprintf(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":%s}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":10,"totalTokenCount":110}}`, answer)
-	case strings.HasSuffix(r.URL.Path, "/messages"):
-		fmt.Fprintf(w, `{"id":"msg_r","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","usage":{"input_tokens":100,"output_tokens":10}}`, answer)
-	default:
-		fmt.Fprintf(w, `{"id":"r","object":"chat.completion","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, answer)
+	got = retrieved{text: tree.String(), kept: kept, goal: goal, history: history}
+	return got, "<answer>[" + strings.Join(ranges, ", ") + "]</answer>", true
+}
+
+// cloudAnswer is the fake model as a fake cloud's scripted model
+// (internal/cloudtest): the retriever, in front of front, or, when front
+// is nil, of an action model that keeps each body, as serve does, and says
+// "OK" in the framing of the route.
+func (m *fakeModel) cloudAnswer(front cloudtest.Answer) cloudtest.Answer {
+	return func(c cloudtest.Call) cloudtest.Reply {
+		if !isRetrieverCall(c.Body) {
+			if front != nil {
+				return front(c)
+			}
+			m.mu.Lock()
+			m.bodies = append(m.bodies, c.Body)
+			m.mu.Unlock()
+			return cloudtest.Reply{Text: "OK"}
+		}
+		got, text, ok := readRetrieval(c.Body, m.target)
+		if !ok {
+			return cloudtest.Reply{Refusal: &cloudtest.Refusal{Status: http.StatusBadRequest, Code: "invalid_request_error", Message: "no numbered page in the retriever's prompt"}}
+		}
+		m.mu.Lock()
+		m.trees = append(m.trees, got)
+		m.mu.Unlock()
+		return cloudtest.Reply{Text: text}
 	}
 }
 

@@ -1,15 +1,17 @@
 // A web agent on the AI SDK (ai) with its Amazon Bedrock provider, which
 // speaks Converse: one tool loop (see loop.mjs) against BASE_URL, the
 // first step with streamText (converse-stream), the others with
-// generateText (converse). AUTH is apikey (a Bedrock API key) or sigv4.
+// generateText (converse). AUTH is apikey (a Bedrock API key), sigv4, or
+// gateway (through focusgate: the gateway key of GATEWAY_KEY as the API key).
 //
 //   node cloud/ai-sdk-bedrock.mjs BASE_URL PAGE_URL sigv4
 import { generateText, streamText, jsonSchema, tool } from "ai";
 import { args, run, SYSTEM } from "./loop.mjs";
-import { aiSdkClients } from "./lib.mjs";
+import { aiSdkClients, throughGateway } from "./lib.mjs";
 
 const { base, page, auth } = args("cloud/ai-sdk-bedrock.mjs");
-const model = aiSdkClients(base)[auth || "sigv4"]("us.anthropic.claude-sonnet-4-5-20250929-v1:0");
+const provider = auth === "gateway" ? throughGateway.aiSdkBedrock(base) : aiSdkClients(base)[auth || "sigv4"];
+const model = provider("us.anthropic.claude-sonnet-4-5-20250929-v1:0");
 
 const adapter = {
   start(tools, task) {

@@ -1,16 +1,19 @@
 // A web agent on the openai package's AzureOpenAI (or the plain OpenAI
 // client on the resource's /openai/v1/): one tool loop (see loop.mjs)
 // against BASE_URL (the resource's endpoint). AUTH is CREDENTIAL-API:
-// apikey, entra (an Entra ID token provider) or v1 (OpenAI client, key in
-// api-key), and chat (chat completions) or responses.
+// apikey, entra (an Entra ID token provider), v1 (OpenAI client, key in
+// api-key), or, through focusgate with the gateway key of GATEWAY_KEY,
+// gateway (AzureOpenAI) or gatewayv1 (OpenAI on /openai/v1/); and chat (chat
+// completions) or responses.
 //
 //   node cloud/azure-openai.mjs BASE_URL PAGE_URL apikey-chat
 import { args, run, SYSTEM } from "./loop.mjs";
-import { azureClients } from "./lib.mjs";
+import { azureClients, throughGateway } from "./lib.mjs";
 
 const { base, page, auth } = args("cloud/azure-openai.mjs");
 const [cred, api] = (auth || "apikey-chat").split("-");
-const { client, model } = azureClients(base)[cred];
+const { client, model } =
+  cred === "gateway" ? throughGateway.azure(base) : cred === "gatewayv1" ? throughGateway.azureV1(base) : azureClients(base)[cred];
 
 // chat: the first step streamed, the others not.
 const chat = {

@@ -1,7 +1,7 @@
 // A web agent on Google's Gen AI SDK (@google/genai) on Vertex AI: one tool
 // loop (see loop.mjs) against BASE_URL, the first step with
 // generateContentStream, the others with generateContent, with the access
-// token in VERTEX_TOKEN.
+// token in VERTEX_TOKEN (through focusgate, the gateway key).
 //
 //   VERTEX_TOKEN=ya29... node cloud/genai-vertex.mjs BASE_URL PAGE_URL
 import { args, run, SYSTEM } from "./loop.mjs";

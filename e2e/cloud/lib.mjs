@@ -91,3 +91,35 @@ export function genaiClients(baseUrl, token) {
     }),
   };
 }
+
+// throughGateway are the clients as a focusgate user configures them: the
+// base URL is the gateway's, the client holds no cloud credential, and the
+// gateway key (GATEWAY_KEY, a key of the gateway's
+// FOCUSGATE_CLIENT_KEYS_FILE) stands where the credential would: the
+// gateway signs or authorizes upstream with its own. (AnthropicVertex and
+// GoogleGenAI take it as their access token: vertexClients and
+// genaiClients with the key for a token.)
+export const throughGateway = {
+  // AnthropicBedrock: no SigV4 (skipAuth), the key as a bearer token.
+  bedrock: (baseURL) =>
+    new AnthropicBedrock({ baseURL, awsRegion: REGION, maxRetries: 0, skipAuth: true, defaultHeaders: { Authorization: `Bearer ${gatewayKey()}` } }),
+  // The AI SDK's Bedrock provider: the key as its API key (a bearer token).
+  aiSdkBedrock: (baseURL) => createAmazonBedrock({ baseURL, region: REGION, apiKey: gatewayKey() }),
+  // AzureOpenAI: the key as its API key (the api-key header).
+  azure: (endpoint) => ({
+    client: new AzureOpenAI({ endpoint, apiVersion: AZURE_API_VERSION, deployment: AZURE_DEPLOYMENT, apiKey: gatewayKey(), maxRetries: 0 }),
+    model: AZURE_DEPLOYMENT,
+  }),
+  // OpenAI on the resource's /openai/v1/: the key as its API key (a bearer
+  // token) and in api-key, as Microsoft documents for a key.
+  azureV1: (endpoint) => ({
+    client: new OpenAI({ baseURL: `${endpoint}/openai/v1`, apiKey: gatewayKey(), defaultHeaders: { "api-key": gatewayKey() }, maxRetries: 0 }),
+    model: AZURE_DEPLOYMENT,
+  }),
+};
+
+function gatewayKey() {
+  const key = process.env.GATEWAY_KEY;
+  if (!key) throw new Error("GATEWAY_KEY is not set: a client goes through focusgate with a gateway key");
+  return key;
+}
