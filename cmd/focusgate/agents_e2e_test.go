@@ -219,11 +219,15 @@ func newClientRecorder(t *testing.T, gateway string) *clientRecorder {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		rec := &headerRecorder{ResponseWriter: w}
+		// Recorded whatever becomes of the answer: a client that hangs up
+		// on a stream makes the proxy abort with a panic.
+		defer func() {
+			c.mu.Lock()
+			c.bodies = append(c.bodies, body)
+			c.answers = append(c.answers, rec.header)
+			c.mu.Unlock()
+		}()
 		proxy.ServeHTTP(rec, r)
-		c.mu.Lock()
-		c.bodies = append(c.bodies, body)
-		c.answers = append(c.answers, rec.header)
-		c.mu.Unlock()
 	}))
 	t.Cleanup(c.Close)
 	return c

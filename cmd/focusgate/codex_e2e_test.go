@@ -260,11 +260,12 @@ func TestCodexRunsThroughTheGateway(t *testing.T) {
 				server := codexServer(strings.SplitN(strings.TrimPrefix(tools.navigate, "mcp__"), "__", 2)[0])
 				s := tools.server(node, modules, chromium, home)
 				args, _ := json.Marshal(s["args"]) // a JSON array of strings is a TOML array
-				// Codex starts its MCP servers before the first turn and
-				// gives up on one that takes longer than its startup
-				// timeout (10 s): a busy machine takes that long to start
-				// a browser.
-				config += fmt.Sprintf("\n[mcp_servers.%s]\ncommand = %q\nargs = %s\nstartup_timeout_sec = 180\ntool_timeout_sec = 180\n", server, s["command"], args)
+				// Codex waits for a required MCP server before the first
+				// turn (otherwise it may send the turn without the
+				// server's tools), and gives up on one that takes longer
+				// than its startup timeout (10 s): a busy machine takes
+				// that long to start a browser.
+				config += fmt.Sprintf("\n[mcp_servers.%s]\ncommand = %q\nargs = %s\nrequired = true\nstartup_timeout_sec = 180\ntool_timeout_sec = 180\n", server, s["command"], args)
 				if env, ok := s["env"].(map[string]string); ok {
 					config += fmt.Sprintf("\n[mcp_servers.%s.env]\n", server)
 					for k, v := range env {
