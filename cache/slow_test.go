@@ -319,6 +319,15 @@ func (d *downLog) Handle(_ context.Context, rec slog.Record) error {
 	return nil
 }
 
+// probed waits until the store's first probe is over and its connection
+// back in the pool: the server counting the PING is not enough, as the
+// answer may still be on its way, and a test that then stops the answers
+// would lose it.
+func probed(t *testing.T, r *cache.Redis) {
+	t.Helper()
+	waitFor(t, "the first probe", func() bool { return r.Client().PoolStats().IdleConns == 1 })
+}
+
 // A call that times out is Redis's failure, and marks it down, only when
 // Redis answers nothing else either: a call whose goroutine was not run in
 // time, or that waited too long for a pooled connection, while the server
@@ -340,22 +349,21 @@ func TestTimeoutsWhileRedisAnswersOthersKeepItUp(t *testing.T) {
 
 	t.Run("read timed out while another connection was answered", func(t *testing.T) {
 		srv := redistest.Start(t)
-		raw := rawClient(t, srv.URL())
 		// The store's first connection, that of its first probe, stops
 		// being answered once the probe is done.
-		var probed atomic.Bool
-		p := startStallProxy(t, hostPort(t, srv.URL()), func(conn int) bool { return conn == 1 && probed.Load() })
+		var stalled atomic.Bool
+		p := startStallProxy(t, hostPort(t, srv.URL()), func(conn int) bool { return conn == 1 && stalled.Load() })
 		r, logs := store(t, "redis://"+p.addr+"/0")
-		waitFor(t, "the first probe", func() bool { return calls(t, raw, "ping") == startPings+1 })
-		probed.Store(true)
+		probed(t, r)
+		stalled.Store(true)
 
-		stalled := make(chan error, 1)
-		go func() { _, err := r.Get(t.Context(), testKey(t)); stalled <- err }()
+		errs := make(chan error, 1)
+		go func() { _, err := r.Get(t.Context(), testKey(t)); errs <- err }()
 		receive(t, p.requests) // on the idle connection, which is stalled
 		if _, err := r.Get(t.Context(), testKey(t)); !errors.Is(err, cache.ErrNotFound) {
 			t.Fatalf("Get on a second connection = %v, want ErrNotFound", err)
 		}
-		if err := receive(t, stalled); err == nil || !strings.Contains(err.Error(), "timeout") {
+		if err := receive(t, errs); err == nil || !strings.Contains(err.Error(), "timeout") {
 			t.Fatalf("Get on the stalled connection = %v, want a timeout", err)
 		}
 		if err := r.Status(); err != nil || logs.n.Load() != 0 {
@@ -370,7 +378,7 @@ func TestTimeoutsWhileRedisAnswersOthersKeepItUp(t *testing.T) {
 		srv := redistest.Start(t)
 		raw := rawClient(t, srv.URL())
 		r, logs := store(t, srv.URL()+"?pool_size=1")
-		waitFor(t, "the first probe", func() bool { return calls(t, raw, "ping") == startPings+1 })
+		probed(t, r)
 		gate := "gate:" + testKey(t)
 		blocked := make(chan error, 1)
 		go func() { blocked <- r.Client().BLPop(t.Context(), 0, gate).Err() }()
@@ -389,12 +397,11 @@ func TestTimeoutsWhileRedisAnswersOthersKeepItUp(t *testing.T) {
 
 	t.Run("read timed out and Redis answered nothing else", func(t *testing.T) {
 		srv := redistest.Start(t)
-		raw := rawClient(t, srv.URL())
-		var probed atomic.Bool
-		p := startStallProxy(t, hostPort(t, srv.URL()), func(int) bool { return probed.Load() })
+		var stalled atomic.Bool
+		p := startStallProxy(t, hostPort(t, srv.URL()), func(int) bool { return stalled.Load() })
 		r, logs := store(t, "redis://"+p.addr+"/0")
-		waitFor(t, "the first probe", func() bool { return calls(t, raw, "ping") == startPings+1 })
-		probed.Store(true)
+		probed(t, r)
+		stalled.Store(true)
 		// The probe's answer is the last one; a timeout long after it is
 		// Redis's. Four timeouts back is the most that counts.
 		start := time.Now()
