@@ -160,15 +160,17 @@ var (
 	// lockScript returns the value under KEYS[1] when there is one (at most
 	// ARGV[3]+1 bytes of it: a value is never empty), and otherwise tries to
 	// take the lock KEYS[2] with token ARGV[1] for ARGV[2] ms, returning 1
-	// when it took it and 0 when another replica holds it. A lock with less
-	// than ARGV[4] ms left (or none: PTTL -1) is one its holder stopped
-	// extending, and is taken over.
+	// when it took it and 0 when another replica holds it. A lock that holds
+	// ARGV[1] already was taken by this very call, sent once more: the
+	// cluster client sends a call that timed out again, and the caller must
+	// not wait on its own lock. A lock with less than ARGV[4] ms left (or
+	// none: PTTL -1) is one its holder stopped extending, and is taken over.
 	lockScript = redis.NewScript(`
 local val = redis.call("GETRANGE", KEYS[1], 0, ARGV[3])
 if val ~= "" then
 	return val
 end
-if redis.call("SET", KEYS[2], ARGV[1], "NX", "PX", ARGV[2]) then
+if redis.call("SET", KEYS[2], ARGV[1], "NX", "PX", ARGV[2]) or redis.call("GET", KEYS[2]) == ARGV[1] then
 	return 1
 end
 if redis.call("PTTL", KEYS[2]) < tonumber(ARGV[4]) then
@@ -407,6 +409,12 @@ func (r *Redis) claim(ctx context.Context, key string) ([]byte, func([]byte), er
 // Looking for the value and taking the lock are one atomic step: as two
 // calls, a replica whose look found nothing could take the lock just after
 // the holder stored the value and released it, and compute the value again.
+//
+// A call that timed out may have taken the lock all the same, and then only
+// this caller's release would free it before it expires: so the caller
+// acts as its holder. That costs nothing more than computing alone, and
+// its release stores the value and wakes whoever waits on the lock, whoever
+// holds it.
 func (r *Redis) lock(ctx context.Context, key string) (val []byte, found bool, release func([]byte), err error) {
 	if !r.available() {
 		return nil, false, nil, errSkipped
@@ -415,7 +423,10 @@ func (r *Redis) lock(ctx context.Context, key string) (val []byte, found bool, r
 	res, err := lockScript.Run(ctx, r.client, []string{valueKey(key), lockKey(key)},
 		token, r.lockTTL.Milliseconds(), maxValueBytes, (r.lockTTL / 3).Milliseconds()).Result()
 	if err != nil {
-		return nil, false, nil, r.fail(ctx, opLock, valueKey(key), err)
+		if err = r.fail(ctx, opLock, valueKey(key), err); !timedOut(err) {
+			return nil, false, nil, err
+		}
+		res = int64(1)
 	}
 	switch res := res.(type) {
 	case string:
