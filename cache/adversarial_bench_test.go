@@ -180,6 +180,81 @@ func BenchmarkRedisHitsBesideCPUHog(b *testing.B) {
 	}
 }
 
+// BenchmarkRedisLookupsOnABusyHost reads selections stored in a local Redis
+// with production timeouts, as a gateway serving requests does: each
+// look-up follows some work of the request's own (allocating and hashing a
+// page-sized body, which keeps the garbage collector busy), and workers
+// pause between requests, so that Redis is often idle when a call comes.
+// Run it beside processes that take the host's CPUs (two `yes > /dev/null`
+// on two cores): the gateway's goroutines then often run long after
+// Redis's answer came. Each iteration is one look-up; Redis should never be
+// marked down, and no look-up skipped.
+func BenchmarkRedisLookupsOnABusyHost(b *testing.B) {
+	redis.SetLogger(quietRedisLog{})
+	const body = 2 << 20
+	for _, load := range []struct {
+		name    string
+		workers int
+		pause   time.Duration
+	}{
+		{"sparse", 1, 50 * time.Millisecond},
+		{"steady", 8, 20 * time.Millisecond},
+	} {
+		b.Run(load.name, func(b *testing.B) {
+			downs := &downCounter{reasons: map[string]int{}}
+			r := cachetest.NewStore(b, redistest.Shared(b), productionTimeouts, func(o *cache.RedisOptions) {
+				o.Logger = slog.New(downs)
+				o.LogInterval = time.Nanosecond
+			})
+			c := cache.New(r, nil)
+			keys := make([]string, 256)
+			for i := range keys {
+				keys[i] = testKey(b)
+				if err := r.Set(b.Context(), keys[i], []byte(`{"ranges":[[1,3]]}`)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			compute := func(context.Context) ([]byte, error) { return []byte(`{"ranges":[[1,3]]}`), nil }
+			before := r.Stats()
+			lookups := make(chan int)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range load.workers {
+				wg.Go(func() {
+					page := make([]byte, body)
+					for i := range lookups {
+						for j := range page {
+							page[j] = byte(i + j)
+						}
+						_ = cache.Key(string(page))
+						if _, _, err := c.Fetch(b.Context(), keys[i%len(keys)], compute); err != nil {
+							b.Error(err)
+						}
+						time.Sleep(load.pause) // the gap between one worker's requests
+					}
+				})
+			}
+			for i := range b.N {
+				lookups <- i
+			}
+			close(lookups)
+			wg.Wait()
+			b.StopTimer()
+			after := r.Stats()
+			var errs int64
+			for op, n := range after.Errors {
+				errs += n - before.Errors[op]
+			}
+			downs.mu.Lock()
+			defer downs.mu.Unlock()
+			b.ReportMetric(float64(downs.n)/float64(b.N), "downs/lookup")
+			b.ReportMetric(float64(after.Skipped-before.Skipped)/float64(b.N), "skipped/lookup")
+			b.ReportMetric(float64(errs)/float64(b.N), "failed-calls/lookup")
+			b.Logf("%d look-ups: marked down %d times %v, %d calls skipped, %d failed", b.N, downs.n, downs.reasons, after.Skipped-before.Skipped, errs)
+		})
+	}
+}
+
 // downCounter is a log handler that counts the times the store marks Redis
 // down, by the kind of error.
 type downCounter struct {

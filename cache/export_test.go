@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -62,3 +63,7 @@ func (s *afterFirstGet) Get(ctx context.Context, key string) ([]byte, error) {
 	s.once.Do(s.between)
 	return val, err
 }
+
+// WrapConns makes the store built from o wrap each new connection in wrap,
+// beneath the timing of its round trips.
+func WrapConns(o *RedisOptions, wrap func(net.Conn) net.Conn) { o.wrapConn = wrap }

@@ -160,6 +160,7 @@ func (c *Cache) getOrCompute(ctx context.Context, key string, compute func(conte
 	if err == nil {
 		return val, focusgate.CacheHit, nil
 	}
+	lookErr := err
 	// Coordinate only on a clean miss: a store that just failed is unlikely
 	// to coordinate either.
 	var release func([]byte)
@@ -194,7 +195,11 @@ func (c *Cache) getOrCompute(ctx context.Context, key string, compute func(conte
 		return nil, focusgate.CacheMiss, err
 	}
 	// The value has been paid for, so it is stored even if every caller left
-	// meanwhile. Stores count and log their own failures.
-	_ = c.store.Set(context.WithoutCancel(ctx), key, val)
+	// meanwhile; but not in a store whose look-up just timed out, as asking
+	// it again would likely cost the request a second timeout. Stores count
+	// and log their own failures.
+	if !timedOut(lookErr) {
+		_ = c.store.Set(context.WithoutCancel(ctx), key, val)
+	}
 	return val, focusgate.CacheMiss, nil
 }

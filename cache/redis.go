@@ -47,16 +47,17 @@ type RedisOptions struct {
 	ProbeInterval time.Duration
 	// SlowAfter is how long a round trip to Redis may take before it counts
 	// as slow. The round trip is timed on the connection, from the request
-	// written to the first byte of the answer read, so that the time a call
-	// spends queueing for a connection or for a CPU in a busy gateway is not
-	// blamed on Redis. Default Timeout/2.
+	// written to the answer, so that the time a call spends queueing for a
+	// connection is not blamed on Redis, and as the kernel saw it where it
+	// can tell, so that the time the reader waited for a CPU is not either.
+	// Default Timeout/2.
 	SlowAfter time.Duration
-	// SlowFor is how long every round trip must have been slow, and at
-	// least slowCalls of them, before Redis is treated as down (skipped, and
-	// probed until it answers in time): a Redis that is slow for that long
-	// costs every request nearly the timeout without ever failing, while a
-	// gateway stalled for a moment makes a burst of round trips slow at once,
-	// and one in time ends the run. Default 1s.
+	// SlowFor is how long every round trip must have been slow or timed
+	// out, and at least slowCalls of them, before Redis is treated as down
+	// (skipped, and probed until it answers in time): a Redis that is slow
+	// or silent for that long costs every request nearly the timeout, while
+	// one that answers late now and then, as beside a CPU hog, is healthy,
+	// and one round trip in time ends the run. Default 1s.
 	SlowFor time.Duration
 	// FrontBytes bounds an in-process cache in front of Redis, so that hot
 	// selections do not cross the network at all; 0 means 8 MiB, negative
@@ -69,6 +70,10 @@ type RedisOptions struct {
 	LogInterval time.Duration
 	// Logger receives failures and recoveries. Default slog.Default().
 	Logger *slog.Logger
+
+	// wrapConn, for tests, wraps each new connection beneath the timing of
+	// its round trips, to stall its reads as a busy gateway would.
+	wrapConn func(net.Conn) net.Conn
 }
 
 // Redis is a Store shared by every replica of the gateway. Values live under
@@ -80,12 +85,13 @@ type RedisOptions struct {
 // reads one and takes the other needs.
 //
 // Redis is never on the critical path for failures: calls have short
-// timeouts and no retries, the first failure that is Redis's (not a busy
-// gateway's) marks Redis down, and while it is down every call returns an
-// error at once without touching the network until a background probe
-// succeeds again. The one exception is a lock taken
-// before: it is extended, released and its value stored whatever this
-// replica believes, since other replicas may be waiting on it.
+// timeouts and no retries, a failure other than a timeout marks Redis down
+// at once, calls that keep timing out or answering slowly mark it down
+// within SlowFor, and while it is down every call returns an error at once
+// without touching the network until a background probe succeeds again.
+// The one exception is a lock taken before: it is extended, released and its
+// value stored whatever this replica believes, since other replicas may be
+// waiting on it.
 type Redis struct {
 	client       redis.UniversalClient
 	ttl          time.Duration
@@ -97,17 +103,17 @@ type Redis struct {
 
 	slow     slowness
 	downSlow atomic.Bool // Redis was last marked down for slowness, not a failure
-	replies  replies
-	front    *Memory // nil when turned off
+	front    *Memory     // nil when turned off
 
 	up      atomic.Bool
 	skipped atomic.Int64
 	errs    [numOps]atomic.Int64
 	mu      sync.Mutex
 	lastErr error // why Redis was last marked down; guarded by mu
-	// probeKey is the key of the call that failed, which the probe reads:
-	// on a cluster it lives on the node that failed, and a PING could go to
-	// any node. Empty when no call on a key failed. Guarded by mu.
+	// probeKey is the key of the call that last failed or timed out, which
+	// the probe reads: on a cluster it lives on the node that failed, and a
+	// PING could go to any node. Empty when no call on a key failed. Guarded
+	// by mu.
 	probeKey string
 
 	closing chan struct{}
@@ -134,8 +140,9 @@ func (o op) String() string { return opNames[o] }
 // errSkipped is returned for calls not sent because Redis is known to be down.
 var errSkipped = errors.New("cache: redis is down; call skipped")
 
-// errSlow marks down a Redis whose calls keep taking most of their timeout.
-var errSlow = errors.New("cache: redis answers too slowly")
+// errSlow marks down a Redis whose calls keep taking most of their timeout,
+// or all of it.
+var errSlow = errors.New("cache: redis answers too slowly, or not at all")
 
 // errValueTooLarge is returned for a stored value larger than maxValueBytes:
 // a selection is a few kilobytes, and reading megabytes would stall the
@@ -145,23 +152,25 @@ var errValueTooLarge = fmt.Errorf("cache: redis value larger than %d bytes", max
 // maxValueBytes bounds what is read of a stored value.
 const maxValueBytes = 1 << 20
 
-// slowCalls is the fewest slow round trips in a row that mark Redis down,
-// however long they span.
+// slowCalls is the fewest slow or timed-out round trips in a row that mark
+// Redis down, however long they span.
 const slowCalls = 3
 
 var (
 	// lockScript returns the value under KEYS[1] when there is one (at most
 	// ARGV[3]+1 bytes of it: a value is never empty), and otherwise tries to
 	// take the lock KEYS[2] with token ARGV[1] for ARGV[2] ms, returning 1
-	// when it took it and 0 when another replica holds it. A lock with less
-	// than ARGV[4] ms left (or none: PTTL -1) is one its holder stopped
-	// extending, and is taken over.
+	// when it took it and 0 when another replica holds it. A lock that holds
+	// ARGV[1] already was taken by this very call, sent once more: the
+	// cluster client sends a call that timed out again, and the caller must
+	// not wait on its own lock. A lock with less than ARGV[4] ms left (or
+	// none: PTTL -1) is one its holder stopped extending, and is taken over.
 	lockScript = redis.NewScript(`
 local val = redis.call("GETRANGE", KEYS[1], 0, ARGV[3])
 if val ~= "" then
 	return val
 end
-if redis.call("SET", KEYS[2], ARGV[1], "NX", "PX", ARGV[2]) then
+if redis.call("SET", KEYS[2], ARGV[1], "NX", "PX", ARGV[2]) or redis.call("GET", KEYS[2]) == ARGV[1] then
 	return 1
 end
 if redis.call("PTTL", KEYS[2]) < tonumber(ARGV[4]) then
@@ -205,7 +214,7 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 		closing:      make(chan struct{}),
 		probed:       make(chan struct{}),
 	}
-	client, err := newClient(opts, r.roundTrip, &r.replies)
+	client, err := newClient(opts, timing{timeout: opts.Timeout, slowAfter: opts.SlowAfter, observe: r.roundTrip})
 	if err != nil {
 		// A url.Error quotes the whole URL, password included.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
@@ -225,8 +234,8 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 // newClient connects to one server or to a cluster, with every call bounded
 // by the timeout and never retried: a slow or dead Redis must cost a request
 // at most one timeout. Every round trip on its connections is reported to
-// observe, and every answer to rs.
-func newClient(opts RedisOptions, observe func(time.Duration), rs *replies) (redis.UniversalClient, error) {
+// t.observe.
+func newClient(opts RedisOptions, t timing) (redis.UniversalClient, error) {
 	// Maintenance notifications would relax the timeouts during a server
 	// upgrade, which is exactly when Redis must stay off the path.
 	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -238,7 +247,7 @@ func newClient(opts RedisOptions, observe func(time.Duration), rs *replies) (red
 		ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
 		ro.MaxRetries, ro.DialerRetries = -1, 1
 		ro.MaintNotificationsConfig = maint
-		ro.Dialer = timedDialer(redis.NewDialer(ro), observe, rs)
+		ro.Dialer = timedDialer(opts.wrap(redis.NewDialer(ro)), t)
 		return redis.NewClient(ro), nil
 	}
 	co, err := redis.ParseClusterURL(opts.URL)
@@ -253,8 +262,22 @@ func newClient(opts RedisOptions, observe func(time.Duration), rs *replies) (red
 	co.MaxRedirects = 1
 	co.MaintNotificationsConfig = maint
 	// What the cluster client gives each node when it has no dialer.
-	co.Dialer = timedDialer(redis.NewDialer(&redis.Options{DialTimeout: co.DialTimeout, TLSConfig: co.TLSConfig}), observe, rs)
+	co.Dialer = timedDialer(opts.wrap(redis.NewDialer(&redis.Options{DialTimeout: co.DialTimeout, TLSConfig: co.TLSConfig})), t)
 	return redis.NewClusterClient(co), nil
+}
+
+// wrap returns dial, its connections wrapped by o.wrapConn if set.
+func (o RedisOptions) wrap(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if o.wrapConn == nil {
+		return dial
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return o.wrapConn(conn), nil
+	}
 }
 
 func (o RedisOptions) withDefaults() RedisOptions {
@@ -386,6 +409,12 @@ func (r *Redis) claim(ctx context.Context, key string) ([]byte, func([]byte), er
 // Looking for the value and taking the lock are one atomic step: as two
 // calls, a replica whose look found nothing could take the lock just after
 // the holder stored the value and released it, and compute the value again.
+//
+// A call that timed out may have taken the lock all the same, and then only
+// this caller's release would free it before it expires: so the caller
+// acts as its holder. That costs nothing more than computing alone, and
+// its release stores the value and wakes whoever waits on the lock, whoever
+// holds it.
 func (r *Redis) lock(ctx context.Context, key string) (val []byte, found bool, release func([]byte), err error) {
 	if !r.available() {
 		return nil, false, nil, errSkipped
@@ -394,7 +423,10 @@ func (r *Redis) lock(ctx context.Context, key string) (val []byte, found bool, r
 	res, err := lockScript.Run(ctx, r.client, []string{valueKey(key), lockKey(key)},
 		token, r.lockTTL.Milliseconds(), maxValueBytes, (r.lockTTL / 3).Milliseconds()).Result()
 	if err != nil {
-		return nil, false, nil, r.fail(ctx, opLock, valueKey(key), err)
+		if err = r.fail(ctx, opLock, valueKey(key), err); !timedOut(err) {
+			return nil, false, nil, err
+		}
+		res = int64(1)
 	}
 	switch res := res.(type) {
 	case string:
@@ -512,19 +544,29 @@ func (r *Redis) available() bool {
 }
 
 // fail records a failed call on the Redis key key (empty for a call on no
-// key) and returns its error. A failure marks Redis down, whatever its kind,
-// unless it was the gateway's own lack of time (gatewaysFault): a server
-// that refuses or times out once would cost the next request the same, and
-// the probe brings it back within a ProbeInterval of answering again.
+// key) and returns its error. A failure marks Redis down at once, whatever
+// its kind, unless the caller gave up or the call timed out: a server that
+// refuses or drops a call would cost the next request the same, and the
+// probe brings it back within a ProbeInterval of answering again. A timeout
+// alone says little, though: a healthy Redis on a busy host answers late
+// now and then, and a wait for a pooled connection is the gateway's own
+// queue. So a call that timed out goes uncached, and Redis is judged by
+// its round trips over SlowFor (see slowness), where each read that timed
+// out counts as a slow one.
 func (r *Redis) fail(ctx context.Context, o op, key string, err error) error {
 	err = fmt.Errorf("cache: redis %s: %w", o, err)
-	if ctx.Err() != nil {
-		return err // The caller gave up; Redis is not to blame.
+	if gaveUp(ctx) {
+		return err // Redis is not to blame.
 	}
 	r.errs[o].Add(1)
-	if r.gatewaysFault(err) {
+	if timedOut(err) {
+		if key != "" {
+			r.mu.Lock()
+			r.probeKey = key // in case its node is the one that is slow
+			r.mu.Unlock()
+		}
 		if suppressed, ok := r.logs.allow(time.Now()); ok {
-			r.log.Warn("redis cache call timed out while Redis answered others: the gateway is short of CPU or connections; the call goes uncached, Redis stays in use",
+			r.log.Warn("redis cache call timed out and goes uncached; Redis is marked down only if its calls keep timing out or answering slowly",
 				"op", o.String(), "err", err, "suppressed", suppressed)
 		}
 		return err
@@ -533,33 +575,23 @@ func (r *Redis) fail(ctx context.Context, o op, key string, err error) error {
 	return err
 }
 
-// gatewaysFault reports whether a failed call timed out for the gateway's
-// own lack of time rather than for Redis:
-//   - the wait for a pooled connection timed out: every connection stayed
-//     busy, the gateway's own queue (were Redis the cause, the calls holding
-//     them fail on their own);
-//   - a read or dial timed out while the same server answered another call
-//     within the last forgiveTimeouts timeouts: Redis was answering, and
-//     this call's goroutine was not run in time, as on a host short of CPU,
-//     where a deadline passes before the reader is scheduled even when the
-//     answer has arrived.
-//
-// A server that stopped answering answers no other call either: the first
-// timeout past that window marks it down, so that it costs requests at most
-// a few timeouts. One that answers, but late, is caught by the slowness
-// rule, which counts every timed-out read as a slow round trip.
-func (r *Redis) gatewaysFault(err error) bool {
-	if errors.Is(err, redis.ErrPoolTimeout) {
+// gaveUp reports whether the caller's context has ended, or reached its
+// deadline: a call bounded by that deadline times out just before the
+// context's own timer marks it done.
+func gaveUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
 		return true
 	}
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Timeout() && oe.Addr != nil &&
-		r.replies.since(oe.Addr.String(), forgiveTimeouts*r.timeout)
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
-// forgiveTimeouts is how many timeouts back an answer from a server makes a
-// timed-out call to it the gateway's fault.
-const forgiveTimeouts = 4
+// timedOut reports whether err is a call's timeout: a dial, read or write
+// that ran out of time, or a wait for a pooled connection that did.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, redis.ErrPoolTimeout) || errors.As(err, &ne) && ne.Timeout()
+}
 
 // down marks Redis down for err, remembering key (when not empty) for the
 // probe, and logs it at most once per LogInterval.

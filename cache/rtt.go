@@ -3,33 +3,30 @@ package cache
 import (
 	"context"
 	"net"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 )
 
-// slowness tells a Redis that is slow from a gateway that is. A Redis that
-// answers every call, but slowly, costs each request most of the timeout
-// without ever failing, so it is better skipped; but a gateway that is
-// itself short of CPU makes round trips look slow too, since a round trip
-// ends only when the goroutine reading the answer runs. So Redis is judged
-// slow only when every round trip has been slow for a span of time, with at
-// least slowCalls of them (one round trip in time ends the run: a stall makes
-// every call in flight slow at once, then passes), and only if, over that
-// span, goroutines waited for a CPU much less than a slow round trip lasts
-// (the Go scheduler's own latency histogram): otherwise the run is the
-// gateway's, and starts afresh.
+// slowness tells a Redis that is slow, or silent, from one that is not. A
+// Redis that answers every call, but slowly, costs each request most of the
+// timeout without ever failing, and one that answers nothing costs each
+// request the whole timeout: both are better skipped. But one call that
+// timed out, or one slow round trip, says little on a busy host: a Redis
+// beside a CPU hog answers late now and then and is healthy. So Redis is
+// judged slow only when every round trip has been slow (or timed out) for a
+// span of time, with at least slowCalls of them; one round trip in time ends
+// the run. Round trips are timed as the kernel saw them where it can tell
+// (see timedConn), so that the gateway's own stalls do not count.
 type slowness struct {
 	after time.Duration // a round trip longer than this is slow
 	span  time.Duration // how long a run of slow round trips must last
 
 	running atomic.Bool // a run of slow round trips is under way
 	mu      sync.Mutex
-	since   time.Time                 // when the run's first slow round trip ended; guarded by mu
-	sched   *metrics.Float64Histogram // the scheduler's latencies then; guarded by mu
-	n       int                       // slow round trips in the run; guarded by mu
+	since   time.Time // when the run's first slow round trip ended; guarded by mu
+	n       int       // slow round trips in the run; guarded by mu
 }
 
 // observe records a round trip that took rtt and ended at now, and reports
@@ -48,94 +45,36 @@ func (s *slowness) observe(rtt time.Duration, now time.Time) bool {
 	defer s.mu.Unlock()
 	if !s.running.Load() {
 		s.running.Store(true)
-		s.since, s.sched, s.n = now, schedLatencies(), 0
+		s.since, s.n = now, 0
 	}
 	s.n++
 	if s.n < slowCalls || now.Sub(s.since) < s.span {
-		return false
-	}
-	sched := schedLatencies()
-	if median, ok := medianSince(s.sched, sched); ok && median >= s.after/starvedShare {
-		s.since, s.sched, s.n = now, sched, 0 // the gateway's stall, not Redis
 		return false
 	}
 	s.running.Store(false)
 	return true
 }
 
-// starvedShare: a gateway whose goroutines waited for a CPU, at the median,
-// a starvedShare-th of a slow round trip or more is too busy to blame Redis.
-const starvedShare = 4
-
-const schedLatencyMetric = "/sched/latencies:seconds"
-
-// schedLatencies returns the Go scheduler's histogram of the time goroutines
-// spent ready to run before running, since the process started; nil if the
-// runtime does not report it.
-func schedLatencies() *metrics.Float64Histogram {
-	sample := []metrics.Sample{{Name: schedLatencyMetric}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindFloat64Histogram {
-		return nil
-	}
-	return sample[0].Value.Float64Histogram()
-}
-
-// medianSince returns the median of the latencies counted in now and not
-// in before (the lower bound of its bucket); false if there are none.
-func medianSince(before, now *metrics.Float64Histogram) (time.Duration, bool) {
-	if before == nil || now == nil || len(before.Counts) != len(now.Counts) {
-		return 0, false
-	}
-	var total uint64
-	for i, c := range now.Counts {
-		total += c - before.Counts[i]
-	}
-	if total == 0 {
-		return 0, false
-	}
-	var seen uint64
-	for i, c := range now.Counts {
-		seen += c - before.Counts[i]
-		if 2*seen >= total {
-			return time.Duration(max(now.Buckets[i], 0) * float64(time.Second)), true
-		}
-	}
-	return 0, false
-}
-
-// replies remembers, for each server address, when an answer last came
-// back from it, so that a call that timed out can be told apart from a
-// server that stopped answering.
-type replies struct{ m sync.Map } // address → *atomic.Int64, nanoseconds since epoch
-
-func (rs *replies) at(addr string) *atomic.Int64 {
-	if v, ok := rs.m.Load(addr); ok {
-		return v.(*atomic.Int64)
-	}
-	v, _ := rs.m.LoadOrStore(addr, new(atomic.Int64))
-	return v.(*atomic.Int64)
-}
-
-// since reports whether addr answered within the last d.
-func (rs *replies) since(addr string, d time.Duration) bool {
-	v, ok := rs.m.Load(addr)
-	if !ok {
-		return false
-	}
-	last := v.(*atomic.Int64).Load()
-	return last != 0 && time.Since(epoch)-time.Duration(last) < d
+// timing is what timedDialer needs to know of the store.
+type timing struct {
+	timeout   time.Duration       // the calls' timeout, and the fresh deadline of a late read
+	slowAfter time.Duration       // a round trip longer than this is worth asking the kernel about
+	observe   func(time.Duration) // receives every round trip
 }
 
 // timedDialer wraps dial so that every connection it makes reports its
-// round trips to observe and the time of its answers to rs.
-func timedDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error), observe func(time.Duration), rs *replies) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// round trips to t.observe (see timedConn). A dial that timed out is
+// reported as a round trip of the whole timeout.
+func timedDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error), t timing) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
+			if isTimeout(err) {
+				t.observe(t.timeout)
+			}
 			return nil, err
 		}
-		tc := &timedConn{Conn: conn, observe: observe, replied: rs.at(conn.RemoteAddr().String())}
+		tc := &timedConn{Conn: conn, timing: t, socket: socketOf(conn)}
 		// go-redis checks an idle connection's health through its file
 		// descriptor before reusing it; hiding it would hand a dead
 		// connection to the next call, which would fail and mark Redis down.
@@ -146,6 +85,26 @@ func timedDialer(dial func(ctx context.Context, network, addr string) (net.Conn,
 	}
 }
 
+// socketOf returns the socket under conn, looking through wrappers such as
+// crypto/tls.Conn; nil if there is none.
+func socketOf(conn net.Conn) syscall.RawConn {
+	for conn != nil {
+		if sc, ok := conn.(syscall.Conn); ok {
+			raw, err := sc.SyscallConn()
+			if err != nil {
+				return nil
+			}
+			return raw
+		}
+		w, ok := conn.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil
+		}
+		conn = w.NetConn()
+	}
+	return nil
+}
+
 // epoch is the origin of the monotonic times timedConn keeps in an integer.
 var epoch = time.Now()
 
@@ -154,10 +113,18 @@ var epoch = time.Now()
 // bytes of the next answer. A call's wait for a pooled connection and the
 // client's own work are outside it. Reads that no write preceded (pub/sub
 // messages) are not round trips and are not timed.
+//
+// A round trip timed so still ends only when the goroutine reading the
+// answer runs, which on a busy host, or in a garbage-collection pause, can
+// be long after the answer came. So a round trip that looks slow is timed
+// again as the kernel saw it, from the request's last byte sent to the
+// answer's last byte received, where the system can tell (Linux, over
+// TCP); and a read whose deadline passed while its answer waited is not a
+// timeout at all (see Read).
 type timedConn struct {
 	net.Conn
-	observe func(time.Duration)
-	replied *atomic.Int64 // when the server last answered, on any connection
+	timing
+	socket syscall.RawConn // the socket under Conn; nil if unknown
 	// sent is when the request awaiting its answer was written, as
 	// nanoseconds since epoch plus one; 0 when no answer is awaited. Atomic:
 	// a pub/sub connection reads on one goroutine and writes on another.
@@ -171,23 +138,52 @@ func (c *timedConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// Read reads like the connection, except when the read times out with
+// bytes waiting on the socket: its deadline passed while its goroutine
+// waited for a CPU, or in a garbage-collection pause, though the answer had
+// come. That is the gateway's stall, not Redis's slowness, so the answer is
+// read under a fresh deadline instead of failing the call. A read that
+// times out with nothing waiting has given Redis the whole timeout (the
+// deadline is set once the request is written), and counts as a slow round
+// trip.
 func (c *timedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
+	late := false
+	for n == 0 && isTimeout(err) && waiting(c.socket) {
+		late = true
+		if c.Conn.SetReadDeadline(time.Now().Add(c.timeout)) != nil {
+			break
+		}
+		n, err = c.Conn.Read(b)
+	}
 	switch {
 	case n > 0:
 		if sent := c.sent.Swap(0); sent != 0 {
-			now := time.Since(epoch)
-			c.replied.Store(int64(now))
-			c.observe(now - time.Duration(sent-1))
+			c.roundTrip(time.Since(epoch)-time.Duration(sent-1), late)
 		}
 	case isTimeout(err):
-		// A round trip that timed out is a slow one: a run of them marks
-		// Redis slow even when each is forgiven as the gateway's fault.
 		if sent := c.sent.Swap(0); sent != 0 {
 			c.observe(time.Since(epoch) - time.Duration(sent-1))
 		}
 	}
 	return n, err
+}
+
+// roundTrip reports a round trip that its reader measured as rtt; late says
+// the reader ran only after its deadline had passed. One that looks slow is
+// reported as the kernel timed it, when it can tell; a late one that the
+// kernel cannot time is not reported, its time being mostly the gateway's.
+func (c *timedConn) roundTrip(rtt time.Duration, late bool) {
+	if rtt > c.slowAfter || late {
+		k, ok := kernelRoundTrip(c.socket)
+		switch {
+		case ok:
+			rtt = k
+		case late:
+			return
+		}
+	}
+	c.observe(rtt)
 }
 
 func isTimeout(err error) bool {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/internal/redistest"
@@ -319,43 +320,51 @@ func (d *downLog) Handle(_ context.Context, rec slog.Record) error {
 	return nil
 }
 
-// A call that times out is Redis's failure, and marks it down, only when
-// Redis answers nothing else either: a call whose goroutine was not run in
-// time, or that waited too long for a pooled connection, while the server
-// answered other calls, is the gateway's own lack of time. The call goes
-// uncached; Redis stays in use.
-func TestTimeoutsWhileRedisAnswersOthersKeepItUp(t *testing.T) {
+// probed waits until the store's first probe is over and its connection
+// back in the pool: the server counting the PING is not enough, as the
+// answer may still be on its way, and a test that then stops the answers
+// would lose it.
+func probed(t *testing.T, r *cache.Redis) {
+	t.Helper()
+	waitFor(t, "the first probe", func() bool { return r.Client().PoolStats().IdleConns == 1 })
+}
+
+// A call that times out goes uncached, and alone does not mark Redis down:
+// a read whose answer did not come while the server answered other calls,
+// or a wait for a pooled connection (the gateway's own queue), leaves Redis
+// in use. A Redis that answers nothing is marked down once its calls have
+// timed out for SlowFor, and then skipped.
+func TestTimeoutsAloneLeaveRedisUp(t *testing.T) {
 	// Timeouts happen for real here, so the timeout is short; still long
 	// enough for a loaded machine to answer the calls meant to succeed.
 	const timeout = time.Second
-	store := func(t *testing.T, url string) (*cache.Redis, *downLog) {
+	store := func(t *testing.T, url string, configure ...func(*cache.RedisOptions)) (*cache.Redis, *downLog) {
 		logs := &downLog{}
-		r := cachetest.NewStore(t, url, neverProbed, func(o *cache.RedisOptions) {
+		r := cachetest.NewStore(t, url, append([]func(*cache.RedisOptions){neverProbed, func(o *cache.RedisOptions) {
 			o.Timeout = timeout
 			o.Logger = slog.New(logs)
 			o.LogInterval = time.Nanosecond
-		})
+		}}, configure...)...)
 		return r, logs
 	}
 
 	t.Run("read timed out while another connection was answered", func(t *testing.T) {
 		srv := redistest.Start(t)
-		raw := rawClient(t, srv.URL())
 		// The store's first connection, that of its first probe, stops
 		// being answered once the probe is done.
-		var probed atomic.Bool
-		p := startStallProxy(t, hostPort(t, srv.URL()), func(conn int) bool { return conn == 1 && probed.Load() })
+		var stalled atomic.Bool
+		p := startStallProxy(t, hostPort(t, srv.URL()), func(conn int) bool { return conn == 1 && stalled.Load() })
 		r, logs := store(t, "redis://"+p.addr+"/0")
-		waitFor(t, "the first probe", func() bool { return calls(t, raw, "ping") == startPings+1 })
-		probed.Store(true)
+		probed(t, r)
+		stalled.Store(true)
 
-		stalled := make(chan error, 1)
-		go func() { _, err := r.Get(t.Context(), testKey(t)); stalled <- err }()
+		errs := make(chan error, 1)
+		go func() { _, err := r.Get(t.Context(), testKey(t)); errs <- err }()
 		receive(t, p.requests) // on the idle connection, which is stalled
 		if _, err := r.Get(t.Context(), testKey(t)); !errors.Is(err, cache.ErrNotFound) {
 			t.Fatalf("Get on a second connection = %v, want ErrNotFound", err)
 		}
-		if err := receive(t, stalled); err == nil || !strings.Contains(err.Error(), "timeout") {
+		if err := receive(t, errs); err == nil || !strings.Contains(err.Error(), "timeout") {
 			t.Fatalf("Get on the stalled connection = %v, want a timeout", err)
 		}
 		if err := r.Status(); err != nil || logs.n.Load() != 0 {
@@ -370,7 +379,7 @@ func TestTimeoutsWhileRedisAnswersOthersKeepItUp(t *testing.T) {
 		srv := redistest.Start(t)
 		raw := rawClient(t, srv.URL())
 		r, logs := store(t, srv.URL()+"?pool_size=1")
-		waitFor(t, "the first probe", func() bool { return calls(t, raw, "ping") == startPings+1 })
+		probed(t, r)
 		gate := "gate:" + testKey(t)
 		blocked := make(chan error, 1)
 		go func() { blocked <- r.Client().BLPop(t.Context(), 0, gate).Err() }()
@@ -387,24 +396,35 @@ func TestTimeoutsWhileRedisAnswersOthersKeepItUp(t *testing.T) {
 		receive(t, blocked)
 	})
 
-	t.Run("read timed out and Redis answered nothing else", func(t *testing.T) {
+	t.Run("calls timed out for SlowFor while Redis answered nothing", func(t *testing.T) {
 		srv := redistest.Start(t)
-		raw := rawClient(t, srv.URL())
-		var probed atomic.Bool
-		p := startStallProxy(t, hostPort(t, srv.URL()), func(int) bool { return probed.Load() })
-		r, logs := store(t, "redis://"+p.addr+"/0")
-		waitFor(t, "the first probe", func() bool { return calls(t, raw, "ping") == startPings+1 })
-		probed.Store(true)
-		// The probe's answer is the last one; a timeout long after it is
-		// Redis's. Four timeouts back is the most that counts.
-		start := time.Now()
-		waitFor(t, "the probe's answer to be old", func() bool { return time.Since(start) > 4*timeout })
+		var stalled atomic.Bool
+		p := startStallProxy(t, hostPort(t, srv.URL()), func(int) bool { return stalled.Load() })
+		r, logs := store(t, "redis://"+p.addr+"/0", func(o *cache.RedisOptions) {
+			o.SlowFor = time.Nanosecond // the fewest timeouts in a row then mark Redis down
+		})
+		probed(t, r)
+		stalled.Store(true)
 
-		if _, err := r.Get(t.Context(), testKey(t)); err == nil || !strings.Contains(err.Error(), "timeout") {
-			t.Fatalf("Get = %v, want a timeout", err)
+		c := cache.New(r, nil)
+		compute := func(context.Context) ([]byte, error) { return []byte("selection"), nil }
+		for i := 1; r.Status() == nil; i++ {
+			if i > 3 {
+				t.Fatalf("Redis that answers nothing still up after %d timed-out look-ups", i-1)
+			}
+			if val, out, err := c.Fetch(t.Context(), testKey(t), compute); err != nil || out != focusgate.CacheMiss || string(val) != "selection" {
+				t.Fatalf("Fetch = %q, %q, %v; want the value computed, uncached", val, out, err)
+			}
 		}
-		if r.Status() == nil || logs.n.Load() != 1 {
-			t.Errorf("Redis that answers nothing not marked down: status %v, %d lines", r.Status(), logs.n.Load())
+		if n := logs.n.Load(); n != 1 {
+			t.Errorf("%d lines said Redis was marked down, want 1", n)
+		}
+		if s := r.Stats(); s.Errors["get"] == 0 || s.Errors["set"] != 0 {
+			t.Errorf("errors %v: want look-ups timed out, and no store tried after them, which would cost a second timeout", s.Errors)
+		}
+		before := r.Stats().Skipped
+		if _, err := r.Get(t.Context(), testKey(t)); err == nil || r.Stats().Skipped != before+1 {
+			t.Errorf("Get on a Redis marked down = %v, want it skipped", err)
 		}
 	})
 }

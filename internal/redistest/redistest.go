@@ -25,8 +25,10 @@ import (
 // between the moment it is picked and the moment redis-server binds it.
 const startAttempts = 3
 
-// readyTimeout is how long a starting server may take to answer PING.
-const readyTimeout = 10 * time.Second
+// readyTimeout is how long a starting server may take to answer PING, and a
+// new cluster to join and report itself ok: generous, since a loaded
+// machine takes seconds for what takes milliseconds on an idle one.
+const readyTimeout = time.Minute
 
 // Server is a redis-server process owned by one test. It is not safe for
 // concurrent use.
@@ -182,6 +184,29 @@ func ping(addr string) error {
 	return nil
 }
 
+// clusterBusOffset is how far above its port a cluster node listens for the
+// other nodes.
+const clusterBusOffset = 10000
+
+// freeClusterPort returns a loopback port that was free a moment ago, and
+// whose cluster bus port, clusterBusOffset above, was too: a node cannot
+// start on a port whose bus port does not exist or is taken.
+func freeClusterPort(tb testing.TB) int {
+	tb.Helper()
+	for range 100 {
+		port := freePort(tb)
+		if port+clusterBusOffset > 65535 {
+			continue
+		}
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+clusterBusOffset))); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	tb.Fatal("redistest: no free port with a free cluster bus port in 100 tries")
+	return 0
+}
+
 // freePort returns a loopback port that was free a moment ago.
 func freePort(tb testing.TB) int {
 	tb.Helper()
@@ -221,10 +246,14 @@ func StartCluster(tb testing.TB, masters int) *Cluster {
 		s := &Server{tb: tb, bin: bin, dir: dir, args: []string{
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "1000",
+			// Nodes that have not completed their handshake within the node
+			// timeout are forgotten, and redis-cli then waits for the
+			// cluster to join forever: a loaded machine can take more than
+			// a second for it.
+			"--cluster-node-timeout", "5000",
 		}}
 		for attempt := 1; ; attempt++ {
-			s.port = freePort(tb)
+			s.port = freeClusterPort(tb)
 			if err = s.start(); err == nil {
 				break
 			}
@@ -236,12 +265,12 @@ func StartCluster(tb testing.TB, masters int) *Cluster {
 		c.Masters = append(c.Masters, s)
 		addrs = append(addrs, s.addr())
 	}
-	out, err := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
-	if err != nil {
-		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
+	out, err := exec.CommandContext(ctx, cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("redistest: redis-cli --cluster create (a minute at most): %v\n%s", err, out)
+	}
 	for _, a := range addrs {
 		for {
 			info, err := command(a, "CLUSTER INFO")
