@@ -50,7 +50,7 @@ type Config struct {
 	BypassModels         string            `env:"BYPASS_MODELS" cmd:"prune" help:"comma-separated glob patterns of action models never pruned, e.g. o3*,gpt-5*"`
 	RedisURL             string            `env:"REDIS_URL" cmd:"prune" help:"empty: in-process cache; redis://host:6379/0: Redis cache shared by every replica"`
 	RedisCluster         bool              `env:"REDIS_CLUSTER" cmd:"prune" envDefault:"false" help:"FOCUSGATE_REDIS_URL names a Redis Cluster: seed nodes as redis://host:7000?addr=host:7001&addr=host:7002"`
-	RedisTimeout         time.Duration     `env:"REDIS_TIMEOUT" cmd:"prune" envDefault:"50ms" help:"bound of each Redis call; a slower Redis is treated as down and skipped"`
+	RedisTimeout         time.Duration     `env:"REDIS_TIMEOUT" cmd:"prune" envDefault:"50ms" help:"bound of each Redis call; a Redis whose calls keep timing out, or taking half of it, for a second is treated as down and skipped"`
 	CacheTTL             time.Duration     `env:"CACHE_TTL" cmd:"prune" envDefault:"24h" help:"lifetime of a cached selection"`
 	CacheMaxBytes        int64             `env:"CACHE_MAX_BYTES" cmd:"prune" envDefault:"67108864" help:"size bound of the in-process cache"`
 	PageMemoBytes        int64             `env:"PAGE_MEMO_BYTES" cmd:"prune" envDefault:"67108864" help:"memory for what focusgate remembers of the pages it has seen (their decoded text, trees and token counts), so that a page sent again, as an older page of a conversation or in a cache hit, costs look-ups; 0 remembers nothing"`
