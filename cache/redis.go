@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/internal/redisconn"
 )
 
 // RedisOptions configures NewRedis. Zero fields take the defaults documented
@@ -214,7 +214,7 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 		closing:      make(chan struct{}),
 		probed:       make(chan struct{}),
 	}
-	client, err := newClient(opts, timing{timeout: opts.Timeout, slowAfter: opts.SlowAfter, observe: r.roundTrip})
+	client, err := redisconn.Open(opts.URL, opts.Cluster, opts.Timeout, opts.wrap(timing{timeout: opts.Timeout, slowAfter: opts.SlowAfter, observe: r.roundTrip}))
 	if err != nil {
 		// A url.Error quotes the whole URL, password included.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
@@ -231,52 +231,21 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 	return r, nil
 }
 
-// newClient connects to one server or to a cluster, with every call bounded
-// by the timeout and never retried: a slow or dead Redis must cost a request
-// at most one timeout. Every round trip on its connections is reported to
-// t.observe.
-func newClient(opts RedisOptions, t timing) (redis.UniversalClient, error) {
-	// Maintenance notifications would relax the timeouts during a server
-	// upgrade, which is exactly when Redis must stay off the path.
-	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	if !opts.Cluster {
-		ro, err := redis.ParseURL(opts.URL)
-		if err != nil {
-			return nil, err
+// wrap returns the dialer of a client whose every round trip is reported to
+// t.observe, its connections wrapped by o.wrapConn if set.
+func (o RedisOptions) wrap(t timing) func(redisconn.Dial) redisconn.Dial {
+	return func(dial redisconn.Dial) redisconn.Dial {
+		if o.wrapConn != nil {
+			inner := dial
+			dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conn, err := inner(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return o.wrapConn(conn), nil
+			}
 		}
-		ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
-		ro.MaxRetries, ro.DialerRetries = -1, 1
-		ro.MaintNotificationsConfig = maint
-		ro.Dialer = timedDialer(opts.wrap(redis.NewDialer(ro)), t)
-		return redis.NewClient(ro), nil
-	}
-	co, err := redis.ParseClusterURL(opts.URL)
-	if err != nil {
-		return nil, err
-	}
-	co.DialTimeout, co.ReadTimeout, co.WriteTimeout, co.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
-	co.MaxRetries, co.DialerRetries = -1, 1
-	// A MOVED or ASK during a resharding or failover is followed once, within
-	// the same call's timeout; a storm of them fails the call, which marks
-	// the cluster down like any failure.
-	co.MaxRedirects = 1
-	co.MaintNotificationsConfig = maint
-	// What the cluster client gives each node when it has no dialer.
-	co.Dialer = timedDialer(opts.wrap(redis.NewDialer(&redis.Options{DialTimeout: co.DialTimeout, TLSConfig: co.TLSConfig})), t)
-	return redis.NewClusterClient(co), nil
-}
-
-// wrap returns dial, its connections wrapped by o.wrapConn if set.
-func (o RedisOptions) wrap(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	if o.wrapConn == nil {
-		return dial
-	}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return o.wrapConn(conn), nil
+		return timedDialer(dial, t)
 	}
 }
 

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/internal/redisconn"
 )
 
 // A team's replicas keep the holdout's accounting in the Redis they share,
@@ -97,7 +97,7 @@ func NewShared(opts Options, ropts RedisOptions) (*Holdout, error) {
 	if ropts.Logger == nil {
 		ropts.Logger = slog.Default()
 	}
-	client, err := newClient(ropts)
+	client, err := redisconn.Open(ropts.URL, ropts.Cluster, ropts.Timeout, nil)
 	if err != nil {
 		// A url.Error quotes the whole URL, password included.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
@@ -120,34 +120,6 @@ func NewShared(opts Options, ropts RedisOptions) (*Holdout, error) {
 	go s.write()
 	go s.probe(ropts.ProbeInterval)
 	return h, nil
-}
-
-// newClient connects to one server or to a cluster, with every call
-// bounded by the timeout and never retried: a step sent twice would be
-// counted twice.
-func newClient(opts RedisOptions) (redis.UniversalClient, error) {
-	// Maintenance notifications would relax the timeouts during a server
-	// upgrade; the holdout falls back to counting on its own instead.
-	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	if !opts.Cluster {
-		ro, err := redis.ParseURL(opts.URL)
-		if err != nil {
-			return nil, err
-		}
-		ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
-		ro.MaxRetries, ro.DialerRetries = -1, 1
-		ro.MaintNotificationsConfig = maint
-		return redis.NewClient(ro), nil
-	}
-	co, err := redis.ParseClusterURL(opts.URL)
-	if err != nil {
-		return nil, err
-	}
-	co.DialTimeout, co.ReadTimeout, co.WriteTimeout, co.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
-	co.MaxRetries, co.DialerRetries = -1, 1
-	co.MaxRedirects = 1
-	co.MaintNotificationsConfig = maint
-	return redis.NewClusterClient(co), nil
 }
 
 // split names the comparison a holdout key and share draw: a keyed hash, so

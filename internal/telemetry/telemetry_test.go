@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	"log/slog"
 )
 
 func TestSetupRefusesEndpointsThatAreNotHTTP(t *testing.T) {
