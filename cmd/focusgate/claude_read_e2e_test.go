@@ -191,13 +191,8 @@ func (r *bigReader) check(path, chunk string) {
 // 1,000 tokens, so Read returns the saved JSON file whole; against Anthropic,
 // Read refuses a file over 25,000 tokens and the model must page through it.
 func TestClaudeCodeReadsABigSnapshotBackThroughTheGateway(t *testing.T) {
-	node := e2eRequirements(t)
-	claude, _ := filepath.Abs("../../e2e/node_modules/.bin/claude")
-	modules, _ := filepath.Abs("../../e2e/node_modules")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
+	node, modules, chromium := e2eRequirements(t)
+	claude := e2eBin(t, modules, "claude", "Claude Code")
 	pages := httptest.NewServer(http.FileServer(http.Dir(bigPage(t))))
 	t.Cleanup(pages.Close)
 	home := t.TempDir()
@@ -255,7 +250,7 @@ func TestClaudeCodeReadsABigSnapshotBackThroughTheGateway(t *testing.T) {
 		t.Errorf("the snapshot file was read in %d chunks, want several", len(reader.chunks))
 	}
 
-	bodies, answers := front.recorded()
+	bodies, answers := front.sent()
 	sent := map[string]bool{}
 	pruned := 0
 	for i, b := range bodies {

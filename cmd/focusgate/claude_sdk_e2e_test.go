@@ -30,16 +30,11 @@ import (
 // FOCUSGATE_E2E_CAPTURE=DIR writes each body the SDK sent into
 // DIR/<case>/NN-<endpoint>.json (see testdata/agents/README.md).
 func TestClaudeAgentSDKRunsThroughTheGateway(t *testing.T) {
-	node := e2eRequirements(t)
-	modules, _ := filepath.Abs("../../e2e/node_modules")
+	node, modules, chromium := e2eRequirements(t)
 	if _, err := os.Stat(filepath.Join(modules, "@anthropic-ai/claude-agent-sdk/sdk.mjs")); err != nil {
 		t.Fatalf("the Claude Agent SDK is not installed (%v): run scripts/install-e2e.sh", err)
 	}
 	script, _ := filepath.Abs("../../e2e/claude-agent-sdk.mjs")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
 	small := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
 	t.Cleanup(small.Close)
 	big := httptest.NewServer(http.FileServer(http.Dir(bigPage(t))))
@@ -81,7 +76,7 @@ func TestClaudeAgentSDKRunsThroughTheGateway(t *testing.T) {
 			if ee, ok := err.(*exec.ExitError); ok {
 				stderr = string(ee.Stderr)
 			}
-			bodies, answers := front.recorded()
+			bodies, answers := front.sent()
 			if dir := os.Getenv("FOCUSGATE_E2E_CAPTURE"); dir != "" {
 				for k, b := range bodies {
 					endpoint := "messages-stream"

@@ -11,8 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,7 +176,7 @@ func checkCloudRun(t *testing.T, folder string, fake fakeCloudRecords, want stri
 // cloudGateway is the gateway in front of the fakes of one case, and the
 // recorder in front of the gateway that the client is given.
 type cloudGateway struct {
-	front *cloudRecorder
+	front *clientRecorder
 	gw    *process
 }
 
@@ -192,124 +190,7 @@ func startCloudGateway(t *testing.T, b *cloudtest.Bedrock, v *cloudtest.Vertex, 
 		env["FOCUSGATE_MIN_TOKENS"] = minTokens
 	}
 	gw := startGateway(t, env)
-	return &cloudGateway{front: newCloudRecorder(t, gw.URL), gw: gw}
-}
-
-// exchangeHeader numbers each request the recorder passes to the gateway,
-// so that the request the fake received can be told for each one the
-// client sent (the gateway forwards headers other than its own).
-const exchangeHeader = "X-Cloud-E2e-Exchange"
-
-// cloudExchange is one request a client sent to the gateway and the
-// answer it got.
-type cloudExchange struct {
-	id                     string // exchangeHeader's value
-	method, path, rawQuery string // as the client sent them
-	header                 http.Header
-	body                   []byte
-	status                 int
-	answer                 http.Header
-	answerBody             []byte
-}
-
-// cloudRecorder stands between a client and the gateway and keeps every
-// exchange whole, the answer's body included.
-type cloudRecorder struct {
-	*httptest.Server
-	mu        sync.Mutex
-	n         int
-	exchanges []cloudExchange
-	// open counts the exchanges under way: a client may take an answer
-	// and leave (exit, even) before the handler that passed it on has
-	// returned.
-	open sync.WaitGroup
-}
-
-func newCloudRecorder(t *testing.T, gateway string) *cloudRecorder {
-	t.Helper()
-	target, err := url.Parse(gateway)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cloudRecorder{}
-	proxy := &httputil.ReverseProxy{
-		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
-		FlushInterval: -1,
-	}
-	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		c.open.Add(1)
-		defer c.open.Done()
-		c.mu.Lock()
-		c.n++
-		id := strconv.Itoa(c.n)
-		c.mu.Unlock()
-		path, query, _ := strings.Cut(r.RequestURI, "?")
-		x := cloudExchange{id: id, method: r.Method, path: path, rawQuery: query, header: r.Header.Clone(), body: body}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.Header.Set(exchangeHeader, id)
-		rec := &answerRecorder{ResponseWriter: w}
-		// Recorded however the exchange ends: a client that has read what
-		// it wanted of a stream may hang up, and the proxy then panics
-		// with http.ErrAbortHandler.
-		defer func() {
-			x.status, x.answer, x.answerBody = rec.status, rec.header, rec.body.Bytes()
-			c.mu.Lock()
-			c.exchanges = append(c.exchanges, x)
-			c.mu.Unlock()
-		}()
-		proxy.ServeHTTP(rec, r)
-	}))
-	t.Cleanup(c.Close)
-	return c
-}
-
-// recorded returns the exchanges in the order the client sent them, once
-// those under way are over. The client is done: nothing new comes, and
-// every answer it took is whole.
-func (c *cloudRecorder) recorded() []cloudExchange {
-	c.open.Wait()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := slices.Clone(c.exchanges)
-	slices.SortFunc(out, func(a, b cloudExchange) int {
-		x, _ := strconv.Atoi(a.id)
-		y, _ := strconv.Atoi(b.id)
-		return x - y
-	})
-	return out
-}
-
-// answerRecorder keeps the status, headers and body of an answer as it is
-// passed on, flushes included.
-type answerRecorder struct {
-	http.ResponseWriter
-	status int
-	header http.Header
-	body   bytes.Buffer
-}
-
-func (a *answerRecorder) WriteHeader(code int) {
-	a.status, a.header = code, a.Header().Clone()
-	a.ResponseWriter.WriteHeader(code)
-}
-
-func (a *answerRecorder) Write(b []byte) (int, error) {
-	if a.header == nil {
-		a.WriteHeader(http.StatusOK)
-	}
-	a.body.Write(b)
-	return a.ResponseWriter.Write(b)
-}
-
-func (a *answerRecorder) Flush() {
-	if f, ok := a.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	return &cloudGateway{front: newClientRecorder(t, gw.URL), gw: gw}
 }
 
 // gatewayWant is what a cloud's fake must see of the gateway: the
@@ -455,7 +336,7 @@ func checkThroughGateway(t *testing.T, fake fakeCloudRecords, cg *cloudGateway, 
 }
 
 // carriesKey says whether the client sent the gateway key in a header.
-func carriesKey(x cloudExchange) bool {
+func carriesKey(x exchange) bool {
 	for _, vs := range x.header {
 		for _, v := range vs {
 			if strings.Contains(v, cloudGatewayKey) {
@@ -517,7 +398,7 @@ func eventFrames(body []byte) (n int, last string, err error) {
 // The SDK drivers of e2e/cloud, through the gateway with a gateway key,
 // and directly with each way of authenticating.
 func TestCloudSDKsAgainstFakeClouds(t *testing.T) {
-	node := e2eRequirements(t)
+	node, _, _ := e2eRequirements(t)
 	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
 	t.Cleanup(pages.Close)
 	page := pages.URL + "/form.html"
@@ -679,16 +560,8 @@ func claudeOnCloud(page string) (*scriptedClaude, cloudtest.Answer) {
 // keys itself on Bedrock, with an access token in ANTHROPIC_CUSTOM_HEADERS
 // on Vertex AI.
 func TestClaudeCodeOnFakeClouds(t *testing.T) {
-	node := e2eRequirements(t)
-	claude, _ := filepath.Abs("../../e2e/node_modules/.bin/claude")
-	if _, err := os.Stat(claude); err != nil {
-		t.Fatalf("Claude Code is not installed (%v): run scripts/install-e2e.sh", err)
-	}
-	modules, _ := filepath.Abs("../../e2e/node_modules")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
+	node, modules, chromium := e2eRequirements(t)
+	claude := e2eBin(t, modules, "claude", "Claude Code")
 	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
 	t.Cleanup(pages.Close)
 	page := pages.URL + "/form.html"
@@ -825,16 +698,8 @@ func (m *codexOnAzure) answer(c cloudtest.Call) cloudtest.Reply {
 // which Codex sends as a bearer token: the gateway key through the gateway,
 // the Azure key directly.
 func TestCodexOnFakeAzure(t *testing.T) {
-	node := e2eRequirements(t)
-	codex, _ := filepath.Abs("../../e2e/node_modules/.bin/codex")
-	if _, err := os.Stat(codex); err != nil {
-		t.Fatalf("Codex is not installed (%v): run scripts/install-e2e.sh", err)
-	}
-	modules, _ := filepath.Abs("../../e2e/node_modules")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
+	node, modules, chromium := e2eRequirements(t)
+	codex := e2eBin(t, modules, "codex", "Codex")
 	// Codex cuts the middle of a tool output longer than about 1,600
 	// tokens itself: a form of 24 fields keeps its button, and the gateway
 	// prunes pages from 300 tokens on.

@@ -206,19 +206,8 @@ func (m *scriptedCodex) retrieve(w http.ResponseWriter, body []byte) {
 // snapshot, under Codex's output header, reaches the model pruned with the
 // target kept, and the click lands on the ref it read there.
 func TestCodexRunsThroughTheGateway(t *testing.T) {
-	node := e2eRequirements(t)
-	codex, err := filepath.Abs("../../e2e/node_modules/.bin/codex")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(codex); err != nil {
-		t.Fatalf("Codex is not installed (%v): run scripts/install-e2e.sh", err)
-	}
-	modules, _ := filepath.Abs("../../e2e/node_modules")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
+	node, modules, chromium := e2eRequirements(t)
+	codex := e2eBin(t, modules, "codex", "Codex")
 	// Codex cuts the middle of a tool result longer than about 1,600 tokens
 	// itself (…N tokens truncated…), before any gateway sees it: the e2e
 	// pages' snapshots lose their buttons there. This form's fits, and the
@@ -299,7 +288,7 @@ func TestCodexRunsThroughTheGateway(t *testing.T) {
 			model.mu.Lock()
 			clicked, lost, noTools := model.clicked, model.lost, model.noTools
 			model.mu.Unlock()
-			bodies, answers := front.recorded()
+			bodies, answers := front.sent()
 			switch {
 			case clicked != "":
 			case noTools:

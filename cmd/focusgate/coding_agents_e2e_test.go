@@ -324,12 +324,7 @@ type codingAgent struct {
 // of it) is pruned, the target is kept, and the click lands on the ref the
 // model read.
 func TestCodingAgentsThroughTheGateway(t *testing.T) {
-	node := e2eRequirements(t)
-	modules, _ := filepath.Abs("../../e2e/node_modules")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
+	node, modules, chromium := e2eRequirements(t)
 	small := smallCheckout()
 	pages := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -405,7 +400,7 @@ func runCodingAgent(t *testing.T, a codingAgent, size, page, node, modules, chro
 	if len(model.apis) != 1 || model.apis[a.api] == 0 {
 		t.Errorf("the agent's requests reached the model as %v, want %s only", model.apis, a.api)
 	}
-	bodies, answers := front.recorded()
+	bodies, answers := front.sent()
 	withPage, pruned := 0, 0
 	for i, b := range bodies {
 		status := answers[i].Get("X-Focusgate-Status")

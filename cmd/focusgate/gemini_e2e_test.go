@@ -214,16 +214,8 @@ func geminiSettings(t *testing.T, node, modules, chromium, home string) {
 // FOCUSGATE_E2E_CAPTURE=DIR writes each body the CLI sent into
 // DIR/<case>/NN-<method>.json (see testdata/agents/README.md).
 func TestGeminiCLIRunsThroughTheGateway(t *testing.T) {
-	node := e2eRequirements(t)
-	gemini, _ := filepath.Abs("../../e2e/node_modules/.bin/gemini")
-	if _, err := os.Stat(gemini); err != nil {
-		t.Fatalf("Gemini CLI is not installed (%v): run scripts/install-e2e.sh", err)
-	}
-	modules, _ := filepath.Abs("../../e2e/node_modules")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
+	node, modules, chromium := e2eRequirements(t)
+	gemini := e2eBin(t, modules, "gemini", "Gemini CLI")
 	small := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
 	t.Cleanup(small.Close)
 	big := httptest.NewServer(http.FileServer(http.Dir(bigPage(t))))
@@ -277,7 +269,7 @@ func TestGeminiCLIRunsThroughTheGateway(t *testing.T) {
 			if !strings.Contains(clickResult, "Place order") || strings.Contains(clickResult, `"error"`) {
 				t.Errorf("the click on %s did not land: %.300s", clicked, clickResult)
 			}
-			sent, answers := front.recorded()
+			sent, answers := front.sent()
 			if base == model.URL {
 				sent = nil
 				for _, c := range action {

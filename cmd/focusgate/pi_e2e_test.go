@@ -208,16 +208,8 @@ func writeMessagesStep(w http.ResponseWriter, model string, turn int, name, args
 // FOCUSGATE_E2E_CAPTURE=DIR writes each body pi sent into
 // DIR/<case>/NN-chat-stream.json (see testdata/agents/README.md).
 func TestPiRunsThroughTheGateway(t *testing.T) {
-	node := e2eRequirements(t)
-	modules, _ := filepath.Abs("../../e2e/node_modules")
-	pi := filepath.Join(modules, ".bin/pi")
-	if _, err := os.Stat(pi); err != nil {
-		t.Fatalf("pi is not installed (%v): run scripts/install-e2e.sh", err)
-	}
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
+	node, modules, chromium := e2eRequirements(t)
+	pi := e2eBin(t, modules, "pi", "pi")
 	small := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
 	t.Cleanup(small.Close)
 	big := httptest.NewServer(http.FileServer(http.Dir(bigPage(t))))
@@ -278,7 +270,7 @@ func TestPiRunsThroughTheGateway(t *testing.T) {
 				"PI_SKIP_VERSION_CHECK=1",
 			}
 			out, err := cmd.CombinedOutput()
-			bodies, answers := front.recorded()
+			bodies, answers := front.sent()
 			if dir := os.Getenv("FOCUSGATE_E2E_CAPTURE"); dir != "" {
 				for k, b := range bodies {
 					captureBody(t, filepath.Join(dir, tc.name, fmt.Sprintf("%02d-%s.json", k+1, endpoint)), b, piVendorText)

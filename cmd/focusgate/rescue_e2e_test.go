@@ -100,7 +100,7 @@ func flakyRetriever(t *testing.T, next string, failures int32) *httptest.Server 
 // sees the refusal and finishes its task, and the later requests fit without
 // another rescue.
 func TestRealAgentOutgrowingTheWindowFinishesItsTask(t *testing.T) {
-	node := e2eRequirements(t)
+	node, _, _ := e2eRequirements(t)
 	pages := httptest.NewServer(http.FileServer(http.Dir("../../e2e/pages")))
 	t.Cleanup(pages.Close)
 	model := startFakeModel(t, node, t.TempDir())
@@ -127,7 +127,7 @@ func TestRealAgentOutgrowingTheWindowFinishesItsTask(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the agent did not finish its task: %v\nstdout: %s\nstderr: %s", err, stdout.String(), tail(stderr.String(), 4000))
 	}
-	_, answers := front.recorded()
+	_, answers := front.sent()
 	rescued := 0
 	for k, h := range answers {
 		st := h.Get("X-Focusgate-Status")
