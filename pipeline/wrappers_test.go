@@ -28,7 +28,7 @@ func observations(t *testing.T, body []byte, api focusgate.API) []detect.Observa
 }
 
 // stringify escapes s as JSON.stringify does, without the quotes.
-func stringify(t *testing.T, s string) string {
+func stringify(t testing.TB, s string) string {
 	t.Helper()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -50,7 +50,7 @@ func numberLines(text, format string) string {
 
 // jsToolLoop is toolLoop as a JavaScript client writes it: <, > and &
 // unescaped.
-func jsToolLoop(t *testing.T, steps ...[2]string) []byte {
+func jsToolLoop(t testing.TB, steps ...[2]string) []byte {
 	t.Helper()
 	var msgs any
 	if err := json.Unmarshal(toolLoop(t, "gpt-4.1", steps...), &msgs); err != nil {
