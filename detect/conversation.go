@@ -2,7 +2,6 @@ package detect
 
 import (
 	"cmp"
-	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -460,7 +459,7 @@ func (u *unit) segPath(s *segment) string {
 }
 
 func (c *conversation) decode(lit literal) string {
-	return unquote(c.body[lit.start:lit.end])
+	return unquote(asString(c.body[lit.start:lit.end]))
 }
 
 func (c *conversation) segText(si int) string {
@@ -519,31 +518,35 @@ func (c *conversation) unitText(ui int) (string, []int) {
 	return ctx.text, ctx.bases
 }
 
-// located is a block found in one segment of one unit. For a tree inside an
-// escaped string held by the segment, in is set and block spans the tree as
-// it lies, escaped, in the segment's text: the spans of a segment's trees
-// never overlap, however many a string holds.
+// tree is a tree found in a segment's string, through any stack of
+// wrappers: block, in text, the innermost text that holds it; at, the tree
+// as it lies in the segment's decoded text; places, its lines as they lie in
+// the string's escaped content, from the literal's start; nested, the JSON
+// encodings between the segment's text and text.
+type tree struct {
+	block  Block
+	text   string
+	at     span
+	places []place
+	nested int
+}
+
+// located is a tree found in one segment of one unit.
 type located struct {
 	unit, seg int
-	block     Block
-	in        *inner
+	t         *tree
 }
 
 // trees lists the trees of segment si of unit ui in text order.
 func (c *conversation) trees(ui, si int) []located {
-	var found []located
-	for _, b := range c.blocks(ui, si) {
-		found = append(found, located{unit: ui, seg: si, block: b})
+	ts := c.found(ui, si)
+	if len(ts) == 0 {
+		return nil
 	}
-	var inners []inner
-	if s := c.segs[si].state; s != nil {
-		inners = s.inner
+	found := make([]located, len(ts))
+	for k := range ts {
+		found[k] = located{unit: ui, seg: si, t: &ts[k]}
 	}
-	for k := range inners {
-		in := &inners[k]
-		found = append(found, located{unit: ui, seg: si, block: Block{Start: in.at.start, End: in.at.end}, in: in})
-	}
-	slices.SortStableFunc(found, func(a, b located) int { return a.block.Start - b.block.Start })
 	return found
 }
 
@@ -576,74 +579,29 @@ func (c *conversation) observations(opts Options) []Observation {
 		return nil
 	}
 	obs := make([]Observation, len(found))
-	for i := 0; i < len(found); {
-		if found[i].in != nil {
-			obs[i] = c.innerObservation(found[i])
-			i++
-			continue
+	for i, f := range found {
+		s, t := &c.segs[f.seg], f.t
+		obs[i] = Observation{
+			Block:    t.block,
+			Text:     t.text[t.block.Start:t.block.End],
+			Path:     c.units[f.unit].segPath(s),
+			RawStart: s.lit.start + t.places[0].start,
+			RawEnd:   s.lit.start + t.places[len(t.places)-1].end,
+			Nested:   t.nested,
+			places:   t.places,
+			base:     s.lit.start,
 		}
-		// Map the spans of all observations of one segment in one pass.
-		n := 1
-		for i+n < len(found) && found[i+n].seg == found[i].seg && found[i+n].in == nil {
-			n++
-		}
-		spans := make([]span, n)
-		for k, f := range found[i : i+n] {
-			spans[k] = span{f.block.Start, f.block.End}
-		}
-		s := &c.segs[found[i].seg]
-		text := c.segText(found[i].seg)
-		lit := c.body[s.lit.start:s.lit.end]
-		for k, raw := range rawSpans(lit, text, spans) {
-			f := found[i+k]
-			if !onLines(text, f.block.Start, f.block.End) {
-				// A tree after an envelope on its first line.
-				at := rawOffsets(lit, []int{f.block.Start, f.block.End})
-				raw = span{at[0], at[1]}
-			}
-			o := Observation{
-				Block:    f.block,
-				Text:     text[f.block.Start:f.block.End],
-				Path:     c.units[f.unit].segPath(s),
-				RawStart: s.lit.start + raw.start,
-				RawEnd:   s.lit.start + raw.end,
-			}
-			c.describe(f, &o)
-			obs[i+k] = o
-		}
-		i += n
+		c.describe(f, &obs[i])
 	}
 	return obs
 }
 
-// onLines says whether text[start:end] starts at a line start and ends at a
-// line end, as rawSpans needs.
-func onLines(text string, start, end int) bool {
-	return (start == 0 || text[start-1] == '\n') && (end == len(text) || text[end] == '\n')
-}
-
-// innerObservation describes a tree found inside a JSON text held by a segment.
-func (c *conversation) innerObservation(f located) Observation {
-	s := &c.segs[f.seg]
-	at := rawOffsets(c.body[s.lit.start:s.lit.end], []int{f.in.at.start, f.in.at.end})
-	o := Observation{
-		Block:    f.in.block,
-		Text:     f.in.text[f.in.block.Start:f.in.block.End],
-		Path:     c.units[f.unit].segPath(s),
-		RawStart: s.lit.start + at[0],
-		RawEnd:   s.lit.start + at[1],
-		Nested:   f.in.nested,
-	}
-	c.describe(f, &o)
-	return o
-}
-
-// blocks returns the trees of segment si of unit ui, and finds those inside a
-// JSON text it holds. Strings with fewer lines or element ids than a tree needs
-// are never decoded; the others are looked up in the Finder's memory first.
-func (c *conversation) blocks(ui, si int) []Block {
+// found returns the trees of segment si of unit ui. Strings with fewer lines
+// or element ids than a tree needs are never decoded; the others are looked
+// up in the Finder's memory first.
+func (c *conversation) found(ui, si int) []tree {
 	if s := c.segs[si].state; s != nil && s.scanned {
-		return s.blocks
+		return s.trees
 	}
 	if !c.units[ui].role.mayHoldTree() {
 		return nil
@@ -653,42 +611,42 @@ func (c *conversation) blocks(ui, si int) []Block {
 		return nil
 	}
 	raw := c.body[lit.start:lit.end]
-	if lit.ids < MinIDLines && !hasIDCues(raw) {
+	if lit.ids < MinIDLines && !hasIDCues(asString(raw)) {
 		return nil
 	}
 	s := c.state(si)
 	s.scanned = true
 	if r, ok := c.seen.GetBytes(raw); ok {
 		s.searched, s.decoded = r, true
-		return s.blocks
+		return s.trees
 	}
 	text := c.segText(si)
-	for _, h := range findTrees(text) {
-		if h.nested == 0 {
-			s.blocks = append(s.blocks, h.block)
-		} else {
-			s.inner = append(s.inner, inner{block: h.block, text: h.text, at: h.at, nested: h.nested})
+	hits := findTrees(text)
+	if len(hits) > 0 {
+		s.trees = make([]tree, len(hits))
+		for k, h := range hits {
+			s.trees[k] = tree{block: h.block, text: h.text, at: h.at(), places: h.places, nested: h.nested}
 		}
+		// The places move from the decoded text onto the escaped one.
+		placeEscaped(asString(raw), 0, hits)
 	}
-	size := searchedSize(text, s.blocks, s.inner)
+	size := searchedSize(text, s.trees)
 	c.note(int64(size - len(text))) // the text was noted when decoded
-	c.seen.PutBytes(raw, searched{text: text, blocks: s.blocks, inner: s.inner}, size)
-	return s.blocks
+	c.seen.PutBytes(raw, searched{text: text, trees: s.trees}, size)
+	return s.trees
 }
 
 // searchedSize approximates the bytes a remembered string holds beyond its
-// escaped key.
-func searchedSize(text string, blocks []Block, inner []inner) int {
-	const lineSize, blockSize = int(unsafe.Sizeof(focusgate.Line{})), int(unsafe.Sizeof(Block{}))
+// escaped key: its text, each tree's lines and places, and each innermost
+// text peeled out of it.
+func searchedSize(text string, trees []tree) int {
+	const lineSize, placeSize, treeSize = int(unsafe.Sizeof(focusgate.Line{})), int(unsafe.Sizeof(place{})), int(unsafe.Sizeof(tree{}))
 	n := len(text)
-	for _, b := range blocks {
-		n += blockSize + len(b.Lines)*lineSize
-	}
-	for i, in := range inner {
-		if i == 0 || in.text != inner[i-1].text {
-			n += len(in.text)
+	for i, t := range trees {
+		if unsafe.StringData(t.text) != unsafe.StringData(text) && (i == 0 || unsafe.StringData(t.text) != unsafe.StringData(trees[i-1].text)) {
+			n += len(t.text)
 		}
-		n += int(unsafe.Sizeof(in)) + len(in.block.Lines)*lineSize
+		n += treeSize + len(t.block.Lines)*(lineSize+placeSize)
 	}
 	return n
 }

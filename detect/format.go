@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 )
@@ -219,9 +218,9 @@ func goalLabelWords() [][]byte {
 
 // hasIDCues reports whether raw holds the id cue of some format at least
 // MinIDLines times.
-func hasIDCues(raw []byte) bool {
+func hasIDCues(raw string) bool {
 	for _, f := range grammars {
-		if f.idCue != "" && bytes.Count(raw, []byte(f.idCue)) >= MinIDLines {
+		if f.idCue != "" && strings.Count(raw, f.idCue) >= MinIDLines {
 			return true
 		}
 	}

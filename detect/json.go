@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file is a small validating JSON reader. It walks a body once, descends only
@@ -126,9 +127,10 @@ func scanString(b []byte, i int) (literal, int, error) {
 }
 
 // hex4 decodes four hex digits, or returns -1.
-func hex4(h []byte) rune {
+func hex4[T string | []byte](h T) rune {
 	var r rune
-	for _, c := range h[:4] {
+	for i := range 4 {
+		c := h[i]
 		switch {
 		case '0' <= c && c <= '9':
 			c -= '0'
@@ -250,7 +252,7 @@ func eachMember(b []byte, i, depth int, member func(key []byte, v int) (int, err
 		}
 		k := b[key.start:key.end]
 		if bytes.IndexByte(k, '\\') >= 0 {
-			k = []byte(unquote(k))
+			k = []byte(unquote(asString(k)))
 		}
 		if i, err = member(k, i); err != nil {
 			return i, err
@@ -321,9 +323,15 @@ func stringOrSkip(b []byte, v, depth int) (lit literal, next int, ok bool, err e
 func word(b []byte, lit literal) []byte {
 	raw := b[lit.start:lit.end]
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		return []byte(unquote(raw))
+		return []byte(unquote(asString(raw)))
 	}
 	return raw
+}
+
+// asString is b as a string, without a copy, for reading a body that is not
+// modified while it is read; nothing that outlives the reading keeps it.
+func asString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // unquote decodes a string literal's content without losing anything, so that
@@ -333,16 +341,20 @@ func word(b []byte, lit literal) []byte {
 // emoji) becomes the three bytes that UTF-8 would give the code point if it
 // allowed one (ED A0 80: "WTF-8"), which are themselves invalid UTF-8, so that
 // they cannot be mistaken for text. encoding/json would turn both into U+FFFD.
-// The content must have been validated by scanString.
-func unquote(raw []byte) string {
+// appendEscaped is its inverse, and escapeWidth measures each escape as it
+// decodes it. The content must have been validated by scanString (or cut by
+// stringContent before an escape it would cut in two).
+func unquote(raw string) string {
 	var sb strings.Builder
 	sb.Grow(len(raw))
 	for len(raw) > 0 {
-		i := bytes.IndexByte(raw, '\\')
+		i := strings.IndexByte(raw, '\\')
 		if i < 0 {
 			i = len(raw)
 		}
-		writeUTF8(&sb, raw[:i])
+		// A byte the client sent is a byte focusgate forwards, invalid
+		// UTF-8 included: replacing it would change lines not pruned.
+		sb.WriteString(raw[:i])
 		if raw = raw[i:]; len(raw) == 0 {
 			break
 		}
@@ -383,56 +395,223 @@ func unquote(raw []byte) string {
 	return sb.String()
 }
 
-// writeUTF8 copies unescaped string content, invalid UTF-8 included: a byte
-// the client sent is a byte focusgate forwards, and replacing it would change
-// lines that were not pruned.
-func writeUTF8(sb *strings.Builder, p []byte) {
-	sb.Write(p)
+// escapeWidth returns the length of the escape that starts esc (at a
+// backslash) and the length of what unquote makes of it.
+func escapeWidth(esc string) (size, width int) {
+	switch {
+	case len(esc) < 2:
+		return len(esc), 0
+	case esc[1] != 'u':
+		return 2, 1
+	case len(esc) < 6:
+		return len(esc), 0
+	}
+	r := hex4(esc[2:6])
+	if !utf16.IsSurrogate(r) {
+		return 6, utf8.RuneLen(r)
+	}
+	if len(esc) >= 12 && esc[6] == '\\' && esc[7] == 'u' && utf16.DecodeRune(r, hex4(esc[8:12])) != utf8.RuneError {
+		return 12, 4
+	}
+	return 6, 3
 }
 
-// rawSpans maps spans of the decoded text of raw to offsets in raw, in one pass.
-// The spans must be sorted, and each must start at a line start and end at a line
-// end of text. Every '\n' of the decoded text comes from exactly one "\n" or
-// "\u000a" escape, so counting newlines maps line boundaries without decoding
-// anything again.
-func rawSpans(raw []byte, text string, spans []span) []span {
-	out := make([]span, len(spans))
-	// wants[2k] newline escapes precede span k; it ends at escape wants[2k+1], if any.
-	wants := make([]int, 0, 2*len(spans))
-	newlines, at := 0, 0
-	for k, s := range spans {
-		newlines += strings.Count(text[at:s.start], "\n")
-		wants = append(wants, newlines)
-		newlines += strings.Count(text[s.start:s.end], "\n")
-		wants = append(wants, newlines+1)
-		at = s.end
-		out[k] = span{0, len(raw)}
+// cursor maps offsets of the text a string literal's content decodes to
+// onto offsets in the content, walking both forward in step. The offsets it
+// is asked for must not decrease, so that placing every line of every tree
+// of a string costs one pass over the string, however many trees it holds
+// (a saved result can hold a page a thousand times on one line). An offset
+// inside an escape maps to the escape's start; one past the text to the end
+// of the content.
+type cursor struct {
+	raw  string
+	i, d int // the offsets reached, in raw and in the decoded text
+	next int // the first backslash at or after i, or len(raw)
+}
+
+func newCursor(raw string) cursor {
+	c := cursor{raw: raw}
+	c.next = c.backslash(0)
+	return c
+}
+
+// backslash returns the first backslash of raw at or after i, or len(raw).
+func (c *cursor) backslash(i int) int {
+	if j := strings.IndexByte(c.raw[i:], '\\'); j >= 0 {
+		return i + j
 	}
-	w, seen := 0, 0
-	if len(wants) > 0 && wants[0] == 0 {
-		w = 1
-	}
-	for i := 0; w < len(wants); {
-		j := bytes.IndexByte(raw[i:], '\\')
-		if j < 0 {
+	return len(c.raw)
+}
+
+// at returns the offset in raw of the decoded offset d.
+func (c *cursor) at(d int) int {
+	for c.d < d {
+		if plain := c.next - c.i; c.d+plain >= d {
+			c.i += d - c.d
+			c.d = d
 			break
 		}
-		i += j
-		width, newline := 2, raw[i+1] == 'n'
-		if raw[i+1] == 'u' {
-			width, newline = 6, hex4(raw[i+2:i+6]) == '\n'
+		c.d += c.next - c.i
+		c.i = c.next
+		if c.i >= len(c.raw) {
+			break
 		}
-		if newline {
-			seen++
-			for ; w < len(wants) && wants[w] == seen; w++ {
-				if w%2 == 0 {
-					out[w/2].start = i + width
-				} else {
-					out[w/2].end = i
-				}
-			}
+		size, width := escapeWidth(c.raw[c.i:])
+		if c.d+width > d {
+			break
 		}
-		i += width
+		c.i += size
+		c.d += width
+		c.next = c.backslash(c.i)
 	}
-	return out
+	return c.i
+}
+
+// appendEscaped appends s escaped as the content of a JSON string, times
+// times over: once for a text in the body's own string, once more for each
+// JSON text between (a tool result passed through JSON.stringify). It is
+// unquote's inverse, so that kept text leaves as it came: invalid UTF-8 is
+// written back as the raw bytes it was, and the three bytes unquote makes of
+// a lone escaped surrogate (ED A0..BF 80..BF) become that escape again, in
+// lower-case hex as JavaScript and Python write it. Unlike encoding/json it
+// leaves <, > and & alone, as JSON.stringify does: the text goes to a model,
+// not into HTML, and escaping them would only cost tokens.
+func appendEscaped(dst []byte, s string, times int) []byte {
+	if times <= 0 {
+		return append(dst, s...)
+	}
+	start := 0
+	for i := 0; i < len(s); {
+		esc, n, size := escapeOf(s, i)
+		if n == 0 {
+			i += size
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		dst = appendAgain(dst, esc[:n], times)
+		i += size
+		start = i
+	}
+	return append(dst, s[start:]...)
+}
+
+// escapedLen is the length appendEscaped appends.
+func escapedLen(s string, times int) int {
+	n := len(s)
+	if times <= 0 {
+		return n
+	}
+	for i := 0; i < len(s); {
+		esc, k, size := escapeOf(s, i)
+		if k > 0 {
+			n += againLen(esc[:k], times) - size
+		}
+		i += size
+	}
+	return n
+}
+
+// escapeOf reads what starts s[i]: a run of bytes that need no escape (n is
+// 0 and size their length), or one character that does, with its escape as
+// one encoding writes it (n bytes of esc) and the bytes it stands for.
+func escapeOf(s string, i int) (esc [6]byte, n, size int) {
+	if j := skipUnescaped(s, i); j > i {
+		return esc, 0, j - i
+	}
+	c := s[i]
+	if c < utf8.RuneSelf {
+		switch {
+		case c >= 0x20 && c != '"' && c != '\\':
+			return esc, 0, 1
+		case c == '"' || c == '\\':
+			esc[0], esc[1] = '\\', c
+			return esc, 2, 1
+		case c == '\n':
+			esc[0], esc[1] = '\\', 'n'
+			return esc, 2, 1
+		case c == '\r':
+			esc[0], esc[1] = '\\', 'r'
+			return esc, 2, 1
+		case c == '\t':
+			esc[0], esc[1] = '\\', 't'
+			return esc, 2, 1
+		}
+		return uEscape(rune(c)), 6, 1
+	}
+	r, size := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case r == utf8.RuneError && size == 1:
+		if c == 0xed && i+2 < len(s) && s[i+1]&0xe0 == 0xa0 && s[i+2]&0xc0 == 0x80 {
+			return uEscape(0xd000 | rune(s[i+1]&0x3f)<<6 | rune(s[i+2]&0x3f)), 6, 3
+		}
+		return esc, 0, 1 // an invalid byte goes out raw, as it came in
+	case r == '\u2028' || r == '\u2029':
+		// Valid JSON, but they end lines in JavaScript; encoding/json
+		// escapes them, and so does JSON.stringify's output when read back.
+		return uEscape(r), 6, size
+	}
+	return esc, 0, size
+}
+
+const hexDigits = "0123456789abcdef"
+
+// uEscape is the \u escape of r, which is below 0x10000.
+func uEscape(r rune) [6]byte {
+	return [6]byte{'\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf]}
+}
+
+// appendAgain appends esc, an escape as one encoding writes it, as times
+// encodings write it: each encoding after the first doubles every backslash
+// and puts one more before a quote.
+func appendAgain(dst []byte, esc []byte, times int) []byte {
+	k := 1 << (times - 1) // the backslashes a backslash becomes
+	for _, b := range esc {
+		switch b {
+		case '\\':
+			for range k {
+				dst = append(dst, '\\')
+			}
+		case '"':
+			for range k - 1 {
+				dst = append(dst, '\\')
+			}
+			dst = append(dst, '"')
+		default:
+			dst = append(dst, b)
+		}
+	}
+	return dst
+}
+
+// againLen is the length appendAgain appends.
+func againLen(esc []byte, times int) int {
+	k, n := 1<<(times-1), 0
+	for _, b := range esc {
+		switch b {
+		case '\\', '"':
+			n += k
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// skipUnescaped returns the offset of the first byte at or after i, among
+// whole words of eight, that may need escaping: a control byte, a quote, a
+// backslash or a byte of a multi-byte character. A page's lines are long
+// runs of bytes that need none.
+func skipUnescaped(s string, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		// Each term sets the high bit of a byte that needs a look; the lowest
+		// bit set is exact, borrows only disturb higher bytes.
+		if m := ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs | x) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	return i
 }

@@ -193,7 +193,7 @@ func (c *conversation) describe(f located, o *Observation) {
 	u := &c.units[f.unit]
 	text, bases := c.unitText(f.unit)
 	base := bases[f.seg-u.first]
-	start, end := base+f.block.Start, base+f.block.End
+	start, end := base+f.t.at.start, base+f.t.at.end
 	ctx := c.structure(f.unit)
 
 	goal, ok := section(text, ctx.goals, start)
@@ -230,7 +230,7 @@ func (c *conversation) structure(ui int) *unitContext {
 	for si := u.first; si < u.end; si++ {
 		for _, f := range c.trees(ui, si) {
 			base := bases[si-u.first]
-			trees = append(trees, span{base + f.block.Start, base + f.block.End})
+			trees = append(trees, span{base + f.t.at.start, base + f.t.at.end})
 		}
 	}
 	marks := scanMarks(text, trees)
