@@ -2,6 +2,7 @@ package detect
 
 import (
 	"encoding/json"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,5 +50,43 @@ func BenchmarkFindRepeatedPage(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// allocated returns the allocations and bytes f allocates, counted by the
+// runtime: a measure of work that a busy machine does not change.
+func allocated(f func()) (mallocs, bytes uint64) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc
+}
+
+// Issue 36: peeling a page repeated on one long line cost the square of
+// the line, each copy's tree mapping its span over the whole line again. A
+// text ten times longer, with ten times the trees, must cost about ten times
+// as much: counted in allocations and in bytes allocated, which grew a
+// hundredfold before.
+func TestPeelingIsLinearOnOneLongLine(t *testing.T) {
+	page := longPage(t)
+	const small, large = 20, 200
+	var mallocs, bytes [2]uint64
+	for i, copies := range []int{small, large} {
+		body := repeatedRead(t, page, copies)
+		var obs []Observation
+		var err error
+		mallocs[i], bytes[i] = allocated(func() { obs, err = Find(body, focusgate.APIChat, Options{All: true}) })
+		if err != nil || len(obs) != copies {
+			t.Fatalf("%d copies: %d observations, %v", copies, len(obs), err)
+		}
+		checkRaw(t, body, obs[copies-1])
+	}
+	const most = 1.2 * large / small
+	if r := float64(mallocs[1]) / float64(mallocs[0]); r > most {
+		t.Errorf("%d copies made %.1f times the allocations of %d (%d, %d), want at most %.0f", large, r, small, mallocs[1], mallocs[0], most)
+	}
+	if r := float64(bytes[1]) / float64(bytes[0]); r > most {
+		t.Errorf("%d copies allocated %.1f times the bytes of %d (%d, %d), want at most %.0f", large, r, small, bytes[1], bytes[0], most)
 	}
 }
