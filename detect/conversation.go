@@ -621,7 +621,19 @@ func (c *conversation) found(ui, si int) []tree {
 		return s.trees
 	}
 	text := c.segText(si)
-	hits := findTrees(text)
+	if c.account() != nil {
+		return nil // the text alone is more than inspection may hold
+	}
+	// The views the layers peel out of the text are charged as they are
+	// made, so that a body too large to inspect stops being searched as
+	// soon as that shows, not once the search is done.
+	hits, ok := findTrees(text, func(n int64) bool {
+		c.note(n)
+		return c.account() == nil
+	})
+	if !ok {
+		return nil
+	}
 	if len(hits) > 0 {
 		s.trees = make([]tree, len(hits))
 		for k, h := range hits {
@@ -630,23 +642,24 @@ func (c *conversation) found(ui, si int) []tree {
 		// The places move from the decoded text onto the escaped one.
 		placeEscaped(asString(raw), 0, hits)
 	}
-	size := searchedSize(text, s.trees)
-	c.note(int64(size - len(text))) // the text was noted when decoded
+	size, peeled := searchedSize(text, s.trees)
+	c.note(int64(size - len(text) - peeled)) // the text was noted when decoded, the views as they were peeled
 	c.seen.PutBytes(raw, searched{text: text, trees: s.trees}, size)
 	return s.trees
 }
 
 // searchedSize approximates the bytes a remembered string holds beyond its
 // escaped key: its text, each tree's lines and places, and each innermost
-// text peeled out of it.
-func searchedSize(text string, trees []tree) int {
+// text peeled out of it. The search charged the texts it peeled as it made
+// them; the rest is charged (noted) once it is done.
+func searchedSize(text string, trees []tree) (size, peeled int) {
 	const lineSize, placeSize, treeSize = int(unsafe.Sizeof(focusgate.Line{})), int(unsafe.Sizeof(place{})), int(unsafe.Sizeof(tree{}))
-	n := len(text)
+	size = len(text)
 	for i, t := range trees {
 		if unsafe.StringData(t.text) != unsafe.StringData(text) && (i == 0 || unsafe.StringData(t.text) != unsafe.StringData(trees[i-1].text)) {
-			n += len(t.text)
+			peeled += len(t.text)
 		}
-		n += treeSize + len(t.block.Lines)*(lineSize+placeSize)
+		size += treeSize + len(t.block.Lines)*(lineSize+placeSize)
 	}
-	return n
+	return size + peeled, peeled
 }

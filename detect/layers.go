@@ -117,22 +117,32 @@ func surface(s string) []hit {
 const searchFactor = 16
 
 // findTrees returns the trees of a tool output or message, through any
-// stack of wrappers, in text order and never overlapping.
-func findTrees(s string) []hit {
+// stack of wrappers, in text order and never overlapping. reserve, when
+// set, is asked for the memory of each layer's views before they are
+// searched; once it refuses, the search stops and findTrees returns false.
+func findTrees(s string, reserve func(n int64) bool) ([]hit, bool) {
 	if strings.HasPrefix(strings.TrimSpace(s), "<persisted-output>") {
 		// Claude Code's preview of an output it saved to a file: the first
 		// kilobytes, which the model reads whole with Read if it needs
 		// them. Nothing here to prune.
-		return nil
+		return nil, true
 	}
-	budget := searchFactor * len(s)
-	return search(s, 0, &budget)
+	sr := searcher{budget: searchFactor * len(s), reserve: reserve}
+	hits := sr.search(s, 0)
+	return hits, !sr.over
+}
+
+// searcher is one search through the layers of a text.
+type searcher struct {
+	budget  int // the bytes of views left to look at
+	reserve func(n int64) bool
+	over    bool // reserve refused: the search is abandoned
 }
 
 // search finds the trees of s as it is and inside every view its layers
 // see, and keeps the largest of those that overlap. Views are looked into
-// while budget, the bytes left to look at, allows.
-func search(s string, depth int, budget *int) []hit {
+// while the budget allows.
+func (sr *searcher) search(s string, depth int) []hit {
 	hits := surface(s)
 	if depth >= maxLayers {
 		return hits
@@ -142,6 +152,18 @@ func search(s string, depth int, budget *int) []hit {
 	var searched [][]span
 	for _, l := range layers {
 		views, res := l.peel(s)
+		if sr.reserve != nil && len(views) > 0 {
+			held := 0
+			for _, v := range views {
+				held += len(v.text)
+			}
+			if !sr.reserve(int64(held)) {
+				sr.over = true
+			}
+		}
+		if sr.over {
+			return nil
+		}
 		reserved = append(reserved, res...)
 		var mine []span
 		for _, v := range views {
@@ -152,12 +174,15 @@ func search(s string, depth int, budget *int) []hit {
 				// same strings without the numbers.
 				continue
 			}
-			if len(v.text) > *budget {
+			if len(v.text) > sr.budget {
 				continue
 			}
 			mine = append(mine, span{v.from, v.to})
-			*budget -= len(v.text)
-			found := search(v.text, depth+1, budget)
+			sr.budget -= len(v.text)
+			found := sr.search(v.text, depth+1)
+			if sr.over {
+				return nil
+			}
 			if len(found) == 0 {
 				continue
 			}

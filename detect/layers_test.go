@@ -124,7 +124,7 @@ func layerPages(t testing.TB) []string {
 // nothing cut the page, each of the page's trees is found whole.
 func checkWrapped(t *testing.T, page, w string, stack []wrapper) []hit {
 	t.Helper()
-	hits := findTrees(w)
+	hits, _ := findTrees(w, nil)
 	prev := 0
 	for _, h := range hits {
 		at := h.at()
@@ -372,7 +372,7 @@ func TestLayersFindNoTreeInTheNegativeCorpus(t *testing.T) {
 	for _, file := range files {
 		text := readFile(t, file)
 		for _, w := range wrappers {
-			if hits := findTrees(w.wrap(t, text)); len(hits) != 0 {
+			if hits, _ := findTrees(w.wrap(t, text), nil); len(hits) != 0 {
 				t.Errorf("%s in %q: %d trees, the first %.80q", filepath.Base(file), w.name, len(hits), hits[0].text[hits[0].block.Start:])
 			}
 		}
@@ -401,7 +401,7 @@ func BenchmarkLayers(b *testing.B) {
 		b.Run(strings.Join(append([]string{"page"}, stack...), "+"), func(b *testing.B) {
 			b.SetBytes(int64(len(w)))
 			for b.Loop() {
-				if len(findTrees(w)) == 0 {
+				if hits, _ := findTrees(w, nil); len(hits) == 0 {
 					b.Fatal("no tree")
 				}
 			}
@@ -428,9 +428,9 @@ func TestSearchIsBounded(t *testing.T) {
 			w = by[n].wrap(t, w)
 		}
 		const unbounded = 1 << 40
-		budget := unbounded
-		search(w, 0, &budget)
-		if used := float64(unbounded-budget) / float64(len(w)); used > searchFactor/2 {
+		sr := searcher{budget: unbounded}
+		sr.search(w, 0)
+		if used := float64(unbounded-sr.budget) / float64(len(w)); used > searchFactor/2 {
 			t.Errorf("%v: views of %.1f times the text", stack, used)
 		}
 	}
