@@ -2,6 +2,7 @@ package detect
 
 import (
 	"cmp"
+	"sort"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -107,13 +108,67 @@ type conversation struct {
 	// that has any.
 	firsts map[role]nearestAnswer
 	seen   *memo.Memo[searched] // the Finder's memory; nil for none
-	model  string               // the last top-level "model" string
+	// known are the strings found in seen as the body was read, by the
+	// offset of their content: they were searched before, and are not
+	// validated or searched again.
+	known []knownString
+	model string // the last top-level "model" string
 
 	// The memory held beyond the body, charged to reserve (see account).
 	reserve           func(int64) bool
 	pending           int64
 	segsCap, unitsCap int
 	over              bool
+}
+
+// knownString is a string of the body the Finder remembers.
+type knownString struct {
+	start int
+	searched
+}
+
+// rememberFrom is the length from which a string is looked for in the
+// Finder's memory before it is validated: the look-up costs a hash and a
+// comparison of its bytes, a fraction of validating them, and a page the
+// agent sends again is most of the bytes of its later requests.
+const rememberFrom = 4 << 10
+
+// text reads the string literal at c.body[v] that may hold a page, as
+// scanString does. A long one that the Finder searched before is recognised
+// by its bytes, up to the first quote no backslash escapes: bytes that were
+// a valid string are one still, so they are not validated again, and what
+// the search found is kept for found.
+func (c *conversation) text(v int) (literal, int, error) {
+	b := c.body
+	if c.seen != nil {
+		if q := closingQuote(b, v+1); q-v-1 >= rememberFrom {
+			if r, ok := c.seen.GetBytes(b[v+1 : q]); ok {
+				c.known = append(c.known, knownString{start: v + 1, searched: r})
+				return literal{start: v + 1, end: q}, q + 1, nil
+			}
+		}
+	}
+	return scanString(b, v)
+}
+
+// textOrSkip is stringOrSkip for a string that may hold a page (see text).
+func (c *conversation) textOrSkip(v, depth int) (lit literal, next int, ok bool, err error) {
+	if v < len(c.body) && c.body[v] == '"' {
+		lit, next, err = c.text(v)
+		return lit, next, err == nil, err
+	}
+	next, err = skipValue(c.body, v, depth)
+	return lit, next, false, err
+}
+
+// remembered returns what the Finder remembered of the string whose content
+// starts at start, found as the body was read (in order, so known is sorted).
+func (c *conversation) remembered(start int) (searched, bool) {
+	i := sort.Search(len(c.known), func(i int) bool { return c.known[i].start >= start })
+	if i < len(c.known) && c.known[i].start == start {
+		return c.known[i].searched, true
+	}
+	return searched{}, false
 }
 
 // member reads one top-level member of a body, at v, into the
@@ -139,7 +194,7 @@ var walkers = map[focusgate.API]map[string]member{
 			return c.input(v)
 		},
 		"instructions": func(c *conversation, v int, instructions **unit) (int, error) {
-			lit, next, ok, err := stringOrSkip(c.body, v, 1)
+			lit, next, ok, err := c.textOrSkip(v, 1)
 			*instructions = nil
 			if ok {
 				c.segs = append(room(c.segs), segment{lit: lit, part: -1})
@@ -174,8 +229,8 @@ var walkers = map[focusgate.API]map[string]member{
 	},
 }
 
-func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool) (*conversation, error) {
-	c := &conversation{body: body, reserve: reserve}
+func parseConversation(body []byte, api focusgate.API, seen *memo.Memo[searched], reserve func(int64) bool) (*conversation, error) {
+	c := &conversation{body: body, seen: seen, reserve: reserve}
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, syntaxError(i, "expected object")
@@ -280,7 +335,7 @@ func (c *conversation) input(v int) (int, error) {
 	b := c.body
 	switch b[v] {
 	case '"':
-		lit, next, err := scanString(b, v)
+		lit, next, err := c.text(v)
 		c.segs = append(room(c.segs), segment{lit: lit, part: -1})
 		c.units = append(room(c.units), unit{role: roleUser, top: "input", index: -1, first: len(c.segs) - 1, end: len(c.segs)})
 		return next, err
@@ -362,7 +417,7 @@ func (c *conversation) content(field string, v, depth int) (int, error) {
 	b := c.body
 	switch b[v] {
 	case '"':
-		lit, next, err := scanString(b, v)
+		lit, next, err := c.text(v)
 		c.segs = append(room(c.segs), segment{lit: lit, field: field, part: -1})
 		return next, err
 	case '[':
@@ -392,7 +447,7 @@ func (c *conversation) content(field string, v, depth int) (int, error) {
 				}
 				return next, err
 			case "text":
-				lit, next, ok, err := stringOrSkip(b, v, depth+2)
+				lit, next, ok, err := c.textOrSkip(v, depth+2)
 				text, hasText = lit, ok
 				return next, err
 			}
@@ -464,6 +519,9 @@ func (c *conversation) decode(lit literal) string {
 
 func (c *conversation) segText(si int) string {
 	s := c.state(si)
+	if r, ok := c.remembered(c.segs[si].lit.start); ok && !s.decoded {
+		s.text, s.decoded = r.text, true
+	}
 	if !s.decoded {
 		c.note(int64(c.segs[si].lit.end - c.segs[si].lit.start))
 		s.text, s.decoded = c.decode(c.segs[si].lit), true
@@ -607,6 +665,11 @@ func (c *conversation) found(ui, si int) []tree {
 		return nil
 	}
 	lit := c.segs[si].lit
+	if r, ok := c.remembered(lit.start); ok {
+		s := c.state(si)
+		s.searched, s.decoded, s.scanned = r, true, true
+		return s.trees
+	}
 	if lit.newlines < MinLines-1 && lit.nested < MinLines-1 {
 		return nil
 	}

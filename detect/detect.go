@@ -137,12 +137,13 @@ type Request struct {
 
 // Read is Find that also reports the request's model, read in the same walk.
 func (f *Finder) Read(body []byte, api focusgate.API, opts Options) (Request, error) {
-	c, err := parseConversation(body, api, opts.Reserve)
+	var seen *memo.Memo[searched]
+	if f != nil {
+		seen = f.seen
+	}
+	c, err := parseConversation(body, api, seen, opts.Reserve)
 	if err != nil {
 		return Request{}, err
-	}
-	if f != nil {
-		c.seen = f.seen
 	}
 	obs := c.observations(opts)
 	if err := c.account(); err != nil {

@@ -106,7 +106,7 @@ func (c *conversation) geminiParts(v, d int, runs *[]blockRun, calls *[]call) (i
 		next, err := eachMember(b, p, d+1, func(key []byte, v int) (int, error) {
 			switch string(key) {
 			case "text":
-				lit, next, ok, err := stringOrSkip(b, v, d+2)
+				lit, next, ok, err := c.textOrSkip(v, d+2)
 				text, hasText = lit, ok
 				return next, err
 			case "thought":
@@ -200,7 +200,7 @@ func (c *conversation) responseStrings(k, v, d, level int, path string) (int, er
 	b := c.body
 	switch {
 	case b[v] == '"':
-		lit, next, err := scanString(b, v)
+		lit, next, err := c.text(v)
 		c.segs = append(room(c.segs), segment{lit: lit, field: "parts", part: k, leaf: path})
 		return next, err
 	case level >= maxResponseDepth:

@@ -307,6 +307,28 @@ func eachElement(b []byte, i, depth int, elem func(n, v int) (int, error)) (int,
 	}
 }
 
+// closingQuote returns the offset of the first quote of b at or after i
+// that no backslash escapes, or -1: the end of the string whose content
+// starts at b[i] if that string is valid, which it does not check.
+func closingQuote(b []byte, i int) int {
+	start := i
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += i
+		k := q
+		for k > start && b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+}
+
 // stringOrSkip consumes the value at b[v]; when it is a string it is returned with ok.
 func stringOrSkip(b []byte, v, depth int) (lit literal, next int, ok bool, err error) {
 	if v < len(b) && b[v] == '"' {
@@ -482,15 +504,26 @@ func appendEscaped(dst []byte, s string, times int) []byte {
 	}
 	start := 0
 	for i := 0; i < len(s); {
-		esc, n, size := escapeOf(s, i)
-		if n == 0 {
-			i += size
-			continue
+		if len(s)-i >= 32 {
+			i = skipUnescaped(s, i)
 		}
-		dst = append(dst, s[start:i]...)
-		dst = appendAgain(dst, esc[:n], times)
+		for i < len(s) && unescaped[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		esc, n, size := escapeOf(s, i)
+		if n > 0 {
+			dst = append(dst, s[start:i]...)
+			if times == 1 {
+				dst = append(dst, esc[:n]...)
+			} else {
+				dst = appendAgain(dst, esc[:n], times)
+			}
+			start = i + size
+		}
 		i += size
-		start = i
 	}
 	return append(dst, s[start:]...)
 }
@@ -502,6 +535,15 @@ func escapedLen(s string, times int) int {
 		return n
 	}
 	for i := 0; i < len(s); {
+		if len(s)-i >= 32 {
+			i = skipUnescaped(s, i)
+		}
+		for i < len(s) && unescaped[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
 		esc, k, size := escapeOf(s, i)
 		if k > 0 {
 			n += againLen(esc[:k], times) - size
@@ -511,28 +553,33 @@ func escapedLen(s string, times int) int {
 	return n
 }
 
-// escapeOf reads what starts s[i]: a run of bytes that need no escape (n is
-// 0 and size their length), or one character that does, with its escape as
-// one encoding writes it (n bytes of esc) and the bytes it stands for.
-func escapeOf(s string, i int) (esc [6]byte, n, size int) {
-	if j := skipUnescaped(s, i); j > i {
-		return esc, 0, j - i
+// unescaped marks the bytes that no encoding escapes: printable ASCII but
+// the quote and the backslash.
+var unescaped = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
 	}
+	return t
+}()
+
+// escapeOf reads the character at s[i], a byte unescaped does not mark: its
+// escape as one encoding writes it (n bytes of esc, 0 when it needs none:
+// valid UTF-8, or an invalid byte, which goes out raw as it came in) and the
+// bytes it stands for.
+func escapeOf(s string, i int) (esc [6]byte, n, size int) {
 	c := s[i]
 	if c < utf8.RuneSelf {
-		switch {
-		case c >= 0x20 && c != '"' && c != '\\':
-			return esc, 0, 1
-		case c == '"' || c == '\\':
+		switch c {
+		case '"', '\\':
 			esc[0], esc[1] = '\\', c
 			return esc, 2, 1
-		case c == '\n':
+		case '\n':
 			esc[0], esc[1] = '\\', 'n'
 			return esc, 2, 1
-		case c == '\r':
+		case '\r':
 			esc[0], esc[1] = '\\', 'r'
 			return esc, 2, 1
-		case c == '\t':
+		case '\t':
 			esc[0], esc[1] = '\\', 't'
 			return esc, 2, 1
 		}
@@ -544,10 +591,10 @@ func escapeOf(s string, i int) (esc [6]byte, n, size int) {
 		if c == 0xed && i+2 < len(s) && s[i+1]&0xe0 == 0xa0 && s[i+2]&0xc0 == 0x80 {
 			return uEscape(0xd000 | rune(s[i+1]&0x3f)<<6 | rune(s[i+2]&0x3f)), 6, 3
 		}
-		return esc, 0, 1 // an invalid byte goes out raw, as it came in
+		return esc, 0, 1
 	case r == '\u2028' || r == '\u2029':
 		// Valid JSON, but they end lines in JavaScript; encoding/json
-		// escapes them, and so does JSON.stringify's output when read back.
+		// escapes them, and so do we.
 		return uEscape(r), 6, size
 	}
 	return esc, 0, size

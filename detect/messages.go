@@ -98,7 +98,7 @@ func (c *conversation) anthropicContent(v int, runs *[]blockRun, calls *[]call) 
 	b := c.body
 	switch b[v] {
 	case '"':
-		lit, next, err := scanString(b, v)
+		lit, next, err := c.text(v)
 		c.segs = append(room(c.segs), segment{lit: lit, field: "content", part: -1})
 		*runs = append(*runs, blockRun{first: len(c.segs) - 1, end: len(c.segs)})
 		return next, err
@@ -125,7 +125,7 @@ func (c *conversation) anthropicContent(v int, runs *[]blockRun, calls *[]call) 
 				kind = lit
 				return next, err
 			case "text":
-				lit, next, ok, err := stringOrSkip(b, v, 5)
+				lit, next, ok, err := c.textOrSkip(v, 5)
 				text, hasText = lit, ok
 				return next, err
 			case "name":
@@ -172,7 +172,7 @@ func (c *conversation) toolResultContent(k, v int) (int, error) {
 	b := c.body
 	switch b[v] {
 	case '"':
-		lit, next, err := scanString(b, v)
+		lit, next, err := c.text(v)
 		c.segs = append(room(c.segs), segment{lit: lit, field: "content", part: -1, result: k + 1})
 		return next, err
 	case '[':
