@@ -248,7 +248,14 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 	return p.finish(ctx, in, j, sel, res)
 }
 
+// decodeSelection reads a selection as the cache holds it. A cache hit reads
+// one on every request, and encoding/json's reflection cost as much as the
+// rest of applying it, so the form json.Marshal writes is read by hand
+// (readSelection); any other is left to encoding/json.
 func decodeSelection(raw []byte) (Selection, error) {
+	if sel, ok := readSelection(raw); ok {
+		return sel, nil
+	}
 	var sel Selection
 	if err := json.Unmarshal(raw, &sel); err != nil {
 		return Selection{}, fmt.Errorf("prune: decoding cached selection: %w", err)
