@@ -548,32 +548,56 @@ func (c *conversation) context(ui int) *unitContext {
 	return u.ctx
 }
 
-// unitText is the decoded text of all segments of a unit, with the offset of each
-// segment in it. Text parts are joined so that a part boundary is always a line
-// boundary: AgentLab writes "## Goal:\n" as one part and the goal as the next, and
-// both must read as one section.
+// unitText is the decoded text of all segments of a unit with their trees
+// cut out, and the offset of each segment in it. What is looked for around a
+// tree (its goal, its history, the focused element) is never inside a tree,
+// and a page is most of the bytes of its unit: each tree leaves a point, its
+// segment's base plus where it started less the trees before it (point).
+// Text parts are joined so that a part boundary is always a line boundary:
+// AgentLab writes "## Goal:\n" as one part and the goal as the next, and both
+// must read as one section.
 func (c *conversation) unitText(ui int) (string, []int) {
 	u, ctx := &c.units[ui], c.context(ui)
 	if ctx.bases != nil {
 		return ctx.text, ctx.bases
 	}
 	ctx.bases = make([]int, u.end-u.first)
-	if len(ctx.bases) == 1 {
+	if len(ctx.bases) == 1 && len(c.found(ui, u.first)) == 0 {
 		ctx.text = c.segText(u.first)
 		return ctx.text, ctx.bases
 	}
 	var sb strings.Builder
+	// Whether the segments joined whole so far would be empty, and end
+	// with a line break: how a part boundary is made a line boundary does
+	// not depend on the trees cut out.
+	empty, broken := true, false
 	for si := u.first; si < u.end; si++ {
 		t := c.segText(si)
-		if sb.Len() > 0 && !strings.HasSuffix(sb.String(), "\n") && !strings.HasPrefix(t, "\n") {
+		if !empty && !broken && !strings.HasPrefix(t, "\n") {
 			sb.WriteByte('\n')
+			broken = true
+		}
+		if t != "" {
+			empty, broken = false, t[len(t)-1] == '\n'
 		}
 		ctx.bases[si-u.first] = sb.Len()
-		sb.WriteString(t)
+		at := 0
+		for _, tr := range c.found(ui, si) {
+			sb.WriteString(t[at:tr.at.start])
+			at = tr.at.end
+		}
+		sb.WriteString(t[at:])
 	}
 	ctx.text = sb.String()
 	c.note(int64(len(ctx.text) + 8*len(ctx.bases)))
 	return ctx.text, ctx.bases
+}
+
+// point is where tree f was in the text of its unit, which it is cut out of
+// (see unitText).
+func (c *conversation) point(f located) int {
+	_, bases := c.unitText(f.unit)
+	return bases[f.seg-c.units[f.unit].first] + f.t.at.start - f.t.skip
 }
 
 // tree is a tree found in a segment's string, through any stack of
@@ -587,6 +611,7 @@ type tree struct {
 	at     span
 	places []place
 	nested int
+	skip   int // the bytes of the segment's trees before this one
 }
 
 // located is a tree found in one segment of one unit.
@@ -699,8 +724,11 @@ func (c *conversation) found(ui, si int) []tree {
 	}
 	if len(hits) > 0 {
 		s.trees = make([]tree, len(hits))
+		skip := 0
 		for k, h := range hits {
-			s.trees[k] = tree{block: h.block, text: h.text, at: h.at(), places: h.places, nested: h.nested}
+			at := h.at()
+			s.trees[k] = tree{block: h.block, text: h.text, at: at, places: h.places, nested: h.nested, skip: skip}
+			skip += at.end - at.start
 		}
 		// The places move from the decoded text onto the escaped one.
 		placeEscaped(asString(raw), 0, hits)

@@ -191,19 +191,18 @@ func section(text string, marks []mark, treeStart int) (string, bool) {
 // focused element when the agent states it in another part of the message.
 func (c *conversation) describe(f located, o *Observation) {
 	u := &c.units[f.unit]
-	text, bases := c.unitText(f.unit)
-	base := bases[f.seg-u.first]
-	start, end := base+f.t.at.start, base+f.t.at.end
+	text, _ := c.unitText(f.unit)
+	at := c.point(f)
 	ctx := c.structure(f.unit)
 
-	goal, ok := section(text, ctx.goals, start)
+	goal, ok := section(text, ctx.goals, at)
 	if !ok {
 		goal, ok = c.earlierGoal(f.unit)
 	}
 	if !ok {
 		goal = c.userText(f.unit)
 	}
-	history, ok := section(text, ctx.histories, start)
+	history, ok := section(text, ctx.histories, at)
 	if !ok {
 		history = c.assistantTurns(f.unit)
 	}
@@ -211,8 +210,8 @@ func (c *conversation) describe(f located, o *Observation) {
 	o.History = strings.Clone(keepTail(strings.TrimSpace(history), MaxHistoryBytes))
 
 	if o.FocusedBID == "" && u.end-u.first > 1 {
-		if o.FocusedBID = promptFocus(text[end:], false); o.FocusedBID == "" {
-			o.FocusedBID = promptFocus(text[:start], true)
+		if o.FocusedBID = promptFocus(text[at:], false); o.FocusedBID == "" {
+			o.FocusedBID = promptFocus(text[:at], true)
 		}
 	}
 }
@@ -225,12 +224,13 @@ func (c *conversation) structure(ui int) *unitContext {
 		return ctx
 	}
 	ctx.structured = true
-	text, bases := c.unitText(ui)
+	text, _ := c.unitText(ui)
+	// The trees are cut out of the text: each is the point it was at.
 	var trees []span
 	for si := u.first; si < u.end; si++ {
 		for _, f := range c.trees(ui, si) {
-			base := bases[si-u.first]
-			trees = append(trees, span{base + f.t.at.start, base + f.t.at.end})
+			at := c.point(f)
+			trees = append(trees, span{at, at})
 		}
 	}
 	marks := scanMarks(text, trees)
