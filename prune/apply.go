@@ -35,6 +35,9 @@ const (
 // a flagged root is kept as a stub. Text before the first line and after the last is
 // copied unchanged, so a tree without a trailing newline gets none.
 func Apply(t Tree, sel Selection, mode focusgate.Mode) (string, error) {
+	if err := validate(t); err != nil {
+		return "", err
+	}
 	a, err := apply(t, sel, mode)
 	return a.text, err
 }
@@ -52,8 +55,8 @@ type applied struct {
 	kept    []focusgate.Range
 }
 
-// apply is Apply that also says how the result is made of the tree's lines
-// and what was kept and removed.
+// apply is Apply on a tree validate accepted, that also says how the result
+// is made of the tree's lines and what was kept and removed.
 func apply(t Tree, sel Selection, mode focusgate.Mode) (applied, error) {
 	switch mode {
 	case focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs:
@@ -61,9 +64,6 @@ func apply(t Tree, sel Selection, mode focusgate.Mode) (applied, error) {
 		return applied{text: t.Text, kept: []focusgate.Range{{From: 1, To: len(t.Lines)}}}, nil
 	default:
 		return applied{}, fmt.Errorf("prune: unknown mode %q", mode)
-	}
-	if err := validate(t); err != nil {
-		return applied{}, err
 	}
 	n := len(t.Lines)
 	acts := make([]action, n)
@@ -193,13 +193,15 @@ func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) (string,
 		line, from := t.Text[l.Start:l.End], b.Len()
 		switch {
 		case acts[i] == keep:
-			b.WriteString(line)
-			if n := len(pieces); n > 0 && pieces[n-1].Kind == focusgate.PieceKept && pieces[n-1].To == i {
-				pieces[n-1].To = i + 1
-			} else {
-				pieces = append(pieces, focusgate.Piece{Kind: focusgate.PieceKept, From: i, To: i + 1})
+			// A run of kept lines is the tree's text from its first to
+			// its last, what separates them included.
+			j := i + 1
+			for j < len(t.Lines) && acts[j] == keep {
+				j++
 			}
-			i++
+			b.WriteString(t.Text[l.Start:t.Lines[j-1].End])
+			pieces = append(pieces, focusgate.Piece{Kind: focusgate.PieceKept, From: i, To: j})
+			i = j
 		case acts[i] == stub:
 			writeStub(&b, t.Format, line, l, "")
 			written(focusgate.PieceStub, i, i+1, from)

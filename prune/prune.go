@@ -163,6 +163,9 @@ func (p *Pruner) Prune(ctx context.Context, in Input) Result {
 // retriever call is still reported as failed. The tokens are counted without
 // the request's context, which may be what ended the retriever call.
 func (p *Pruner) stubbed(in Input, res Result) Result {
+	if validate(in.Tree) != nil {
+		return res
+	}
 	a, err := apply(in.Tree, Selection{}, focusgate.ModeStubs)
 	if err != nil {
 		return res

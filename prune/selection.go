@@ -21,7 +21,8 @@ func readSelection(raw []byte) (Selection, bool) {
 		if !r.word("[") {
 			return sel, false
 		}
-		sel.Ranges = make([]focusgate.Range, 0, bytes.Count(raw, []byte(`"From"`)))
+		// Every range is an object, and so are the selection and its usage.
+		sel.Ranges = make([]focusgate.Range, 0, max(bytes.Count(raw, []byte("{"))-2, 0))
 		for first := true; !r.word("]"); first = false {
 			var rg focusgate.Range
 			if !first && !r.word(",") || !r.word(`{"From":`) || !r.int(&rg.From) || !r.word(`,"To":`) || !r.int(&rg.To) || !r.word("}") {
@@ -55,7 +56,7 @@ type selectionReader struct {
 
 // word consumes w when it comes next.
 func (r *selectionReader) word(w string) bool {
-	if !bytes.HasPrefix(r.b[r.at:], []byte(w)) {
+	if len(r.b)-r.at < len(w) || string(r.b[r.at:r.at+len(w)]) != w {
 		return false
 	}
 	r.at += len(w)
