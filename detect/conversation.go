@@ -699,7 +699,7 @@ func (c *conversation) found(ui, si int) []tree {
 		return nil
 	}
 	raw := c.body[lit.start:lit.end]
-	if lit.ids < MinIDLines && !hasIDCues(asString(raw)) {
+	if !enoughIDs(raw, MinIDLines) && !hasIDCues(asString(raw)) {
 		return nil
 	}
 	s := c.state(si)

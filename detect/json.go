@@ -25,7 +25,7 @@ type literal struct {
 	start, end int
 	newlines   int // "\n" and "\u000a" escapes
 	nested     int // "\\n": a "\n" escape of a JSON text held in this string
-	ids        int // ']' right after a letter or digit, as in every element id: "[12]", "[ref=e3]"
+	ids        int // ']' right after a letter or digit, as in every element id: "[12]", "[ref=e3]"; only stringContent counts them
 }
 
 func syntaxError(at int, what string) error {
@@ -36,7 +36,7 @@ func syntaxError(at int, what string) error {
 // attention from the scanner.
 var plain = func() (t [256]bool) {
 	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\' && c != ']'
+		t[c] = c != '"' && c != '\\'
 	}
 	return t
 }()
@@ -47,14 +47,23 @@ func skipPlain(b []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	// The loop reads the rest of b, resliced, so that the compiler proves
 	// every load in bounds.
+	// Each term sets the high bit of a byte below 0x20, a quote or a
+	// backslash; the lowest bit set is exact, borrows only disturb higher
+	// bytes. Two words at a time, then one.
+	stops := func(x uint64) uint64 {
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		return ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs) & highs
+	}
+	for rest := b[i:]; len(rest) >= 16; rest, i = rest[16:], i+16 {
+		if m := stops(binary.LittleEndian.Uint64(rest)); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		if m := stops(binary.LittleEndian.Uint64(rest[8:])); m != 0 {
+			return i + 8 + bits.TrailingZeros64(m)/8
+		}
+	}
 	for rest := b[i:]; len(rest) >= 8; rest, i = rest[8:], i+8 {
-		x := binary.LittleEndian.Uint64(rest)
-		// A backslash (0x5C) and a bracket (0x5D) differ in their lowest bit
-		// only: with it cleared, one test finds both.
-		q, bb := x^(ones*'"'), (x^(ones*'\\'))&^ones
-		// Each term sets the high bit of a byte below 0x20, a quote, or a backslash or
-		// bracket; the lowest bit set is exact, borrows only disturb higher bytes.
-		if m := ((x-ones*0x20)&^x | (q-ones)&^q | (bb-ones)&^bb) & highs; m != 0 {
+		if m := stops(binary.LittleEndian.Uint64(rest)); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}
@@ -62,6 +71,23 @@ func skipPlain(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// enoughIDs says whether raw, a string's content, holds at least n element
+// ids: a ']' right after a letter or digit, as in "[12]" and "[ref=e3]". It is
+// asked only of the few strings with lines enough for a tree, so the scan of
+// every string leaves brackets alone.
+func enoughIDs(raw []byte, n int) bool {
+	for i := 1; n > 0 && i < len(raw); i++ {
+		j := bytes.IndexByte(raw[i:], ']')
+		if j < 0 {
+			return false
+		}
+		if i += j; isLetter(raw[i-1]) || isDigit(raw[i-1]) {
+			n--
+		}
+	}
+	return n <= 0
 }
 
 func skipSpace(b []byte, i int) int {
@@ -86,11 +112,6 @@ func scanString(b []byte, i int) (literal, int, error) {
 			return lit, i, syntaxError(i, "unterminated string")
 		}
 		switch b[i] {
-		case ']':
-			if c := b[i-1]; isLetter(c) || isDigit(c) {
-				lit.ids++
-			}
-			i++
 		case '"':
 			lit.end = i
 			return lit, i + 1, nil

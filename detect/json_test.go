@@ -23,7 +23,7 @@ func skipPlainRef(b []byte, i int) int {
 // it in every lane, whatever its neighbours (the bytes next to it in value
 // are where carries and borrows would go wrong).
 func TestSkipPlainStopsWhereAByteAtATimeDoes(t *testing.T) {
-	stops := []byte{0x00, 0x01, 0x1f, '"', '\\', ']'}
+	stops := []byte{0x00, 0x01, 0x1f, '"', '\\'}
 	neighbours := []byte{0x20, 0x21, '!', '#', '[', '^', 0x5c ^ 0x01, 0x7f, 0x80, 0xa0, 0xdc, 0xdd, 0xff, 'a'}
 	for _, stop := range stops {
 		for _, n := range neighbours {
@@ -173,6 +173,21 @@ func TestLoneSurrogateEscapesLeaveAsTheyCame(t *testing.T) {
 		o := obs[0]
 		if got, want := appendEscaped(nil, o.Text, 1), body[o.RawStart:o.RawEnd]; !bytes.Equal(got, want) {
 			t.Errorf("%s: encoded back as\n%q\nwant\n%q", name, got, want)
+		}
+	}
+}
+
+func TestEnoughIDs(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"":                      false,
+		"]]]":                   false,
+		"[1] [a2] [ref=e3]":     true,
+		"[1] [a2] [] [ ] x":     false,
+		"a]b]c]":                true,
+		`- link \"x\" [ref=e1]`: false,
+	} {
+		if got := enoughIDs([]byte(raw), 3); got != want {
+			t.Errorf("enoughIDs(%q, 3) = %v, want %v", raw, got, want)
 		}
 	}
 }

@@ -79,8 +79,14 @@ func (n *numbers) toRead(p, k int) int {
 func peelGutters(s string) ([]view, []span) {
 	var views []view
 	for at := 0; at < len(s); {
-		if c := s[at]; c != ' ' && c != '<' && !isDigit(c) {
-			at = lineEnd(s, at) + 1
+		// Most lines of most texts start with neither a number nor an
+		// envelope, and are passed over at a glance.
+		first := at
+		for first < len(s) && s[first] == ' ' {
+			first++
+		}
+		if first == len(s) || s[first] != '<' && !isDigit(s[first]) || s[first] == '<' && first > at {
+			at = lineEnd(s, first) + 1
 			continue
 		}
 		e := lineEnd(s, at)
