@@ -534,20 +534,28 @@ func appendEscaped(dst []byte, s string, times int) []byte {
 		if i >= len(s) {
 			break
 		}
+		if e := shortEscape[s[i]]; e != 0 && times == 1 {
+			// A tab, a line break, a quote: what most markers and stubs
+			// hold, written without more ado.
+			dst = append(append(dst, s[start:i]...), '\\', e)
+			i++
+			start = i
+			continue
+		}
 		esc, n, size := escapeOf(s, i)
 		if n > 0 {
 			dst = append(dst, s[start:i]...)
-			if times == 1 {
-				dst = append(dst, esc[:n]...)
-			} else {
-				dst = appendAgain(dst, esc[:n], times)
-			}
+			dst = appendAgain(dst, esc[:n], times)
 			start = i + size
 		}
 		i += size
 	}
 	return append(dst, s[start:]...)
 }
+
+// shortEscape is the letter of the two-byte escape of the bytes that have
+// one, as one encoding writes them; 0 for the others.
+var shortEscape = [256]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't'}
 
 // escapedLen is the length appendEscaped appends.
 func escapedLen(s string, times int) int {
@@ -564,6 +572,11 @@ func escapedLen(s string, times int) int {
 		}
 		if i >= len(s) {
 			break
+		}
+		if shortEscape[s[i]] != 0 && times == 1 {
+			n++
+			i++
+			continue
 		}
 		esc, k, size := escapeOf(s, i)
 		if k > 0 {

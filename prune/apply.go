@@ -282,6 +282,22 @@ func writeStub(b *strings.Builder, syntax Syntax, line string, l focusgate.Line,
 
 // markerNote is what a marker line says about the n lines it stands for.
 func markerNote(n int) string {
+	if n < len(markerNotes) {
+		return markerNotes[n]
+	}
+	return writeMarkerNote(n)
+}
+
+// markerNotes are the notes of the short runs, most of a page's markers,
+// written once.
+var markerNotes = func() (notes [128]string) {
+	for n := 1; n < len(notes); n++ {
+		notes[n] = writeMarkerNote(n)
+	}
+	return notes
+}()
+
+func writeMarkerNote(n int) string {
 	if n == 1 {
 		return "... 1 line pruned ..."
 	}
