@@ -89,12 +89,15 @@ type unit struct {
 
 // unitContext is what the search for goals and histories learns about a unit.
 type unitContext struct {
-	text  string // the decoded text of all segments
+	text  string // the decoded text of all segments, their trees cut out (see unitText)
 	bases []int  // offset of each segment in text
 
 	goals, histories []mark // sections outside the unit's trees
 	around           string // the unit's text outside its trees
 	structured       bool
+
+	focus       []span // the statements of a focused element in text (see focusStatements)
+	focusListed bool
 }
 
 // conversation is a parsed request body.

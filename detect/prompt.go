@@ -2,6 +2,7 @@ package detect
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -210,10 +211,44 @@ func (c *conversation) describe(f located, o *Observation) {
 	o.History = strings.Clone(keepTail(strings.TrimSpace(history), MaxHistoryBytes))
 
 	if o.FocusedBID == "" && u.end-u.first > 1 {
-		if o.FocusedBID = promptFocus(text[at:], false); o.FocusedBID == "" {
-			o.FocusedBID = promptFocus(text[:at], true)
+		// The first statement after the tree, else the last before it,
+		// read as promptFocus reads text[at:] and text[:at], from where
+		// each is, so that a unit of many trees is searched once.
+		focus := c.focusStatements(f.unit)
+		i := sort.Search(len(focus), func(i int) bool { return focus[i].start >= at })
+		if i < len(focus) {
+			o.FocusedBID = promptFocus(text[focus[i].start:], false)
+		}
+		for j := i - 1; o.FocusedBID == "" && j >= 0; j-- {
+			if focus[j].end <= at {
+				o.FocusedBID = promptFocus(text[focus[j].start:at], true)
+				break
+			}
 		}
 	}
+}
+
+// focusStatements lists, once per unit, where its text states a focused
+// element (see promptFocus), in order.
+func (c *conversation) focusStatements(ui int) []span {
+	ctx := c.context(ui)
+	if ctx.focusListed {
+		return ctx.focus
+	}
+	ctx.focusListed = true
+	text, _ := c.unitText(ui)
+	for _, s := range []string{focusHeading, focusInline} {
+		for at := 0; ; {
+			k := strings.Index(text[at:], s)
+			if k < 0 {
+				break
+			}
+			ctx.focus = append(ctx.focus, span{at + k, at + k + len(s)})
+			at += k + 1
+		}
+	}
+	slices.SortFunc(ctx.focus, func(a, b span) int { return a.start - b.start })
+	return ctx.focus
 }
 
 // structure finds, once per unit, its goal and history sections and its text
