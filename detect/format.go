@@ -219,8 +219,9 @@ func goalLabelWords() [][]byte {
 // hasIDCues reports whether raw holds the id cue of some format at least
 // MinIDLines times.
 func hasIDCues(raw string) bool {
+	s := screen{s: raw}
 	for _, f := range grammars {
-		if f.idCue != "" && strings.Count(raw, f.idCue) >= MinIDLines {
+		if f.idCue != "" && s.has(f.idCue) {
 			return true
 		}
 	}

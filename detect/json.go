@@ -32,42 +32,40 @@ func syntaxError(at int, what string) error {
 	return fmt.Errorf("%w: %s at offset %d", ErrNotJSON, what, at)
 }
 
-// plain marks the bytes that may appear unescaped inside a JSON string and need no
-// attention from the scanner.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// skipPlain returns the offset of the first byte at or after i that is not plain.
-// It tests eight bytes at a time, as request bodies are mostly long runs of text.
+// skipPlain returns the offset of the first byte at or after i that a JSON
+// string may not hold as it is (a control byte), or that ends it or starts
+// an escape (a quote, a backslash), or len(b). In a page's string the next
+// escape is usually within a line, so it reads a word first; prose has long
+// runs without one, which it then reads 32 bytes at a time, and the word
+// that stops it again.
 func skipPlain(b []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	// The loop reads the rest of b, resliced, so that the compiler proves
-	// every load in bounds.
-	// Each term sets the high bit of a byte below 0x20, a quote or a
-	// backslash; the lowest bit set is exact, borrows only disturb higher
-	// bytes. Two words at a time, then one.
+	// The high bit of a lane of stops(x) is set when that byte is below
+	// 0x20, a quote or a backslash; the lowest bit set is exact, borrows
+	// only disturb higher bytes.
 	stops := func(x uint64) uint64 {
 		q, bs := x^(ones*'"'), x^(ones*'\\')
-		return ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs) & highs
+		return (x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs
 	}
-	for rest := b[i:]; len(rest) >= 16; rest, i = rest[16:], i+16 {
-		if m := stops(binary.LittleEndian.Uint64(rest)); m != 0 {
+	if i+8 <= len(b) {
+		if m := stops(binary.LittleEndian.Uint64(b[i:i+8])) & highs; m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
-		if m := stops(binary.LittleEndian.Uint64(rest[8:])); m != 0 {
-			return i + 8 + bits.TrailingZeros64(m)/8
+		i += 8
+	}
+	for ; i+32 <= len(b); i += 32 {
+		w := b[i : i+32]
+		if (stops(binary.LittleEndian.Uint64(w))|stops(binary.LittleEndian.Uint64(w[8:]))|
+			stops(binary.LittleEndian.Uint64(w[16:]))|stops(binary.LittleEndian.Uint64(w[24:])))&highs != 0 {
+			break
 		}
 	}
-	for rest := b[i:]; len(rest) >= 8; rest, i = rest[8:], i+8 {
-		if m := stops(binary.LittleEndian.Uint64(rest)); m != 0 {
+	for ; i+8 <= len(b); i += 8 {
+		if m := stops(binary.LittleEndian.Uint64(b[i:i+8])) & highs; m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}
-	for i < len(b) && plain[b[i]] {
+	for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
 		i++
 	}
 	return i
@@ -107,8 +105,7 @@ func skipSpace(b []byte, i int) int {
 func scanString(b []byte, i int) (literal, int, error) {
 	lit := literal{start: i + 1}
 	for i++; ; {
-		i = skipPlain(b, i)
-		if i >= len(b) {
+		if i = skipPlain(b, i); i >= len(b) {
 			return lit, i, syntaxError(i, "unterminated string")
 		}
 		switch b[i] {
