@@ -12,16 +12,24 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/focusgate
 
-## test: formatting, vet, staticcheck, the Helm chart, and every tier of tests (race detector on): unit tests, Redis
-## (a throwaway redis-server), Chromium, and the end-to-end tests that drive the real agent tools in e2e/ (build tag
-## e2e). It fails if any test skipped, unless scripts/allowed-skips.txt gives the reason (tools/skipcheck). The
-## timeout is generous because a loaded machine runs the race-enabled prune tests for minutes
-test: fmt-check vet lint chart-check
+## test: formatting, vet, staticcheck, the Helm chart, the allocation budgets of the hot paths (without the race
+## detector, which allocates for itself), and every tier of tests (race detector on): unit tests, Redis (a throwaway
+## redis-server), Chromium, and the end-to-end tests that drive the real agent tools in e2e/ (build tag e2e). It fails
+## if any test skipped, unless scripts/allowed-skips.txt gives the reason (tools/skipcheck). The timeout is generous
+## because a loaded machine runs the race-enabled prune tests for minutes
+test: fmt-check vet lint chart-check alloc-budgets
 	scripts/install-redis.sh
 	scripts/install-chromium.sh
 	scripts/install-e2e.sh
 	HELM=$(abspath $(HELM)) scripts/with-redis.sh bash -o pipefail -c \
 		'$(GO) test -json -race -count=1 -timeout 30m -tags e2e $(PKGS) | $(GO) run ./tools/skipcheck -allow scripts/allowed-skips.txt'
+
+.PHONY: alloc-budgets
+
+## alloc-budgets: the pipeline's hot paths against the allocations per request committed in
+## pipeline/testdata/allocs.txt (TestAllocationBudgets; -update writes new figures)
+alloc-budgets:
+	$(GO) test -count=1 -run '^TestAllocationBudgets$$' ./pipeline
 
 vet:
 	$(GO) vet -tags e2e $(PKGS)
@@ -45,7 +53,7 @@ fmt-check:
 ## bench: Go benchmarks of the hot paths, then the load benchmark (LOADBENCH_FLAGS, e.g. -duration 1s)
 bench:
 	scripts/install-redis.sh
-	scripts/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./detect ./prune ./cache ./proxy ./ui
+	scripts/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./detect ./prune ./pipeline ./cache ./proxy ./ui
 	$(GO) run ./bench/loadbench $(LOADBENCH_FLAGS)
 
 .PHONY: capture-agents

@@ -29,7 +29,10 @@ import (
 )
 
 // Line is one element of a page tree, as detection finds it and pruning
-// writes it back.
+// writes it back. A page is its tree as the tool printed it: whatever a
+// client wrapped around it (a file read's line numbers, JSON escaping) is
+// detection's to peel and to put back, so pruning and the retriever never
+// see it.
 type Line struct {
 	// Start and End are byte offsets in the tree's text. Start is where the
 	// line begins, indentation included; End excludes the final '\n'. A line
@@ -38,13 +41,35 @@ type Line struct {
 	Depth      int    // nesting level, 0 for the root
 	BID        string // element id as the agent uses it in actions ("a212", "1744", "e12"); empty when none
 	Role       string // "link", "StaticText", "button", ...; empty when none
-	// Gutter is how many bytes at Start are not the element's own: the line
-	// number a file read put before it ("12\t" from Claude Code's Read,
-	// "    12\t" from cat -n). It stays with the line when the line is kept
-	// and is never shown to the retriever. Zero for a page as a tool printed
-	// it.
-	Gutter int
 }
+
+// Piece is a run of a page's lines as pruning writes the page back: lines
+// From to To-1 (indexes into the page's Lines) kept as they came, or a line
+// of Text in their place. The pieces of a page cover its lines in order;
+// between two pieces goes what separated their lines in the page (a line
+// break). Detection writes the pieces back through the page's wrappers,
+// kept lines as the client's own bytes.
+type Piece struct {
+	Kind     PieceKind
+	From, To int
+	Text     string // the stub or the marker; empty for kept lines
+}
+
+// PieceKind says what a Piece is.
+type PieceKind uint8
+
+// The kinds of Piece.
+const (
+	// PieceKept is lines kept as they came, with what separates them.
+	PieceKept PieceKind = iota
+	// PieceStub is the stand-in of one element (To is From+1). It keeps
+	// what precedes the element on its line in the page's wrappers, such as
+	// a file read's line number.
+	PieceStub
+	// PieceMarker stands for the lines it replaces, and keeps nothing of
+	// them.
+	PieceMarker
+)
 
 // Mode says how the lines the retriever did not choose are written back.
 type Mode string

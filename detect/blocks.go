@@ -296,12 +296,18 @@ func newBlock(f Format, run []element) Block {
 	return b
 }
 
+// The statements of a focused element an agent writes beside its tree.
+const (
+	focusHeading = "# Focused element:"
+	focusInline  = "[Focused element bid: "
+)
+
 // promptFocus reads the focused element an agent states next to its tree:
 // GenericAgent's "## Focused element:" section (bid='a12', or None) and OpenHands'
 // "[Focused element bid: a12]". It takes the first statement in region, or the last
 // one when last is set.
 func promptFocus(region string, last bool) string {
-	const heading, inline = "# Focused element:", "[Focused element bid: "
+	const heading, inline = focusHeading, focusInline
 	index := strings.Index
 	if last {
 		index = strings.LastIndex

@@ -1,7 +1,7 @@
 package detect
 
 import (
-	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -91,12 +91,15 @@ type unit struct {
 
 // unitContext is what the search for goals and histories learns about a unit.
 type unitContext struct {
-	text  string // the decoded text of all segments
+	text  string // the decoded text of all segments, their trees cut out (see unitText)
 	bases []int  // offset of each segment in text
 
 	goals, histories []mark // sections outside the unit's trees
 	around           string // the unit's text outside its trees
 	structured       bool
+
+	focus       []span // the statements of a focused element in text (see focusStatements)
+	focusListed bool
 }
 
 // conversation is a parsed request body.
@@ -112,7 +115,11 @@ type conversation struct {
 	// that has any.
 	firsts map[role]nearestAnswer
 	seen   *memo.Memo[searched] // the Finder's memory; nil for none
-	model  string               // the last top-level "model" string
+	// known are the strings found in seen as the body was read, by the
+	// offset of their content: they were searched before, and are not
+	// validated or searched again.
+	known []knownString
+	model string // the last top-level "model" string
 
 	// The memory held beyond the body, charged to reserve (see account).
 	reserve           func(int64) bool
@@ -121,13 +128,63 @@ type conversation struct {
 	over              bool
 }
 
+// knownString is a string of the body the Finder remembers.
+type knownString struct {
+	start int
+	searched
+}
+
+// rememberFrom is the length from which a string is looked for in the
+// Finder's memory before it is validated: the look-up costs a hash and a
+// comparison of its bytes, a fraction of validating them, and a page the
+// agent sends again is most of the bytes of its later requests.
+const rememberFrom = 4 << 10
+
+// text reads the string literal at c.body[v] that may hold a page, as
+// scanString does. A long one that the Finder searched before is recognised
+// by its bytes, up to the first quote no backslash escapes: bytes that were
+// a valid string are one still, so they are not validated again, and what
+// the search found is kept for found.
+func (c *conversation) text(v int) (literal, int, error) {
+	b := c.body
+	if c.seen != nil {
+		if q := closingQuote(b, v+1); q-v-1 >= rememberFrom {
+			if r, ok := c.seen.GetBytes(b[v+1 : q]); ok {
+				c.known = append(c.known, knownString{start: v + 1, searched: r})
+				return literal{start: v + 1, end: q}, q + 1, nil
+			}
+		}
+	}
+	return scanString(b, v)
+}
+
+// textOrSkip is stringOrSkip for a string that may hold a page (see text).
+func (c *conversation) textOrSkip(v, depth int) (lit literal, next int, ok bool, err error) {
+	if v < len(c.body) && c.body[v] == '"' {
+		lit, next, err = c.text(v)
+		return lit, next, err == nil, err
+	}
+	next, err = skipValue(c.body, v, depth)
+	return lit, next, false, err
+}
+
+// remembered returns what the Finder remembered of the string whose content
+// starts at start, found as the body was read (in order, so known is sorted).
+func (c *conversation) remembered(start int) (searched, bool) {
+	i := sort.Search(len(c.known), func(i int) bool { return c.known[i].start >= start })
+	if i < len(c.known) && c.known[i].start == start {
+		return c.known[i].searched, true
+	}
+	return searched{}, false
+}
+
 // walkers lists, for each API, how its bodies hold the conversation: the
 // one place detection knows an API's body. Each is a description, read by
 // the skeleton in walk.go.
 var walkers = []*walker{&chatWalker, &responsesWalker, &messagesWalker, &geminiWalker, &converseWalker}
 
-func parseConversation(body []byte, api focusgate.API, reserve func(int64) bool) (*conversation, error) {
-	c := &conversation{body: body, w: walkerOf(api), reserve: reserve}
+func parseConversation(body []byte, api focusgate.API, seen *memo.Memo[searched], reserve func(int64) bool) (*conversation, error) {
+	c := &conversation{body: body, w: walkerOf(api), seen: seen, reserve: reserve}
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, syntaxError(i, "expected object")
@@ -205,11 +262,14 @@ func (c *conversation) segPath(u *unit, s *segment) string {
 }
 
 func (c *conversation) decode(lit literal) string {
-	return unquote(c.body[lit.start:lit.end])
+	return unquote(asString(c.body[lit.start:lit.end]))
 }
 
 func (c *conversation) segText(si int) string {
 	s := c.state(si)
+	if r, ok := c.remembered(c.segs[si].lit.start); ok && !s.decoded {
+		s.text, s.decoded = r.text, true
+	}
 	if !s.decoded {
 		c.note(int64(c.segs[si].lit.end - c.segs[si].lit.start))
 		s.text, s.decoded = c.decode(c.segs[si].lit), true
@@ -236,59 +296,88 @@ func (c *conversation) context(ui int) *unitContext {
 	return u.ctx
 }
 
-// unitText is the decoded text of all segments of a unit, with the offset of each
-// segment in it. Text parts are joined so that a part boundary is always a line
-// boundary: AgentLab writes "## Goal:\n" as one part and the goal as the next, and
-// both must read as one section.
+// unitText is the decoded text of all segments of a unit with their trees
+// cut out, and the offset of each segment in it. What is looked for around a
+// tree (its goal, its history, the focused element) is never inside a tree,
+// and a page is most of the bytes of its unit: each tree leaves a point, its
+// segment's base plus where it started less the trees before it (point).
+// Text parts are joined so that a part boundary is always a line boundary:
+// AgentLab writes "## Goal:\n" as one part and the goal as the next, and both
+// must read as one section.
 func (c *conversation) unitText(ui int) (string, []int) {
 	u, ctx := &c.units[ui], c.context(ui)
 	if ctx.bases != nil {
 		return ctx.text, ctx.bases
 	}
 	ctx.bases = make([]int, u.end-u.first)
-	if len(ctx.bases) == 1 {
+	if len(ctx.bases) == 1 && len(c.found(ui, u.first)) == 0 {
 		ctx.text = c.segText(u.first)
 		return ctx.text, ctx.bases
 	}
 	var sb strings.Builder
+	// Whether the segments joined whole so far would be empty, and end
+	// with a line break: how a part boundary is made a line boundary does
+	// not depend on the trees cut out.
+	empty, broken := true, false
 	for si := u.first; si < u.end; si++ {
 		t := c.segText(si)
-		if sb.Len() > 0 && !strings.HasSuffix(sb.String(), "\n") && !strings.HasPrefix(t, "\n") {
+		if !empty && !broken && !strings.HasPrefix(t, "\n") {
 			sb.WriteByte('\n')
+			broken = true
+		}
+		if t != "" {
+			empty, broken = false, t[len(t)-1] == '\n'
 		}
 		ctx.bases[si-u.first] = sb.Len()
-		sb.WriteString(t)
+		at := 0
+		for _, tr := range c.found(ui, si) {
+			sb.WriteString(t[at:tr.at.start])
+			at = tr.at.end
+		}
+		sb.WriteString(t[at:])
 	}
 	ctx.text = sb.String()
 	c.note(int64(len(ctx.text) + 8*len(ctx.bases)))
 	return ctx.text, ctx.bases
 }
 
-// located is a block found in one segment of one unit. For a tree inside an
-// escaped string held by the segment, in is set and block spans the tree as
-// it lies, escaped, in the segment's text: the spans of a segment's trees
-// never overlap, however many a string holds.
+// point is where tree f was in the text of its unit, which it is cut out of
+// (see unitText).
+func (c *conversation) point(f located) int {
+	_, bases := c.unitText(f.unit)
+	return bases[f.seg-c.units[f.unit].first] + f.t.at.start - f.t.skip
+}
+
+// tree is a tree found in a segment's string, through any stack of
+// wrappers: block, in text, the innermost text that holds it; at, the tree
+// as it lies in the segment's decoded text; places, its lines as they lie in
+// the string's escaped content, from the literal's start; nested, the JSON
+// encodings between the segment's text and text.
+type tree struct {
+	block  Block
+	text   string
+	at     span
+	places []place
+	nested int
+	skip   int // the bytes of the segment's trees before this one
+}
+
+// located is a tree found in one segment of one unit.
 type located struct {
 	unit, seg int
-	block     Block
-	in        *inner
+	t         *tree
 }
 
 // trees lists the trees of segment si of unit ui in text order.
 func (c *conversation) trees(ui, si int) []located {
-	var found []located
-	for _, b := range c.blocks(ui, si) {
-		found = append(found, located{unit: ui, seg: si, block: b})
+	ts := c.found(ui, si)
+	if len(ts) == 0 {
+		return nil
 	}
-	var inners []inner
-	if s := c.segs[si].state; s != nil {
-		inners = s.inner
+	found := make([]located, len(ts))
+	for k := range ts {
+		found[k] = located{unit: ui, seg: si, t: &ts[k]}
 	}
-	for k := range inners {
-		in := &inners[k]
-		found = append(found, located{unit: ui, seg: si, block: Block{Start: in.at.start, End: in.at.end}, in: in})
-	}
-	slices.SortStableFunc(found, func(a, b located) int { return a.block.Start - b.block.Start })
 	return found
 }
 
@@ -321,119 +410,95 @@ func (c *conversation) observations(opts Options) []Observation {
 		return nil
 	}
 	obs := make([]Observation, len(found))
-	for i := 0; i < len(found); {
-		if found[i].in != nil {
-			obs[i] = c.innerObservation(found[i])
-			i++
-			continue
+	for i, f := range found {
+		s, t := &c.segs[f.seg], f.t
+		obs[i] = Observation{
+			Block:    t.block,
+			Text:     t.text[t.block.Start:t.block.End],
+			Path:     c.segPath(&c.units[f.unit], s),
+			RawStart: s.lit.start + t.places[0].start,
+			RawEnd:   s.lit.start + t.places[len(t.places)-1].end,
+			Nested:   t.nested,
+			places:   t.places,
+			base:     s.lit.start,
 		}
-		// Map the spans of all observations of one segment in one pass.
-		n := 1
-		for i+n < len(found) && found[i+n].seg == found[i].seg && found[i+n].in == nil {
-			n++
-		}
-		spans := make([]span, n)
-		for k, f := range found[i : i+n] {
-			spans[k] = span{f.block.Start, f.block.End}
-		}
-		s := &c.segs[found[i].seg]
-		text := c.segText(found[i].seg)
-		lit := c.body[s.lit.start:s.lit.end]
-		for k, raw := range rawSpans(lit, text, spans) {
-			f := found[i+k]
-			if !onLines(text, f.block.Start, f.block.End) {
-				// A tree after an envelope on its first line.
-				at := rawOffsets(lit, []int{f.block.Start, f.block.End})
-				raw = span{at[0], at[1]}
-			}
-			o := Observation{
-				Block:    f.block,
-				Text:     text[f.block.Start:f.block.End],
-				Path:     c.segPath(&c.units[f.unit], s),
-				RawStart: s.lit.start + raw.start,
-				RawEnd:   s.lit.start + raw.end,
-			}
-			c.describe(f, &o)
-			obs[i+k] = o
-		}
-		i += n
+		c.describe(f, &obs[i])
 	}
 	return obs
 }
 
-// onLines says whether text[start:end] starts at a line start and ends at a
-// line end, as rawSpans needs.
-func onLines(text string, start, end int) bool {
-	return (start == 0 || text[start-1] == '\n') && (end == len(text) || text[end] == '\n')
-}
-
-// innerObservation describes a tree found inside a JSON text held by a segment.
-func (c *conversation) innerObservation(f located) Observation {
-	s := &c.segs[f.seg]
-	at := rawOffsets(c.body[s.lit.start:s.lit.end], []int{f.in.at.start, f.in.at.end})
-	o := Observation{
-		Block:    f.in.block,
-		Text:     f.in.text[f.in.block.Start:f.in.block.End],
-		Path:     c.segPath(&c.units[f.unit], s),
-		RawStart: s.lit.start + at[0],
-		RawEnd:   s.lit.start + at[1],
-		Nested:   f.in.nested,
-	}
-	c.describe(f, &o)
-	return o
-}
-
-// blocks returns the trees of segment si of unit ui, and finds those inside a
-// JSON text it holds. Strings with fewer lines or element ids than a tree needs
-// are never decoded; the others are looked up in the Finder's memory first.
-func (c *conversation) blocks(ui, si int) []Block {
+// found returns the trees of segment si of unit ui. Strings with fewer lines
+// or element ids than a tree needs are never decoded; the others are looked
+// up in the Finder's memory first.
+func (c *conversation) found(ui, si int) []tree {
 	if s := c.segs[si].state; s != nil && s.scanned {
-		return s.blocks
+		return s.trees
 	}
 	if u := &c.units[ui]; !u.role.mayHoldTree() || u.prompt && c.w.quietPrompt {
 		return nil
 	}
 	lit := c.segs[si].lit
+	if r, ok := c.remembered(lit.start); ok {
+		s := c.state(si)
+		s.searched, s.decoded, s.scanned = r, true, true
+		return s.trees
+	}
 	if lit.newlines < MinLines-1 && lit.nested < MinLines-1 {
 		return nil
 	}
 	raw := c.body[lit.start:lit.end]
-	if lit.ids < MinIDLines && !hasIDCues(raw) {
+	if !enoughIDs(raw, MinIDLines) && !hasIDCues(asString(raw)) {
 		return nil
 	}
 	s := c.state(si)
 	s.scanned = true
 	if r, ok := c.seen.GetBytes(raw); ok {
 		s.searched, s.decoded = r, true
-		return s.blocks
+		return s.trees
 	}
 	text := c.segText(si)
-	for _, h := range findTrees(text) {
-		if h.nested == 0 {
-			s.blocks = append(s.blocks, h.block)
-		} else {
-			s.inner = append(s.inner, inner{block: h.block, text: h.text, at: h.at, nested: h.nested})
-		}
+	if c.account() != nil {
+		return nil // the text alone is more than inspection may hold
 	}
-	size := searchedSize(text, s.blocks, s.inner)
-	c.note(int64(size - len(text))) // the text was noted when decoded
-	c.seen.PutBytes(raw, searched{text: text, blocks: s.blocks, inner: s.inner}, size)
-	return s.blocks
+	// The views the layers peel out of the text are charged as they are
+	// made, so that a body too large to inspect stops being searched as
+	// soon as that shows, not once the search is done.
+	hits, ok := findTrees(text, func(n int64) bool {
+		c.note(n)
+		return c.account() == nil
+	})
+	if !ok {
+		return nil
+	}
+	if len(hits) > 0 {
+		s.trees = make([]tree, len(hits))
+		skip := 0
+		for k, h := range hits {
+			at := h.at()
+			s.trees[k] = tree{block: h.block, text: h.text, at: at, places: h.places, nested: h.nested, skip: skip}
+			skip += at.end - at.start
+		}
+		// The places move from the decoded text onto the escaped one.
+		placeEscaped(asString(raw), 0, hits)
+	}
+	size, peeled := searchedSize(text, s.trees)
+	c.note(int64(size - len(text) - peeled)) // the text was noted when decoded, the views as they were peeled
+	c.seen.PutBytes(raw, searched{text: text, trees: s.trees}, size)
+	return s.trees
 }
 
 // searchedSize approximates the bytes a remembered string holds beyond its
-// escaped key.
-func searchedSize(text string, blocks []Block, inner []inner) int {
-	const lineSize, blockSize = int(unsafe.Sizeof(focusgate.Line{})), int(unsafe.Sizeof(Block{}))
-	n := len(text)
-	for _, b := range blocks {
-		n += blockSize + len(b.Lines)*lineSize
-	}
-	for i, in := range inner {
-		if i == 0 || in.text != inner[i-1].text {
-			n += len(in.text)
+// escaped key: its text, each tree's lines and places, and each innermost
+// text peeled out of it. The search charged the texts it peeled as it made
+// them; the rest is charged (noted) once it is done.
+func searchedSize(text string, trees []tree) (size, peeled int) {
+	const lineSize, placeSize, treeSize = int(unsafe.Sizeof(focusgate.Line{})), int(unsafe.Sizeof(place{})), int(unsafe.Sizeof(tree{}))
+	size = len(text)
+	for i, t := range trees {
+		if unsafe.StringData(t.text) != unsafe.StringData(text) && (i == 0 || unsafe.StringData(t.text) != unsafe.StringData(trees[i-1].text)) {
+			peeled += len(t.text)
 		}
-		n += int(unsafe.Sizeof(in)) + len(in.block.Lines)*lineSize
+		size += treeSize + len(t.block.Lines)*(lineSize+placeSize)
 	}
-	return n
+	return size + peeled, peeled
 }

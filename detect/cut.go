@@ -86,5 +86,5 @@ func peelCuts(s string) ([]view, []span) {
 
 // piece is the view of s[from:to].
 func piece(s string, from, to int) view {
-	return view{text: s[from:to], from: from, to: to, lift: func(h hit) (hit, bool) { return shifted(h, from, s), true }}
+	return view{text: s[from:to], from: from, to: to}
 }

@@ -40,12 +40,15 @@ type Block struct {
 	FocusedBID string           // "" when unknown
 }
 
-// Observation is a Block found inside a request body.
+// Observation is a Block found inside a request body. Its Text is the tree
+// as the tool printed it: every wrapper a client put around it is peeled
+// (JSON escaping, a file read's line numbers), and AppendPruned puts them
+// back.
 type Observation struct {
 	Block
-	Text             string // the decoded tree text: the JSON string value decoded, then [Start:End]
+	Text             string // the tree's text, every wrapper peeled; Block's offsets are in the text it was found in, Lines' in Text
 	Path             string // gjson-style path of the JSON string value, e.g. "messages.1.content.2.text" or "input.3.content.0.text"
-	RawStart, RawEnd int    // byte offsets in the request body of the escaped tree text inside that JSON string literal (quotes excluded), so that body[:RawStart] + jsonEscape(newText) + body[RawEnd:] is valid JSON
+	RawStart, RawEnd int    // byte offsets in the request body of the tree as it lies in that JSON string literal (quotes excluded), wrappers included: what AppendPruned replaces
 	Goal             string
 	History          string
 	// Nested counts the JSON encodings between the body's string and the tree:
@@ -53,9 +56,13 @@ type Observation struct {
 	// MCP tool result passed through JSON.stringify, whole or cut, maybe read
 	// back from a file with line numbers) whose string holds it, 2 for a text
 	// stringified twice. The raw span then covers the tree escaped Nested+1
-	// times, and a replacement must be escaped as often (RawLines gives each
-	// line's own escaping).
+	// times, and AppendPruned escapes new text as often.
 	Nested int
+
+	// places are where the tree's lines lie in the body, from base on, as
+	// the layers that peeled it placed them.
+	places []place
+	base   int
 }
 
 // Options tune Find.
@@ -102,9 +109,8 @@ type Finder struct {
 // searched is what a Finder remembers of one JSON string: its decoded text
 // and the trees in it, all shared with every caller and never modified.
 type searched struct {
-	text   string
-	blocks []Block
-	inner  []inner
+	text  string
+	trees []tree
 }
 
 // NewFinder returns a Finder that remembers about maxBytes of strings, their
@@ -133,12 +139,13 @@ type Request struct {
 
 // Read is Find that also reports the request's model, read in the same walk.
 func (f *Finder) Read(body []byte, api focusgate.API, opts Options) (Request, error) {
-	c, err := parseConversation(body, api, opts.Reserve)
+	var seen *memo.Memo[searched]
+	if f != nil {
+		seen = f.seen
+	}
+	c, err := parseConversation(body, api, seen, opts.Reserve)
 	if err != nil {
 		return Request{}, err
-	}
-	if f != nil {
-		c.seen = f.seen
 	}
 	obs := c.observations(opts)
 	if err := c.account(); err != nil {

@@ -2,6 +2,8 @@ package detect
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -95,5 +97,34 @@ func TestNilFinderIsFind(t *testing.T) {
 	want, _ := Find(body, focusgate.APIChat, Options{})
 	if err != nil || !reflect.DeepEqual(got, want) || len(got) != 1 {
 		t.Errorf("nil Finder found %d observations (%v), Find %d", len(got), err, len(want))
+	}
+}
+
+// A long string the Finder remembers is recognised by its bytes and not
+// validated again; the rest of the body still is, and where the string sits
+// still decides whether it is a page.
+func TestRememberedStringsAreReadWhereTheySit(t *testing.T) {
+	page := strings.TrimSpace(readFile(t, filepath.Join(sharedAXTrees, "bgym-pr301_web_amazon_macbook.txt")))
+	f := NewFinder(64 << 20)
+	escaped, err := json.Marshal(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := func(role string, after string) []byte {
+		return []byte(`{"model":"gpt-4.1","messages":[{"role":"user","content":"Buy the MacBook"},{"role":"` + role + `","content":` + string(escaped) + `}` + after + `]}`)
+	}
+	body := tool("tool", "")
+	first, err := f.Find(body, focusgate.APIChat, Options{})
+	if err != nil || len(first) != 1 {
+		t.Fatalf("Find = %d observations, %v", len(first), err)
+	}
+	if again, err := f.Find(body, focusgate.APIChat, Options{}); err != nil || !reflect.DeepEqual(again, first) {
+		t.Errorf("found again: %d observations, %v", len(again), err)
+	}
+	if obs, err := f.Find(tool("assistant", ""), focusgate.APIChat, Options{}); err != nil || len(obs) != 0 {
+		t.Errorf("the page in an assistant's turn: %d observations, %v; want none", len(obs), err)
+	}
+	if _, err := f.Find(tool("tool", `,{"role":"user","content":"\q"}`), focusgate.APIChat, Options{}); !errors.Is(err, ErrNotJSON) {
+		t.Errorf("an invalid escape after the remembered page: %v, want ErrNotJSON", err)
 	}
 }

@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 )
@@ -219,9 +218,10 @@ func goalLabelWords() [][]byte {
 
 // hasIDCues reports whether raw holds the id cue of some format at least
 // MinIDLines times.
-func hasIDCues(raw []byte) bool {
+func hasIDCues(raw string) bool {
+	s := screen{s: raw}
 	for _, f := range grammars {
-		if f.idCue != "" && bytes.Count(raw, []byte(f.idCue)) >= MinIDLines {
+		if f.idCue != "" && s.has(f.idCue) {
 			return true
 		}
 	}

@@ -183,10 +183,10 @@ func FuzzFind(f *testing.F) {
 	})
 }
 
-// FuzzRawOffsets checks the map from decoded offsets to raw ones that places a
-// tree found inside a JSON text held by a string: at every line start of the
+// FuzzCursor checks the map from decoded offsets to raw ones that places a
+// tree found inside a JSON string: at every line start and end of the
 // decoded text, the raw prefix decodes to the decoded prefix.
-func FuzzRawOffsets(f *testing.F) {
+func FuzzCursor(f *testing.F) {
 	f.Add(`a\nb\u000ac\n`)
 	f.Add(`[{\"text\":\"- a\\n- b\"}]\n\ud83d\ude00\n\u00e9\n`)
 	f.Add("\xff\n\\ud800\\n\xe2\x82\n")
@@ -195,25 +195,30 @@ func FuzzRawOffsets(f *testing.F) {
 		if err != nil {
 			t.Skip()
 		}
-		raw := lit[1 : len(lit)-1]
+		raw := string(lit[1 : len(lit)-1])
 		if strings.Contains(s, `\`) {
 			// Also try the string as raw content when it is valid as such.
 			if _, next, err := scanString([]byte(`"`+s+`"`), 0); err == nil && next == len(s)+2 {
-				raw = []byte(s)
+				raw = s
 			}
 		}
 		text := unquote(raw)
 		var offsets []int
 		for i := 0; i < len(text); i++ {
 			if text[i] == '\n' {
-				offsets = append(offsets, i+1)
+				offsets = append(offsets, i, i+1)
 			}
 		}
 		offsets = append(offsets, len(text))
-		for k, at := range rawOffsets(raw, offsets) {
-			if got := unquote(raw[:at]); got != text[:offsets[k]] {
-				t.Fatalf("offset %d maps to raw %d, which decodes to %q, want %q", offsets[k], at, got, text[:offsets[k]])
+		c := newCursor(raw)
+		for _, d := range offsets {
+			at := c.at(d)
+			if got := unquote(raw[:at]); got != text[:d] {
+				t.Fatalf("offset %d maps to raw %d, which decodes to %q, want %q", d, at, got, text[:d])
 			}
+		}
+		if got := appendEscaped(nil, text, 1); unquote(string(got)) != text {
+			t.Fatalf("%q escaped to %q, which decodes to %q", text, got, unquote(string(got)))
 		}
 	})
 }

@@ -2,6 +2,7 @@ package detect
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"flag"
@@ -243,15 +244,20 @@ func splice(t testing.TB, body []byte, start, end int, text string, nested int) 
 	return append(out, body[end:]...)
 }
 
-// checkRaw verifies an observation's raw span against the body: decoding it
-// Nested+1 times gives Text, and splicing other text into it keeps the body
-// valid JSON, and a nested string's JSON text valid JSON too (when it was:
-// a cut one is not).
+// checkRaw verifies an observation's raw span against the body: its lines
+// are placed in it so that the tree goes back exactly (see checkWriteBack),
+// decoding it Nested+1 times gives Text when the tree has no gutter, and
+// splicing other text into it keeps the body valid JSON, and a nested
+// string's JSON text valid JSON too (when it was: a cut one is not).
 func checkRaw(t testing.TB, body []byte, o Observation) {
 	t.Helper()
 	if o.RawStart < 0 || o.RawStart > o.RawEnd || o.RawEnd > len(body) {
 		t.Fatalf("raw span %d..%d outside a body of %d bytes", o.RawStart, o.RawEnd, len(body))
 	}
+	if o.RawStart != o.base+o.places[0].start || o.RawEnd != o.base+o.places[len(o.places)-1].end {
+		t.Fatalf("raw span %d..%d, its lines from %d to %d", o.RawStart, o.RawEnd, o.base+o.places[0].start, o.base+o.places[len(o.places)-1].end)
+	}
+	checkWriteBack(t, body[o.base:], o.places, o.Nested+1, o.Text, o.Lines)
 	text := string(body[o.RawStart:o.RawEnd])
 	for range o.Nested + 1 {
 		var dec string
@@ -262,27 +268,8 @@ func checkRaw(t testing.TB, body []byte, o Observation) {
 	}
 	// encoding/json replaces invalid UTF-8 and lone surrogates, which Text
 	// keeps; on valid text the two must agree.
-	if utf8.ValidString(o.Text) && text != o.Text {
+	if unwrapped(o.places) && utf8.ValidString(o.Text) && text != o.Text {
 		t.Fatalf("raw span decodes to %.80q..., Text is %.80q...", text, o.Text)
-	}
-	lines, _, ok := o.RawLines(body[o.RawStart:o.RawEnd])
-	if want := strings.Split(o.Text, "\n"); !ok || len(lines) != len(want) {
-		t.Fatalf("RawLines gives %d lines (%v), the text has %d", len(lines), ok, len(want))
-	} else {
-		for k, line := range lines {
-			dec := line
-			for range o.Nested + 1 {
-				dec = unquote([]byte(dec))
-			}
-			if dec != want[k] {
-				t.Fatalf("raw line %d %q decodes to %q, the text's is %q", k, line, dec, want[k])
-			}
-		}
-	}
-	if o.Nested == 0 {
-		if got := unquote(body[o.RawStart:o.RawEnd]); got != o.Text {
-			t.Fatalf("raw span unquotes to %.80q..., Text is %.80q...", got, o.Text)
-		}
 	}
 	if !json.Valid(body) {
 		return
@@ -325,4 +312,119 @@ func findAt(t *testing.T, body []byte, api focusgate.API, paths []string) []Obse
 		checkRaw(t, body, o)
 	}
 	return obs
+}
+
+// unwrapped says whether no line of a tree keeps anything before its own
+// text: no gutter.
+func unwrapped(places []place) bool {
+	for _, p := range places {
+		if p.own != p.start {
+			return false
+		}
+	}
+	return true
+}
+
+// numberedRows says whether a line of several rows (a name with a line
+// break in it) has a gutter, which each of its rows then has.
+func numberedRows(p place, line string) bool {
+	return p.own > p.start && strings.Contains(line, "\n")
+}
+
+// decodeTimes decodes the content of a JSON string times times over, as
+// detection does.
+func decodeTimes(raw string, times int) string {
+	for range times {
+		raw = unquote(raw)
+	}
+	return raw
+}
+
+// checkWriteBack verifies that a tree whose lines lie at places in src,
+// escaped times times, goes back exactly. The places are in order and each
+// line's own text decodes to the line of text, what precedes it to line
+// numbers only; written back with every line kept, the tree is its span of
+// src; with every line a stub of its own text, or every other one, it
+// decodes as the span does, and is the span byte for byte when src escapes
+// as appendEscaped does; with markers in place of runs of lines, every line
+// kept is still there, decoded.
+func checkWriteBack(t testing.TB, src []byte, places []place, times int, text string, lines []focusgate.Line) {
+	t.Helper()
+	n := len(lines)
+	if len(places) != n {
+		t.Fatalf("%d places for %d lines", len(places), n)
+	}
+	prev := places[0].start
+	for k, p := range places {
+		if p.start < prev || p.own < p.start || p.end < p.own || p.end > len(src) {
+			t.Fatalf("line %d placed at %d, %d, %d after %d in %d bytes", k, p.start, p.own, p.end, prev, len(src))
+		}
+		prev = p.end
+		l := lines[k]
+		if numberedRows(places[k], text[l.Start:l.End]) {
+			continue // each of its rows has its own number
+		}
+		if got := decodeTimes(string(src[p.own:p.end]), times); got != text[l.Start:l.End] {
+			t.Fatalf("line %d lies where %.80q is, not %.80q", k, got, text[l.Start:l.End])
+		}
+		g := decodeTimes(string(src[p.start:p.own]), times)
+		for gutterLen(g) > 0 {
+			g = g[gutterLen(g):]
+		}
+		if g != "" {
+			t.Fatalf("line %d keeps %q before its own text", k, decodeTimes(string(src[p.start:p.own]), times))
+		}
+	}
+	span := src[places[0].start:places[n-1].end]
+	write := func(pieces []focusgate.Piece) []byte {
+		out := appendWritten(nil, src, places, times, pieces)
+		if len(out) != writtenLen(places, times, pieces) {
+			t.Fatalf("%d bytes written, %d measured", len(out), writtenLen(places, times, pieces))
+		}
+		return out
+	}
+	if got := write([]focusgate.Piece{{Kind: focusgate.PieceKept, From: 0, To: n}}); !bytes.Equal(got, span) {
+		t.Fatalf("the tree kept whole goes back as %.80q, not %.80q", got, span)
+	}
+	decoded := decodeTimes(string(span), times)
+	canonical := bytes.Equal(appendEscaped(nil, decoded, times), span)
+	for _, every := range []int{1, 2} {
+		var pieces []focusgate.Piece
+		for k, l := range lines {
+			if k%every == 0 && !numberedRows(places[k], text[l.Start:l.End]) {
+				pieces = append(pieces, focusgate.Piece{Kind: focusgate.PieceStub, From: k, To: k + 1, Text: text[l.Start:l.End]})
+			} else {
+				pieces = append(pieces, focusgate.Piece{Kind: focusgate.PieceKept, From: k, To: k + 1})
+			}
+		}
+		got := write(pieces)
+		if decodeTimes(string(got), times) != decoded {
+			t.Fatalf("every %d line a stub of itself, the tree decodes to %.80q, not %.80q", every, decodeTimes(string(got), times), decoded)
+		}
+		if canonical && !bytes.Equal(got, span) {
+			t.Fatalf("every %d line a stub of itself, the tree goes back as %.80q, not %.80q", every, got, span)
+		}
+	}
+	var pieces []focusgate.Piece
+	for k := 0; k < n; k += 3 {
+		pieces = append(pieces, focusgate.Piece{Kind: focusgate.PieceKept, From: k, To: k + 1})
+		if k+1 < n {
+			pieces = append(pieces, focusgate.Piece{Kind: focusgate.PieceMarker, From: k + 1, To: min(k+3, n), Text: "... pruned \"here\" ..."})
+		}
+	}
+	got, at := decodeTimes(string(write(pieces)), times), 0
+	for k := 0; k < n; k += 3 {
+		line := text[lines[k].Start:lines[k].End]
+		if numberedRows(places[k], line) {
+			continue
+		}
+		i := strings.Index(got[at:], line)
+		if i < 0 {
+			t.Fatalf("line %d, kept, is not in what was written back after byte %d: %.80q", k, at, line)
+		}
+		at += i + len(line)
+	}
+	if strings.Count(got, "... pruned \"here\" ...") != len(pieces)/2 {
+		t.Fatalf("the markers are not in what was written back")
+	}
 }

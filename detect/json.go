@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file is a small validating JSON reader. It walks a body once, descends only
@@ -24,43 +25,67 @@ type literal struct {
 	start, end int
 	newlines   int // "\n" and "\u000a" escapes
 	nested     int // "\\n": a "\n" escape of a JSON text held in this string
-	ids        int // ']' right after a letter or digit, as in every element id: "[12]", "[ref=e3]"
+	ids        int // ']' right after a letter or digit, as in every element id: "[12]", "[ref=e3]"; only stringContent counts them
 }
 
 func syntaxError(at int, what string) error {
 	return fmt.Errorf("%w: %s at offset %d", ErrNotJSON, what, at)
 }
 
-// plain marks the bytes that may appear unescaped inside a JSON string and need no
-// attention from the scanner.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\' && c != ']'
-	}
-	return t
-}()
-
-// skipPlain returns the offset of the first byte at or after i that is not plain.
-// It tests eight bytes at a time, as request bodies are mostly long runs of text.
+// skipPlain returns the offset of the first byte at or after i that a JSON
+// string may not hold as it is (a control byte), or that ends it or starts
+// an escape (a quote, a backslash), or len(b). In a page's string the next
+// escape is usually within a line, so it reads a word first; prose has long
+// runs without one, which it then reads 32 bytes at a time, and the word
+// that stops it again.
 func skipPlain(b []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	// The loop reads the rest of b, resliced, so that the compiler proves
-	// every load in bounds.
-	for rest := b[i:]; len(rest) >= 8; rest, i = rest[8:], i+8 {
-		x := binary.LittleEndian.Uint64(rest)
-		// A backslash (0x5C) and a bracket (0x5D) differ in their lowest bit
-		// only: with it cleared, one test finds both.
-		q, bb := x^(ones*'"'), (x^(ones*'\\'))&^ones
-		// Each term sets the high bit of a byte below 0x20, a quote, or a backslash or
-		// bracket; the lowest bit set is exact, borrows only disturb higher bytes.
-		if m := ((x-ones*0x20)&^x | (q-ones)&^q | (bb-ones)&^bb) & highs; m != 0 {
+	// The high bit of a lane of stops(x) is set when that byte is below
+	// 0x20, a quote or a backslash; the lowest bit set is exact, borrows
+	// only disturb higher bytes.
+	stops := func(x uint64) uint64 {
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		return (x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs
+	}
+	if i+8 <= len(b) {
+		if m := stops(binary.LittleEndian.Uint64(b[i:i+8])) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	for ; i+32 <= len(b); i += 32 {
+		w := b[i : i+32]
+		if (stops(binary.LittleEndian.Uint64(w))|stops(binary.LittleEndian.Uint64(w[8:]))|
+			stops(binary.LittleEndian.Uint64(w[16:]))|stops(binary.LittleEndian.Uint64(w[24:])))&highs != 0 {
+			break
+		}
+	}
+	for ; i+8 <= len(b); i += 8 {
+		if m := stops(binary.LittleEndian.Uint64(b[i:i+8])) & highs; m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}
-	for i < len(b) && plain[b[i]] {
+	for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
 		i++
 	}
 	return i
+}
+
+// enoughIDs says whether raw, a string's content, holds at least n element
+// ids: a ']' right after a letter or digit, as in "[12]" and "[ref=e3]". It is
+// asked only of the few strings with lines enough for a tree, so the scan of
+// every string leaves brackets alone.
+func enoughIDs(raw []byte, n int) bool {
+	for i := 1; n > 0 && i < len(raw); i++ {
+		j := bytes.IndexByte(raw[i:], ']')
+		if j < 0 {
+			return false
+		}
+		if i += j; isLetter(raw[i-1]) || isDigit(raw[i-1]) {
+			n--
+		}
+	}
+	return n <= 0
 }
 
 func skipSpace(b []byte, i int) int {
@@ -80,16 +105,10 @@ func skipSpace(b []byte, i int) int {
 func scanString(b []byte, i int) (literal, int, error) {
 	lit := literal{start: i + 1}
 	for i++; ; {
-		i = skipPlain(b, i)
-		if i >= len(b) {
+		if i = skipPlain(b, i); i >= len(b) {
 			return lit, i, syntaxError(i, "unterminated string")
 		}
 		switch b[i] {
-		case ']':
-			if c := b[i-1]; isLetter(c) || isDigit(c) {
-				lit.ids++
-			}
-			i++
 		case '"':
 			lit.end = i
 			return lit, i + 1, nil
@@ -126,9 +145,10 @@ func scanString(b []byte, i int) (literal, int, error) {
 }
 
 // hex4 decodes four hex digits, or returns -1.
-func hex4(h []byte) rune {
+func hex4[T string | []byte](h T) rune {
 	var r rune
-	for _, c := range h[:4] {
+	for i := range 4 {
+		c := h[i]
 		switch {
 		case '0' <= c && c <= '9':
 			c -= '0'
@@ -250,7 +270,7 @@ func eachMember(b []byte, i, depth int, member func(key []byte, v int) (int, err
 		}
 		k := b[key.start:key.end]
 		if bytes.IndexByte(k, '\\') >= 0 {
-			k = []byte(unquote(k))
+			k = []byte(unquote(asString(k)))
 		}
 		if i, err = member(k, i); err != nil {
 			return i, err
@@ -305,6 +325,28 @@ func eachElement(b []byte, i, depth int, elem func(n, v int) (int, error)) (int,
 	}
 }
 
+// closingQuote returns the offset of the first quote of b at or after i
+// that no backslash escapes, or -1: the end of the string whose content
+// starts at b[i] if that string is valid, which it does not check.
+func closingQuote(b []byte, i int) int {
+	start := i
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += i
+		k := q
+		for k > start && b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+}
+
 // stringOrSkip consumes the value at b[v]; when it is a string it is returned with ok.
 func stringOrSkip(b []byte, v, depth int) (lit literal, next int, ok bool, err error) {
 	if v < len(b) && b[v] == '"' {
@@ -321,9 +363,15 @@ func stringOrSkip(b []byte, v, depth int) (lit literal, next int, ok bool, err e
 func word(b []byte, lit literal) []byte {
 	raw := b[lit.start:lit.end]
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		return []byte(unquote(raw))
+		return []byte(unquote(asString(raw)))
 	}
 	return raw
+}
+
+// asString is b as a string, without a copy, for reading a body that is not
+// modified while it is read; nothing that outlives the reading keeps it.
+func asString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // unquote decodes a string literal's content without losing anything, so that
@@ -333,16 +381,20 @@ func word(b []byte, lit literal) []byte {
 // emoji) becomes the three bytes that UTF-8 would give the code point if it
 // allowed one (ED A0 80: "WTF-8"), which are themselves invalid UTF-8, so that
 // they cannot be mistaken for text. encoding/json would turn both into U+FFFD.
-// The content must have been validated by scanString.
-func unquote(raw []byte) string {
+// appendEscaped is its inverse, and escapeWidth measures each escape as it
+// decodes it. The content must have been validated by scanString (or cut by
+// stringContent before an escape it would cut in two).
+func unquote(raw string) string {
 	var sb strings.Builder
 	sb.Grow(len(raw))
 	for len(raw) > 0 {
-		i := bytes.IndexByte(raw, '\\')
+		i := strings.IndexByte(raw, '\\')
 		if i < 0 {
 			i = len(raw)
 		}
-		writeUTF8(&sb, raw[:i])
+		// A byte the client sent is a byte focusgate forwards, invalid
+		// UTF-8 included: replacing it would change lines not pruned.
+		sb.WriteString(raw[:i])
 		if raw = raw[i:]; len(raw) == 0 {
 			break
 		}
@@ -383,56 +435,261 @@ func unquote(raw []byte) string {
 	return sb.String()
 }
 
-// writeUTF8 copies unescaped string content, invalid UTF-8 included: a byte
-// the client sent is a byte focusgate forwards, and replacing it would change
-// lines that were not pruned.
-func writeUTF8(sb *strings.Builder, p []byte) {
-	sb.Write(p)
+// escapeWidth returns the length of the escape that starts esc (at a
+// backslash) and the length of what unquote makes of it.
+func escapeWidth(esc string) (size, width int) {
+	switch {
+	case len(esc) < 2:
+		return len(esc), 0
+	case esc[1] != 'u':
+		return 2, 1
+	case len(esc) < 6:
+		return len(esc), 0
+	}
+	r := hex4(esc[2:6])
+	if !utf16.IsSurrogate(r) {
+		return 6, utf8.RuneLen(r)
+	}
+	if len(esc) >= 12 && esc[6] == '\\' && esc[7] == 'u' && utf16.DecodeRune(r, hex4(esc[8:12])) != utf8.RuneError {
+		return 12, 4
+	}
+	return 6, 3
 }
 
-// rawSpans maps spans of the decoded text of raw to offsets in raw, in one pass.
-// The spans must be sorted, and each must start at a line start and end at a line
-// end of text. Every '\n' of the decoded text comes from exactly one "\n" or
-// "\u000a" escape, so counting newlines maps line boundaries without decoding
-// anything again.
-func rawSpans(raw []byte, text string, spans []span) []span {
-	out := make([]span, len(spans))
-	// wants[2k] newline escapes precede span k; it ends at escape wants[2k+1], if any.
-	wants := make([]int, 0, 2*len(spans))
-	newlines, at := 0, 0
-	for k, s := range spans {
-		newlines += strings.Count(text[at:s.start], "\n")
-		wants = append(wants, newlines)
-		newlines += strings.Count(text[s.start:s.end], "\n")
-		wants = append(wants, newlines+1)
-		at = s.end
-		out[k] = span{0, len(raw)}
+// cursor maps offsets of the text a string literal's content decodes to
+// onto offsets in the content, walking both forward in step. The offsets it
+// is asked for must not decrease, so that placing every line of every tree
+// of a string costs one pass over the string, however many trees it holds
+// (a saved result can hold a page a thousand times on one line). An offset
+// inside an escape maps to the escape's start; one past the text to the end
+// of the content.
+type cursor struct {
+	raw  string
+	i, d int // the offsets reached, in raw and in the decoded text
+	next int // the first backslash at or after i, or len(raw)
+}
+
+func newCursor(raw string) cursor {
+	c := cursor{raw: raw}
+	c.next = c.backslash(0)
+	return c
+}
+
+// backslash returns the first backslash of raw at or after i, or len(raw).
+func (c *cursor) backslash(i int) int {
+	if j := strings.IndexByte(c.raw[i:], '\\'); j >= 0 {
+		return i + j
 	}
-	w, seen := 0, 0
-	if len(wants) > 0 && wants[0] == 0 {
-		w = 1
-	}
-	for i := 0; w < len(wants); {
-		j := bytes.IndexByte(raw[i:], '\\')
-		if j < 0 {
+	return len(c.raw)
+}
+
+// at returns the offset in raw of the decoded offset d.
+func (c *cursor) at(d int) int {
+	for c.d < d {
+		if plain := c.next - c.i; c.d+plain >= d {
+			c.i += d - c.d
+			c.d = d
 			break
 		}
-		i += j
-		width, newline := 2, raw[i+1] == 'n'
-		if raw[i+1] == 'u' {
-			width, newline = 6, hex4(raw[i+2:i+6]) == '\n'
+		c.d += c.next - c.i
+		c.i = c.next
+		if c.i >= len(c.raw) {
+			break
 		}
-		if newline {
-			seen++
-			for ; w < len(wants) && wants[w] == seen; w++ {
-				if w%2 == 0 {
-					out[w/2].start = i + width
-				} else {
-					out[w/2].end = i
-				}
-			}
+		size, width := escapeWidth(c.raw[c.i:])
+		if c.d+width > d {
+			break
 		}
-		i += width
+		c.i += size
+		c.d += width
+		c.next = c.backslash(c.i)
 	}
-	return out
+	return c.i
+}
+
+// appendEscaped appends s escaped as the content of a JSON string, times
+// times over: once for a text in the body's own string, once more for each
+// JSON text between (a tool result passed through JSON.stringify). It is
+// unquote's inverse, so that kept text leaves as it came: invalid UTF-8 is
+// written back as the raw bytes it was, and the three bytes unquote makes of
+// a lone escaped surrogate (ED A0..BF 80..BF) become that escape again, in
+// lower-case hex as JavaScript and Python write it. Unlike encoding/json it
+// leaves <, > and & alone, as JSON.stringify does: the text goes to a model,
+// not into HTML, and escaping them would only cost tokens.
+func appendEscaped(dst []byte, s string, times int) []byte {
+	if times <= 0 {
+		return append(dst, s...)
+	}
+	start := 0
+	for i := 0; i < len(s); {
+		if len(s)-i >= 32 {
+			i = skipUnescaped(s, i)
+		}
+		for i < len(s) && unescaped[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		if e := shortEscape[s[i]]; e != 0 && times == 1 {
+			// A tab, a line break, a quote: what most markers and stubs
+			// hold, written without more ado.
+			dst = append(append(dst, s[start:i]...), '\\', e)
+			i++
+			start = i
+			continue
+		}
+		esc, n, size := escapeOf(s, i)
+		if n > 0 {
+			dst = append(dst, s[start:i]...)
+			dst = appendAgain(dst, esc[:n], times)
+			start = i + size
+		}
+		i += size
+	}
+	return append(dst, s[start:]...)
+}
+
+// shortEscape is the letter of the two-byte escape of the bytes that have
+// one, as one encoding writes them; 0 for the others.
+var shortEscape = [256]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't'}
+
+// escapedLen is the length appendEscaped appends.
+func escapedLen(s string, times int) int {
+	n := len(s)
+	if times <= 0 {
+		return n
+	}
+	for i := 0; i < len(s); {
+		if len(s)-i >= 32 {
+			i = skipUnescaped(s, i)
+		}
+		for i < len(s) && unescaped[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		if shortEscape[s[i]] != 0 && times == 1 {
+			n++
+			i++
+			continue
+		}
+		esc, k, size := escapeOf(s, i)
+		if k > 0 {
+			n += againLen(esc[:k], times) - size
+		}
+		i += size
+	}
+	return n
+}
+
+// unescaped marks the bytes that no encoding escapes: printable ASCII but
+// the quote and the backslash.
+var unescaped = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// escapeOf reads the character at s[i], a byte unescaped does not mark: its
+// escape as one encoding writes it (n bytes of esc, 0 when it needs none:
+// valid UTF-8, or an invalid byte, which goes out raw as it came in) and the
+// bytes it stands for.
+func escapeOf(s string, i int) (esc [6]byte, n, size int) {
+	c := s[i]
+	if c < utf8.RuneSelf {
+		switch c {
+		case '"', '\\':
+			esc[0], esc[1] = '\\', c
+			return esc, 2, 1
+		case '\n':
+			esc[0], esc[1] = '\\', 'n'
+			return esc, 2, 1
+		case '\r':
+			esc[0], esc[1] = '\\', 'r'
+			return esc, 2, 1
+		case '\t':
+			esc[0], esc[1] = '\\', 't'
+			return esc, 2, 1
+		}
+		return uEscape(rune(c)), 6, 1
+	}
+	r, size := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case r == utf8.RuneError && size == 1:
+		if c == 0xed && i+2 < len(s) && s[i+1]&0xe0 == 0xa0 && s[i+2]&0xc0 == 0x80 {
+			return uEscape(0xd000 | rune(s[i+1]&0x3f)<<6 | rune(s[i+2]&0x3f)), 6, 3
+		}
+		return esc, 0, 1
+	case r == '\u2028' || r == '\u2029':
+		// Valid JSON, but they end lines in JavaScript; encoding/json
+		// escapes them, and so do we.
+		return uEscape(r), 6, size
+	}
+	return esc, 0, size
+}
+
+const hexDigits = "0123456789abcdef"
+
+// uEscape is the \u escape of r, which is below 0x10000.
+func uEscape(r rune) [6]byte {
+	return [6]byte{'\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf]}
+}
+
+// appendAgain appends esc, an escape as one encoding writes it, as times
+// encodings write it: each encoding after the first doubles every backslash
+// and puts one more before a quote.
+func appendAgain(dst []byte, esc []byte, times int) []byte {
+	k := 1 << (times - 1) // the backslashes a backslash becomes
+	for _, b := range esc {
+		switch b {
+		case '\\':
+			for range k {
+				dst = append(dst, '\\')
+			}
+		case '"':
+			for range k - 1 {
+				dst = append(dst, '\\')
+			}
+			dst = append(dst, '"')
+		default:
+			dst = append(dst, b)
+		}
+	}
+	return dst
+}
+
+// againLen is the length appendAgain appends.
+func againLen(esc []byte, times int) int {
+	k, n := 1<<(times-1), 0
+	for _, b := range esc {
+		switch b {
+		case '\\', '"':
+			n += k
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// skipUnescaped returns the offset of the first byte at or after i, among
+// whole words of eight, that may need escaping: a control byte, a quote, a
+// backslash or a byte of a multi-byte character. A page's lines are long
+// runs of bytes that need none.
+func skipUnescaped(s string, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		// Each term sets the high bit of a byte that needs a look; the lowest
+		// bit set is exact, borrows only disturb higher bytes.
+		if m := ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs | x) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	return i
 }

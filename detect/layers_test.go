@@ -119,32 +119,32 @@ func layerPages(t testing.TB) []string {
 }
 
 // checkWrapped verifies what detection finds in w, page wrapped by stack:
-// every tree found is put back byte for byte when it is written back
-// unchanged through its layers, no tree holds a cut marker, and, when
+// every tree found goes back byte for byte when it is written back through
+// its layers (see checkWriteBack), no tree holds a cut marker, and, when
 // nothing cut the page, each of the page's trees is found whole.
 func checkWrapped(t *testing.T, page, w string, stack []wrapper) []hit {
 	t.Helper()
-	hits := findTrees(w)
+	hits, _ := findTrees(w, nil)
 	prev := 0
 	for _, h := range hits {
-		if h.at.start < prev || h.at.end < h.at.start || h.at.end > len(w) {
-			t.Fatalf("tree at %d..%d after %d in %d bytes", h.at.start, h.at.end, prev, len(w))
+		at := h.at()
+		if at.start < prev || at.end < at.start || at.end > len(w) {
+			t.Fatalf("tree at %d..%d after %d in %d bytes", at.start, at.end, prev, len(w))
 		}
-		prev = h.at.end
+		prev = at.end
 		tree := h.text[h.block.Start:h.block.End]
 		checkLines(t, h.block, tree)
-		back := tree
-		for range h.nested {
-			back = escapeJSON(t, back)
+		lines := make([]focusgate.Line, len(h.block.Lines))
+		for k, l := range h.block.Lines {
+			l.Start, l.End = l.Start+h.block.Start, l.End+h.block.Start
+			lines[k] = l
 		}
-		if got := w[h.at.start:h.at.end]; got != back {
-			t.Fatalf("a %s tree nested %d does not go back exactly: %.120q, the text has %.120q", h.block.Format, h.nested, back, got)
+		checkWriteBack(t, []byte(w), h.places, h.nested, h.text, lines)
+		if h.nested == 0 && h.peeled == 0 && (h.block.Start != at.start || h.block.End != at.end || h.text != w) {
+			t.Fatalf("a tree at the surface is at %d..%d, its block %d..%d", at.start, at.end, h.block.Start, h.block.End)
 		}
-		if h.nested == 0 && (h.block.Start != h.at.start || h.block.End != h.at.end || h.text != w) {
-			t.Fatalf("a tree at the surface is at %d..%d, its block %d..%d", h.at.start, h.at.end, h.block.Start, h.block.End)
-		}
-		if m := cutMarker.FindStringIndex(w[h.at.start:h.at.end]); m != nil {
-			t.Fatalf("a tree holds the cut marker %q", w[h.at.start+m[0]:h.at.start+m[1]])
+		if m := cutMarker.FindStringIndex(w[at.start:at.end]); m != nil {
+			t.Fatalf("a tree holds the cut marker %q", w[at.start+m[0]:at.start+m[1]])
 		}
 	}
 	if slices.ContainsFunc(stack, func(w wrapper) bool { return w.cut }) {
@@ -317,9 +317,9 @@ func TestRealWrapperCaptures(t *testing.T) {
 		first, last string // how the first tree starts and the last ends, decoded
 		outside     string // client text after the last tree
 	}{
-		{"claude-agent-sdk-0.3.328/read-last-chunk.txt", 1, 0, true, "4001\t      - link \"Cedar Tent, model 999, size S\"", "4008\t    - button \"Place order\" [ref=e3007]", "<system-reminder>"},
+		{"claude-agent-sdk-0.3.328/read-last-chunk.txt", 1, 0, true, "      - link \"Cedar Tent, model 999, size S\"", "\n    - button \"Place order\" [ref=e3007]", "<system-reminder>"},
 		{"claude-agent-sdk-0.3.328/read-saved-json.txt", 1, 1, false, "- generic [active] [ref=e1]:", "    - button \"Place order\" [ref=e3007]", "<system-reminder>"},
-		{"opencode-1.18.33/read-last-chunk.txt", 1, 0, true, "3970:     - listitem [ref=e2974]:", "4014:     - button \"Place order\" [ref=e3007]", "(End of file - total 4015 lines)\n</content>"},
+		{"opencode-1.18.33/read-last-chunk.txt", 1, 0, true, "    - listitem [ref=e2974]:", "\n    - button \"Place order\" [ref=e3007]", "(End of file - total 4015 lines)\n</content>"},
 		{"opencode-1.18.33/mcp-output-cut.txt", 1, 0, false, "- generic [active] [ref=e1]:", "        - /url: /p/12", "...126126 bytes truncated..."},
 		{"cline-3.0.65/mcp-result-cut.txt", 2, 1, false, "- generic [active] [ref=e1]:", "    - button \"Place order\" [ref=e3007]", `"}]}`},
 	} {
@@ -337,13 +337,14 @@ func TestRealWrapperCaptures(t *testing.T) {
 			if h.nested != tt.nested {
 				t.Errorf("%s: a tree nested %d, want %d", tt.file, h.nested, tt.nested)
 			}
-			for _, l := range h.block.Lines {
-				if (l.Gutter > 0) != tt.numbered {
-					t.Fatalf("%s: line %q has a gutter of %d", tt.file, h.text[h.block.Start+l.Start:h.block.Start+l.End], l.Gutter)
+			for k, p := range h.places {
+				if (p.own > p.start) != tt.numbered {
+					l := h.block.Lines[k]
+					t.Fatalf("%s: line %q keeps %q before it", tt.file, h.text[h.block.Start+l.Start:h.block.Start+l.End], s[p.start:p.own])
 				}
 			}
 		}
-		if !strings.Contains(s[last.at.end:], tt.outside) {
+		if !strings.Contains(s[last.at().end:], tt.outside) {
 			t.Errorf("%s: %q is not after the last tree", tt.file, tt.outside)
 		}
 		body := mustJSON(t, map[string]any{"model": "claude-sonnet-4-5", "messages": []any{
@@ -371,7 +372,7 @@ func TestLayersFindNoTreeInTheNegativeCorpus(t *testing.T) {
 	for _, file := range files {
 		text := readFile(t, file)
 		for _, w := range wrappers {
-			if hits := findTrees(w.wrap(t, text)); len(hits) != 0 {
+			if hits, _ := findTrees(w.wrap(t, text), nil); len(hits) != 0 {
 				t.Errorf("%s in %q: %d trees, the first %.80q", filepath.Base(file), w.name, len(hits), hits[0].text[hits[0].block.Start:])
 			}
 		}
@@ -400,7 +401,7 @@ func BenchmarkLayers(b *testing.B) {
 		b.Run(strings.Join(append([]string{"page"}, stack...), "+"), func(b *testing.B) {
 			b.SetBytes(int64(len(w)))
 			for b.Loop() {
-				if len(findTrees(w)) == 0 {
+				if hits, _ := findTrees(w, nil); len(hits) == 0 {
 					b.Fatal("no tree")
 				}
 			}
@@ -427,9 +428,9 @@ func TestSearchIsBounded(t *testing.T) {
 			w = by[n].wrap(t, w)
 		}
 		const unbounded = 1 << 40
-		budget := unbounded
-		search(w, 0, &budget)
-		if used := float64(unbounded-budget) / float64(len(w)); used > searchFactor/2 {
+		sr := searcher{budget: unbounded}
+		sr.search(w, 0)
+		if used := float64(unbounded-sr.budget) / float64(len(w)); used > searchFactor/2 {
 			t.Errorf("%v: views of %.1f times the text", stack, used)
 		}
 	}

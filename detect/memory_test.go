@@ -85,3 +85,21 @@ func TestReserveChangesNothingFound(t *testing.T) {
 		}
 	}
 }
+
+// A body that inspection cannot hold is given up as soon as that shows: a
+// text that would be peeled out of a wrapper is charged before it is
+// searched, so a numbered read too large to search costs its decoding and
+// one peel, not the search of every layer (issue 35: a 27 MB read ran for
+// 15 s before it went out as busy).
+func TestOverBudgetStopsBeforeTheSearch(t *testing.T) {
+	body := repeatedRead(t, longPage(t), 200)
+	r := &tally{limit: int64(len(body)) * 3 / 2} // its decoded text fits, the text peeled out of it does not
+	var err error
+	_, allocs := allocated(func() { _, err = (*Finder)(nil).Read(body, focusgate.APIChat, Options{All: true, Reserve: r.reserve}) })
+	if !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("Read = %v, want ErrOverBudget", err)
+	}
+	if most := 5 * uint64(len(body)) / 2; allocs > most {
+		t.Errorf("allocated %d bytes for a body of %d before giving up, want at most %d", allocs, len(body), most)
+	}
+}

@@ -1,9 +1,7 @@
 package detect
 
 import (
-	"bytes"
 	"strings"
-	"unicode/utf8"
 )
 
 // The JSON layer sees through JSON string escaping: an agent that puts
@@ -14,17 +12,11 @@ import (
 // middle out of such a text, so that it no longer parses. Every string
 // literal of a text that has lines enough to hold a tree is a view, even one
 // whose closing quote (or opening, for the second half of a cut) is gone. A
-// tree found in it is reported escaped once more (Observation.Nested), so
-// that the gateway writes the pruned tree back escaped as often and the text
-// still decodes to JSON whose string decodes to the pruned tree.
-
-// inner is a tree found inside an escaped string of a segment's text.
-type inner struct {
-	block  Block  // offsets in text
-	text   string // the decoded string that holds the tree
-	at     span   // the tree in the segment's decoded text, escaped nested times
-	nested int    // the JSON encodings between the segment's text and the tree, at least 1
-}
+// tree found in it is placed in the literal as the client escaped it, so
+// that its kept lines go back with the client's own escapes (`\u00e9`, `\/`),
+// and text written in its place is escaped once more (Observation.Nested),
+// so that the text still decodes to JSON whose string decodes to the pruned
+// tree.
 
 // peelJSON returns a view of each JSON string literal of s that can hold a
 // tree.
@@ -35,15 +27,10 @@ func peelJSON(s string) ([]view, []span) {
 	var views []view
 	add := func(lit literal) {
 		raw := s[lit.start:lit.end]
-		if lit.newlines+lit.nested < MinLines-1 || lit.ids < MinIDLines && !hasIDCues([]byte(raw)) {
+		if lit.newlines+lit.nested < MinLines-1 || lit.ids < MinIDLines && !hasIDCues(raw) {
 			return
 		}
-		views = append(views, view{text: unquote([]byte(raw)), from: lit.start, to: lit.end, lift: func(h hit) (hit, bool) {
-			at := rawOffsets([]byte(raw), []int{h.at.start, h.at.end})
-			h.at = span{lit.start + at[0], lit.start + at[1]}
-			h.nested++
-			return h, true
-		}})
+		views = append(views, view{text: unquote(raw), from: lit.start, to: lit.end})
 	}
 	// The second half of a cut JSON text starts inside a string, on the
 	// first line after the cut.
@@ -71,6 +58,32 @@ func peelJSON(s string) ([]view, []span) {
 		i = next
 	}
 	return views, nil
+}
+
+// wrapJSON places the trees found in a string literal's decoded text in
+// the literal, escaped as the client escaped them, in one pass over it, and
+// counts one more encoding for the text written in their place.
+func wrapJSON(s string, v view, hits []hit) []hit {
+	placeEscaped(s[v.from:v.to], v.from, hits)
+	for i := range hits {
+		hits[i].nested++
+	}
+	return hits
+}
+
+// placeEscaped moves the places of hits, trees in text order in the text
+// that raw, a string literal's content, decodes to, onto raw, and then by
+// base: one cursor walks raw once for all of them.
+func placeEscaped(raw string, base int, hits []hit) {
+	c := newCursor(raw)
+	for _, h := range hits {
+		for k := range h.places {
+			p := &h.places[k]
+			p.start = base + c.at(p.start)
+			p.own = base + c.at(p.own)
+			p.end = base + c.at(p.end)
+		}
+	}
 }
 
 // opensString says whether the quote at s[q] can open a JSON string: it
@@ -150,59 +163,4 @@ func stringContent(s string, i int) (literal, int, bool) {
 	}
 	lit.end = len(s)
 	return lit, len(s), true
-}
-
-// rawOffsets maps offsets of the decoded text of a string literal's content raw
-// to offsets in raw, in one pass. The offsets must be sorted. Each escape and
-// each invalid byte is measured by decoding it alone with unquote, so the
-// mapping agrees with the decoded text by construction; an offset inside an
-// escape maps to the escape's start.
-func rawOffsets(raw []byte, offsets []int) []int {
-	out := make([]int, len(offsets))
-	k, d := 0, 0 // next offset to map; decoded length so far
-	emit := func(i, width int, plain bool) {
-		for ; k < len(offsets) && offsets[k] < d+width; k++ {
-			out[k] = i
-			if plain && offsets[k] > d {
-				out[k] += offsets[k] - d
-			}
-		}
-	}
-	for i := 0; i < len(raw) && k < len(offsets); {
-		if raw[i] != '\\' {
-			j := bytes.IndexByte(raw[i:], '\\')
-			if j < 0 {
-				j = len(raw) - i
-			}
-			if run := raw[i : i+j]; utf8.Valid(run) {
-				emit(i, j, true)
-				i, d = i+j, d+j
-				continue
-			}
-			_, size := utf8.DecodeRune(raw[i:])
-			w := size
-			if r, _ := utf8.DecodeRune(raw[i:]); r == utf8.RuneError && size == 1 {
-				w = len(unquote(raw[i : i+1]))
-			}
-			emit(i, w, false)
-			i, d = i+size, d+w
-			continue
-		}
-		size := 2
-		if raw[i+1] == 'u' {
-			size = 6
-			if r := hex4(raw[i+2 : i+6]); 0xd800 <= r && r < 0xdc00 && i+12 <= len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-				if lo := hex4(raw[i+8 : i+12]); 0xdc00 <= lo && lo < 0xe000 {
-					size = 12
-				}
-			}
-		}
-		w := len(unquote(raw[i : i+size]))
-		emit(i, w, false)
-		i, d = i+size, d+w
-	}
-	for ; k < len(offsets); k++ {
-		out[k] = len(raw)
-	}
-	return out
 }

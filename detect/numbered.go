@@ -2,10 +2,7 @@ package detect
 
 import (
 	"regexp"
-	"sort"
 	"strings"
-
-	"github.com/focusgate/focusgate"
 )
 
 // A coding agent often sees a page through a file read: Claude Code saves a
@@ -15,10 +12,11 @@ import (
 // ("    12→"), opencode writes "12: " after a <path>…</path><type>file</type>
 // <content> envelope, and its older versions "00012| ". The gutter layer
 // sees through every run of lines numbered one after the other: the run
-// with its numbers set aside is a view. A tree found in it keeps each line's
-// number as the line's gutter (focusgate.Line.Gutter), so that the lines
-// kept are written back with their own numbers and the model can still cite
-// them; the envelope, and the text after the run (Claude Code's
+// with its numbers set aside is a view. A tree found in it is the tree
+// without numbers, as the retriever sees it, and each line's number stays in
+// the line's place (wrapGutters), so that the lines kept and their stubs are
+// written back with their own numbers and the model can still cite them; the
+// envelope, and the text after the run (Claude Code's
 // <system-reminder>, opencode's "(End of file …)"), stay outside the tree.
 
 // gutterSeps are what follows a line number in a file read.
@@ -71,12 +69,8 @@ type numbers struct {
 	starts, plains, gutters []int
 }
 
-// line is the line that plain offset p falls on.
-func (n *numbers) line(p int) int { return sort.SearchInts(n.plains, p+1) - 1 }
-
-// toRead maps a plain offset to the text around the run.
-func (n *numbers) toRead(p int) int {
-	k := n.line(p)
+// toRead maps plain offset p, on line k, to the text around the run.
+func (n *numbers) toRead(p, k int) int {
 	return p - n.plains[k] + n.starts[k] + n.gutters[k]
 }
 
@@ -85,8 +79,14 @@ func (n *numbers) toRead(p int) int {
 func peelGutters(s string) ([]view, []span) {
 	var views []view
 	for at := 0; at < len(s); {
-		if c := s[at]; c != ' ' && c != '<' && !isDigit(c) {
-			at = lineEnd(s, at) + 1
+		// Most lines of most texts start with neither a number nor an
+		// envelope, and are passed over at a glance.
+		first := at
+		for first < len(s) && s[first] == ' ' {
+			first++
+		}
+		if first == len(s) || s[first] != '<' && !isDigit(s[first]) || s[first] == '<' && first > at {
+			at = lineEnd(s, first) + 1
 			continue
 		}
 		e := lineEnd(s, at)
@@ -101,7 +101,7 @@ func peelGutters(s string) ([]view, []span) {
 			at = e + 1
 			continue
 		}
-		var n numbers
+		n := &numbers{}
 		var plain strings.Builder
 		p := at + off
 		for {
@@ -120,46 +120,54 @@ func peelGutters(s string) ([]view, []span) {
 		}
 		if len(n.starts) >= MinLines || strings.Count(s[at:e], `\n`) >= MinLines-1 {
 			n.plain = plain.String()
-			views = append(views, view{text: n.plain, from: at + off, to: e, lift: func(h hit) (hit, bool) { return n.lift(h, s) }})
+			views = append(views, view{text: n.plain, from: at + off, to: e, numbers: n})
 		}
 		at = e + 1
 	}
 	return views, nil
 }
 
-// lift maps a tree found in the run's plain text onto s, the text around
-// the run: each of its lines starts at its number, which becomes (the outer
-// part of) its gutter. A tree in an escaped string keeps its place on its
-// line.
-func (n *numbers) lift(h hit, s string) (hit, bool) {
-	if h.nested > 0 {
-		if n.line(h.at.start) != n.line(h.at.end) {
-			return h, false
+// wrapGutters places the trees found in a run's plain text in s, the text
+// around the run. Each line of a tree starts at its number, which precedes
+// its element's own text: kept lines and stubs go back with their numbers,
+// a marker (which stands for lines, not one of them) with none. A tree that
+// starts after an envelope on its first line leaves that line's number
+// outside; a tree in an escaped string keeps its place on its one line.
+func wrapGutters(_ string, v view, hits []hit) []hit {
+	n := v.numbers
+	k := 0 // the line of the offset placed last; offsets come in order
+	line := func(p int) int {
+		for k+1 < len(n.plains) && n.plains[k+1] <= p {
+			k++
 		}
-		h.at = span{n.toRead(h.at.start), n.toRead(h.at.end)}
-		return h, true
+		return k
 	}
-	b := h.block
-	// A tree starts at the number of its first line, unless it starts
-	// after an envelope on that line: then that number stays outside too.
-	first := n.line(b.Start)
-	start, number := n.starts[first], n.gutters[first]
-	if n.plains[first] != b.Start {
-		start, number = n.toRead(b.Start), 0
-	}
-	lines := make([]focusgate.Line, len(b.Lines))
-	for i, l := range b.Lines {
-		at := start
-		if i > 0 {
-			k := n.line(b.Start + l.Start)
-			if n.plains[k] != b.Start+l.Start {
-				return h, false
+	kept := hits[:0]
+	for _, h := range hits {
+		ok, top := true, line(h.places[0].start)
+		for i := range h.places {
+			p := &h.places[i]
+			first := line(p.start)
+			switch {
+			case h.nested == 0 && n.plains[first] == p.start:
+				p.start = n.starts[first]
+			case h.nested == 0 && i > 0:
+				// Only a tree's first line may start inside a
+				// numbered line.
+				ok = false
+			default:
+				p.start = n.toRead(p.start, first)
 			}
-			at, number = n.starts[k], n.gutters[k]
+			p.own = n.toRead(p.own, line(p.own))
+			last := line(p.end)
+			if h.nested > 0 && last != top {
+				ok = false // an escaped string lies on one line
+			}
+			p.end = n.toRead(p.end, last)
 		}
-		l.Start, l.End, l.Gutter = at-start, n.toRead(b.Start+l.End)-start, number+l.Gutter
-		lines[i] = l
+		if ok {
+			kept = append(kept, h)
+		}
 	}
-	b.Start, b.End, b.Lines = start, n.toRead(b.End), lines
-	return hit{at: span{b.Start, b.End}, block: b, text: s, peeled: h.peeled}, true
+	return kept
 }

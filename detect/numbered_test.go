@@ -71,28 +71,11 @@ func TestGutterRuns(t *testing.T) {
 }
 
 // Whatever the text, a tree found through its gutters lies inside it, each
-// line starting at its number, which is the line's gutter.
+// line starting at its number and going back exactly.
 func FuzzNumberedBlocks(f *testing.F) {
 	f.Add("1\t- generic [ref=e1]:\n2\t  - button \"A\" [ref=e2]\n3\t  - button \"B\" [ref=e3]\n4\t  - button \"C\" [ref=e4]\n5\t  - link \"D\" [ref=e5]\n6\t  - link \"E\" [ref=e6]\n7\t  - link \"F\" [ref=e7]\n8\t  - link \"G\" [ref=e8]")
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, h := range findTrees(s) {
-			if h.nested > 0 {
-				continue
-			}
-			b := h.block
-			if b.Start < 0 || b.End > len(s) || b.Start > b.End {
-				t.Fatalf("block [%d,%d) outside %d bytes", b.Start, b.End, len(s))
-			}
-			text := s[b.Start:b.End]
-			for _, l := range b.Lines {
-				if l.Start < 0 || l.End > len(text) || l.Start+l.Gutter > l.End {
-					t.Fatalf("line [%d,%d) gutter %d outside the block's %d bytes", l.Start, l.End, l.Gutter, len(text))
-				}
-				if l.Gutter > 0 && gutterLen(text[l.Start:l.End]) == 0 {
-					t.Fatalf("line %q: gutter %d, but it has no number", text[l.Start:l.End], l.Gutter)
-				}
-			}
-		}
+		checkWrapped(t, "", s, nil)
 	})
 }
 

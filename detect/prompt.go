@@ -2,6 +2,7 @@ package detect
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -191,19 +192,18 @@ func section(text string, marks []mark, treeStart int) (string, bool) {
 // focused element when the agent states it in another part of the message.
 func (c *conversation) describe(f located, o *Observation) {
 	u := &c.units[f.unit]
-	text, bases := c.unitText(f.unit)
-	base := bases[f.seg-u.first]
-	start, end := base+f.block.Start, base+f.block.End
+	text, _ := c.unitText(f.unit)
+	at := c.point(f)
 	ctx := c.structure(f.unit)
 
-	goal, ok := section(text, ctx.goals, start)
+	goal, ok := section(text, ctx.goals, at)
 	if !ok {
 		goal, ok = c.earlierGoal(f.unit)
 	}
 	if !ok {
 		goal = c.userText(f.unit)
 	}
-	history, ok := section(text, ctx.histories, start)
+	history, ok := section(text, ctx.histories, at)
 	if !ok {
 		history = c.assistantTurns(f.unit)
 	}
@@ -211,10 +211,44 @@ func (c *conversation) describe(f located, o *Observation) {
 	o.History = strings.Clone(keepTail(strings.TrimSpace(history), MaxHistoryBytes))
 
 	if o.FocusedBID == "" && u.end-u.first > 1 {
-		if o.FocusedBID = promptFocus(text[end:], false); o.FocusedBID == "" {
-			o.FocusedBID = promptFocus(text[:start], true)
+		// The first statement after the tree, else the last before it,
+		// read as promptFocus reads text[at:] and text[:at], from where
+		// each is, so that a unit of many trees is searched once.
+		focus := c.focusStatements(f.unit)
+		i := sort.Search(len(focus), func(i int) bool { return focus[i].start >= at })
+		if i < len(focus) {
+			o.FocusedBID = promptFocus(text[focus[i].start:], false)
+		}
+		for j := i - 1; o.FocusedBID == "" && j >= 0; j-- {
+			if focus[j].end <= at {
+				o.FocusedBID = promptFocus(text[focus[j].start:at], true)
+				break
+			}
 		}
 	}
+}
+
+// focusStatements lists, once per unit, where its text states a focused
+// element (see promptFocus), in order.
+func (c *conversation) focusStatements(ui int) []span {
+	ctx := c.context(ui)
+	if ctx.focusListed {
+		return ctx.focus
+	}
+	ctx.focusListed = true
+	text, _ := c.unitText(ui)
+	for _, s := range []string{focusHeading, focusInline} {
+		for at := 0; ; {
+			k := strings.Index(text[at:], s)
+			if k < 0 {
+				break
+			}
+			ctx.focus = append(ctx.focus, span{at + k, at + k + len(s)})
+			at += k + 1
+		}
+	}
+	slices.SortFunc(ctx.focus, func(a, b span) int { return a.start - b.start })
+	return ctx.focus
 }
 
 // structure finds, once per unit, its goal and history sections and its text
@@ -225,12 +259,13 @@ func (c *conversation) structure(ui int) *unitContext {
 		return ctx
 	}
 	ctx.structured = true
-	text, bases := c.unitText(ui)
+	text, _ := c.unitText(ui)
+	// The trees are cut out of the text: each is the point it was at.
 	var trees []span
 	for si := u.first; si < u.end; si++ {
 		for _, f := range c.trees(ui, si) {
-			base := bases[si-u.first]
-			trees = append(trees, span{base + f.block.Start, base + f.block.End})
+			at := c.point(f)
+			trees = append(trees, span{at, at})
 		}
 	}
 	marks := scanMarks(text, trees)

@@ -207,7 +207,7 @@ func (c *conversation) turns(w *walker, top string, v, d int) (int, error) {
 	b := c.body
 	switch {
 	case b[v] == '"' && w.lone != roleOther:
-		lit, next, err := scanString(b, v)
+		lit, next, err := c.text(v)
 		c.segs = append(room(c.segs), segment{lit: lit, part: -1, sub: -1})
 		c.units = append(room(c.units), unit{role: w.lone, top: top, index: -1, first: len(c.segs) - 1, end: len(c.segs)})
 		return next, err
@@ -369,7 +369,7 @@ func (c *conversation) content(h *contentShape, at segment, v, d int, calls *[]c
 	b := c.body
 	switch {
 	case b[v] == '"' && h.text:
-		lit, next, err := scanString(b, v)
+		lit, next, err := c.text(v)
 		at.lit = lit
 		c.segs = append(room(c.segs), at)
 		return next, err
@@ -405,7 +405,7 @@ func (c *conversation) part(p *partShape, at segment, v, d int, calls *[]call) (
 			typ, typed = lit, ok
 			return next, err
 		case is(k, p.text):
-			lit, next, ok, err := stringOrSkip(b, v, d+1)
+			lit, next, ok, err := c.textOrSkip(v, d+1)
 			text, hasText = lit, ok
 			return next, err
 		case is(k, p.aside):
@@ -499,7 +499,7 @@ func (c *conversation) values(at segment, v, d, level int, path []byte) (int, er
 	b := c.body
 	switch {
 	case b[v] == '"':
-		lit, next, err := scanString(b, v)
+		lit, next, err := c.text(v)
 		at.lit, at.leaf = lit, string(path)
 		c.segs = append(room(c.segs), at)
 		return next, err

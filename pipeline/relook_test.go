@@ -13,7 +13,7 @@ import (
 
 // toolLoop is a chat tool loop whose tool results are the given pages, each
 // after a tool call named by the action before it.
-func toolLoop(t *testing.T, model string, steps ...[2]string) []byte {
+func toolLoop(t testing.TB, model string, steps ...[2]string) []byte {
 	t.Helper()
 	msgs := []map[string]any{
 		{"role": "system", "content": "You drive a web browser with tools."},
@@ -35,7 +35,7 @@ func toolLoop(t *testing.T, model string, steps ...[2]string) []byte {
 	return body
 }
 
-func readPage(t *testing.T, name string) string {
+func readPage(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile("../testdata/axtrees/" + name)
 	if err != nil {

@@ -260,14 +260,9 @@ func (p *Pipeline) rewrite(ctx context.Context, body []byte, pl plan) ([]byte, f
 		out.Status, out.Reason, out.Relook = focusgate.StatusSkipped, focusgate.ReasonRelook, true
 	}
 	var edits []edit
-	for _, pg := range pages {
-		if pg.res.Status == focusgate.StatusPruned {
-			o := pg.obs
-			edits = append(edits, edit{start: o.RawStart, end: o.RawEnd, text: pg.res.Text, nested: o.Nested,
-				lines: func() (string, []string, string, bool) {
-					lines, newline, ok := o.RawLines(body[o.RawStart:o.RawEnd])
-					return o.Text, lines, newline, ok
-				}})
+	for i := range pages {
+		if pg := &pages[i]; pg.res.Status == focusgate.StatusPruned {
+			edits = append(edits, edit{obs: &pg.obs, pieces: pg.res.Pieces})
 		}
 	}
 	if pl.priced {

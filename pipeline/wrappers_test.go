@@ -28,7 +28,7 @@ func observations(t *testing.T, body []byte, api focusgate.API) []detect.Observa
 }
 
 // stringify escapes s as JSON.stringify does, without the quotes.
-func stringify(t *testing.T, s string) string {
+func stringify(t testing.TB, s string) string {
 	t.Helper()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -50,7 +50,7 @@ func numberLines(text, format string) string {
 
 // jsToolLoop is toolLoop as a JavaScript client writes it: <, > and &
 // unescaped.
-func jsToolLoop(t *testing.T, steps ...[2]string) []byte {
+func jsToolLoop(t testing.TB, steps ...[2]string) []byte {
 	t.Helper()
 	var msgs any
 	if err := json.Unmarshal(toolLoop(t, "gpt-4.1", steps...), &msgs); err != nil {
@@ -161,26 +161,29 @@ func TestWrappedPagesArePrunedAndPutBackExactly(t *testing.T) {
 					t.Errorf("numbered line %q is not the read's", line)
 				}
 			}
-			// Outside the pruned spans, the body is as the client sent it.
-			var want []byte
-			from := 0
+			// Outside the pruned spans, the body is as the client sent it,
+			// and each span is its page as pruned, in the client's wrappers:
+			// escaped as often, each line after its number.
 			obs := observations(t, body, focusgate.APIChat)
 			if len(obs) != len(out.Pages) {
 				t.Fatalf("%d pages reported, %d found", len(out.Pages), len(obs))
 			}
-			for i, pg := range out.Pages {
-				if pg.Status != focusgate.StatusPruned {
-					continue
-				}
-				o, text := obs[i], pg.Forwarded
-				for range o.Nested + 1 {
-					text = stringify(t, text)
-				}
-				want = append(append(want, body[from:o.RawStart]...), text...)
-				from = o.RawEnd
+			reps, err := replacements(body, got, obs)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if want = append(want, body[from:]...); !bytes.Equal(got, want) {
-				t.Errorf("the body is not the pruned pages spliced into the original")
+			for i, pg := range out.Pages {
+				text, err := decodeRaw(reps[i], obs[i].Nested+1)
+				if err != nil {
+					t.Fatalf("page %d: %v", i+1, err)
+				}
+				lines := strings.Split(text, "\n")
+				for k, line := range lines {
+					lines[k] = strings.TrimPrefix(line, readGutter.FindString(line))
+				}
+				if want := pg.Forwarded; strings.Join(lines, "\n") != want {
+					t.Errorf("page %d goes out as %.200q, not as its pruned text %.200q", i+1, text, want)
+				}
 			}
 			// The next request forwards this output as it went out now.
 			next := jsToolLoop(t, [2]string{"read", content}, [2]string{"snapshot", readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")})

@@ -32,7 +32,8 @@ import (
 const (
 	benchRequestFile = "../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json"
 	benchTreeFile    = "../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt"
-	benchTreeTokens  = 50000
+	benchTreeTokens  = 80000 // the cache hit's page
+	benchMissTokens  = 60000 // the cache miss's page
 )
 
 // BenchmarkPassthrough measures one small chat request with nothing to
@@ -56,6 +57,13 @@ func BenchmarkPassthroughNoPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	passthrough(b, workload.NoPage(string(notes)))
+}
+
+// BenchmarkPassthroughProse is BenchmarkPassthroughNoPage with 16 KB of
+// prose (workload.Prose): the other ordinary chat body, with nothing that
+// looks like a page at all.
+func BenchmarkPassthroughProse(b *testing.B) {
+	passthrough(b, workload.Prose())
 }
 
 func passthrough(b *testing.B, body func(n uint64) []byte) {
@@ -112,8 +120,8 @@ func passthrough(b *testing.B, body func(n uint64) []byte) {
 	}
 }
 
-// BenchmarkCacheHitHotPath measures what focusgate spends on a request with a
-// 50k-token page whose selection is already cached: reading the body,
+// BenchmarkCacheHitHotPath measures what focusgate spends on a request with an
+// 80k-token page whose selection is already cached: reading the body,
 // detection, the cache look-up, token counting, post-processing and the
 // splice, and handing the body to the transport. There is no network: the
 // handler is called directly and the upstream is a canned response, so the
@@ -160,6 +168,50 @@ func BenchmarkCacheHitHotPath(b *testing.B) {
 			cpu.report()
 		})
 	}
+}
+
+// BenchmarkMissHotPath measures what focusgate spends on a request with a
+// 60k-token page it has not seen whole, beyond the retriever's answer (which
+// comes at once): each request's page differs from the one before in its
+// first line (workload.Tree.Steps), as consecutive snapshots of a page do,
+// so that detection, the page's hash, the selection (a cache miss), the
+// retriever's prompt, pruning and the splice are all done anew, while the
+// tokens of every line but one were counted before.
+func BenchmarkMissHotPath(b *testing.B) {
+	tree, err := workload.NewTree(benchRequestFile, benchTreeFile, benchMissTokens)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw, _ := gatewayOptions{
+		upstreamOptions: upstreamOptions{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"}},
+		proxyOptions:    proxy.Options{Transport: cannedTransport{}},
+		pipelineOptions: pipeline.Options{Pruner: benchPruner(workload.Keep(tree.Lines)), Finder: benchFinder(), Mode: focusgate.ModeRemove, Variant: focusgate.VariantLine},
+	}.build()
+	steps := tree.Steps()
+	serve := func(n uint64) error {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(steps(n)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer sk-bench")
+		rec := benchRecorder{httptest.NewRecorder()}
+		gw.ServeHTTP(rec, req)
+		h := rec.Header()
+		if rec.Code != http.StatusOK || h.Get(proxy.HeaderStatus) != string(focusgate.StatusPruned) || h.Get(proxy.HeaderCache) != string(focusgate.CacheMiss) {
+			return fmt.Errorf("not a pruned cache miss: status %d, %q, cache %q", rec.Code, h.Get(proxy.HeaderStatus), h.Get(proxy.HeaderCache))
+		}
+		return nil
+	}
+	// The first step counts the tokens of every line.
+	if err := serve(0); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	cpu := startCPU(b)
+	for n := uint64(1); b.Loop(); n++ {
+		if err := serve(n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.report()
 }
 
 // BenchmarkConversation replays a recorded Playwright MCP conversation, 11

@@ -35,23 +35,35 @@ const (
 // a flagged root is kept as a stub. Text before the first line and after the last is
 // copied unchanged, so a tree without a trailing newline gets none.
 func Apply(t Tree, sel Selection, mode focusgate.Mode) (string, error) {
-	out, _, _, err := apply(t, sel, mode)
-	return out, err
+	if err := validate(t); err != nil {
+		return "", err
+	}
+	a, err := apply(t, sel, mode)
+	return a.text, err
 }
 
-// apply is Apply that also returns how many flagged lines it removed and the
-// lines it kept verbatim (selected, root and focus, less the flagged ones),
-// as sorted disjoint ranges, so that a report can show what was kept.
-func apply(t Tree, sel Selection, mode focusgate.Mode) (string, int, []focusgate.Range, error) {
+// applied is what apply makes of a tree.
+type applied struct {
+	text string
+	// pieces are the runs of lines text is made of, for writing the tree
+	// back through the page's wrappers; nil in ModeOff.
+	pieces []focusgate.Piece
+	// flagged is how many flagged lines were removed, and kept the lines
+	// kept verbatim (selected, root and focus, less the flagged ones), as
+	// sorted disjoint ranges, so that a report can show what was kept.
+	flagged int
+	kept    []focusgate.Range
+}
+
+// apply is Apply on a tree validate accepted, that also says how the result
+// is made of the tree's lines and what was kept and removed.
+func apply(t Tree, sel Selection, mode focusgate.Mode) (applied, error) {
 	switch mode {
 	case focusgate.ModeRemove, focusgate.ModeAncestors, focusgate.ModeStubs:
 	case focusgate.ModeOff:
-		return t.Text, 0, []focusgate.Range{{From: 1, To: len(t.Lines)}}, nil
+		return applied{text: t.Text, kept: []focusgate.Range{{From: 1, To: len(t.Lines)}}}, nil
 	default:
-		return "", 0, nil, fmt.Errorf("prune: unknown mode %q", mode)
-	}
-	if err := validate(t); err != nil {
-		return "", 0, nil, err
+		return applied{}, fmt.Errorf("prune: unknown mode %q", mode)
 	}
 	n := len(t.Lines)
 	acts := make([]action, n)
@@ -94,7 +106,8 @@ func apply(t Tree, sel Selection, mode focusgate.Mode) (string, int, []focusgate
 	if mode == focusgate.ModeAncestors {
 		stubAncestors(t.Lines, acts, flagged)
 	}
-	return render(t, acts, flagged, mode), removed, keptRanges(acts), nil
+	text, pieces := render(t, acts, flagged, mode)
+	return applied{text: text, pieces: pieces, flagged: removed, kept: keptRanges(acts)}, nil
 }
 
 // keptRanges lists the runs of kept lines, numbered from 1.
@@ -145,9 +158,13 @@ func stubAncestors(lines []focusgate.Line, acts []action, flagged []bool) {
 // takes a new snapshot of the same page right after a pruned one.
 const relookHint = "take a new snapshot to see the whole page"
 
-func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) string {
+// render writes the tree as acts say, and the pieces the result is made of:
+// runs of kept lines, stubs and markers, each stub and marker's text a part
+// of the result itself.
+func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) (string, []focusgate.Piece) {
 	var b strings.Builder
 	b.Grow(renderedSize(t, acts) + len(relookHint))
+	pieces := make([]focusgate.Piece, 0, countPieces(acts, mode))
 	b.WriteString(t.Text[:t.Lines[0].Start])
 	// In stubs mode the first line that stands for hidden ones carries the
 	// hint; the others only say that they were pruned.
@@ -166,27 +183,36 @@ func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) string {
 		hinted = true
 		return "... 1 line pruned: " + relookHint + " ..."
 	}
+	// written ends a piece of new text that starts at from: the text is the
+	// builder's own bytes, which later writes never change.
+	written := func(kind focusgate.PieceKind, i, j, from int) {
+		pieces = append(pieces, focusgate.Piece{Kind: kind, From: i, To: j, Text: b.String()[from:]})
+	}
 	for i := 0; i < len(t.Lines); {
 		l := t.Lines[i]
-		// A line number a file read put before the element (its gutter)
-		// stays with the line and with its stub; a marker, which stands
-		// for several lines, gets none.
-		gutter, line := t.Text[l.Start:l.Start+l.Gutter], t.Text[l.Start+l.Gutter:l.End]
+		line, from := t.Text[l.Start:l.End], b.Len()
 		switch {
 		case acts[i] == keep:
-			b.WriteString(gutter)
-			b.WriteString(line)
-			i++
+			// A run of kept lines is the tree's text from its first to
+			// its last, what separates them included.
+			j := i + 1
+			for j < len(t.Lines) && acts[j] == keep {
+				j++
+			}
+			b.WriteString(t.Text[l.Start:t.Lines[j-1].End])
+			pieces = append(pieces, focusgate.Piece{Kind: focusgate.PieceKept, From: i, To: j})
+			i = j
 		case acts[i] == stub:
-			b.WriteString(gutter)
 			writeStub(&b, t.Format, line, l, "")
+			written(focusgate.PieceStub, i, i+1, from)
 			i++
 		case mode == focusgate.ModeStubs && (flagged == nil || !flagged[i]) && (l.BID != "" || l.Role != ""):
-			b.WriteString(gutter)
 			writeStub(&b, t.Format, line, l, suffix())
+			written(focusgate.PieceStub, i, i+1, from)
 			i++
 		case mode == focusgate.ModeStubs:
 			b.WriteString(t.Format.Marker(line, note()))
+			written(focusgate.PieceMarker, i, i+1, from)
 			i++
 		default:
 			j := i + 1
@@ -194,6 +220,7 @@ func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) string {
 				j++
 			}
 			b.WriteString(t.Format.Marker(line, markerNote(j-i)))
+			written(focusgate.PieceMarker, i, j, from)
 			i = j
 		}
 		// What separates the last line written from the next one (usually
@@ -204,7 +231,20 @@ func render(t Tree, acts []action, flagged []bool, mode focusgate.Mode) string {
 			b.WriteString(t.Text[t.Lines[i-1].End:])
 		}
 	}
-	return b.String()
+	return b.String(), pieces
+}
+
+// countPieces is how many pieces render makes: one per run of kept lines,
+// per stub, and per marker (in stubs mode one per line it drops, otherwise
+// one per run).
+func countPieces(acts []action, mode focusgate.Mode) int {
+	n := 0
+	for i, a := range acts {
+		if a == stub || a == drop && mode == focusgate.ModeStubs || i == 0 || acts[i-1] != a {
+			n++
+		}
+	}
+	return n
 }
 
 // renderedSize estimates what render writes: the text around and between the
@@ -242,6 +282,22 @@ func writeStub(b *strings.Builder, syntax Syntax, line string, l focusgate.Line,
 
 // markerNote is what a marker line says about the n lines it stands for.
 func markerNote(n int) string {
+	if n < len(markerNotes) {
+		return markerNotes[n]
+	}
+	return writeMarkerNote(n)
+}
+
+// markerNotes are the notes of the short runs, most of a page's markers,
+// written once.
+var markerNotes = func() (notes [128]string) {
+	for n := 1; n < len(notes); n++ {
+		notes[n] = writeMarkerNote(n)
+	}
+	return notes
+}()
+
+func writeMarkerNote(n int) string {
 	if n == 1 {
 		return "... 1 line pruned ..."
 	}

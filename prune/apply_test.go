@@ -74,12 +74,47 @@ func TestApplyGolden(t *testing.T) {
 	}
 }
 
+// checkPieces asserts that the pieces of a pruned tree make its text: the
+// kept runs as the tree has them, each stub and marker's text, and between
+// two pieces what separated their lines. Detection writes a page back from
+// them alone, through the wrappers it came in.
+func checkPieces(t *testing.T, tree Tree, sel Selection, mode focusgate.Mode) {
+	t.Helper()
+	a, err := apply(tree, sel, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := tree.Lines
+	var b strings.Builder
+	b.WriteString(tree.Text[:lines[0].Start])
+	next := 0
+	for i, pc := range a.pieces {
+		if pc.From != next || pc.To <= pc.From || (pc.Kind == focusgate.PieceStub) && pc.To != pc.From+1 {
+			t.Fatalf("piece %d is %+v after line %d", i, pc, next)
+		}
+		if i > 0 {
+			b.WriteString(tree.Text[lines[pc.From-1].End:lines[pc.From].Start])
+		}
+		if pc.Kind == focusgate.PieceKept {
+			b.WriteString(tree.Text[lines[pc.From].Start:lines[pc.To-1].End])
+		} else {
+			b.WriteString(pc.Text)
+		}
+		next = pc.To
+	}
+	b.WriteString(tree.Text[lines[len(lines)-1].End:])
+	if next != len(lines) || b.String() != a.text {
+		t.Fatalf("%s: the pieces make %q, the text is %q", mode, b.String(), a.text)
+	}
+}
+
 var markerRE = regexp.MustCompile(`^[ \t]*\.\.\. (\d+) lines? pruned \.\.\.$`)
 
 // checkApplied asserts what Apply promises, independently of how it does
 // it, for a BrowserGym tree whose lines are one physical line each.
 func checkApplied(t *testing.T, tree Tree, sel Selection, mode focusgate.Mode, out string) {
 	t.Helper()
+	checkPieces(t, tree, sel, mode)
 	n := len(tree.Lines)
 	flagged := map[int]bool{}
 	for _, f := range sel.Flagged {
@@ -318,6 +353,7 @@ func TestApplyFormats(t *testing.T) {
 				}
 			}
 			for mode, want := range map[focusgate.Mode]string{focusgate.ModeAncestors: tt.ancestors, focusgate.ModeStubs: tt.stub} {
+				checkPieces(t, tree, sel, mode)
 				got, err := Apply(tree, sel, mode)
 				if err != nil {
 					t.Fatal(err)

@@ -65,7 +65,12 @@ type Input struct {
 // Result says what happened to one observation. Text is the original unless
 // Status is Pruned.
 type Result struct {
-	Text   string
+	Text string
+	// Pieces are how a pruned Text is made of the tree's lines (runs kept,
+	// stubs, markers), so that the page can be written back through the
+	// wrappers it came in with its kept lines as the client sent them (see
+	// detect's Observation.AppendPruned); nil unless Status is Pruned.
+	Pieces []focusgate.Piece
 	Status focusgate.Status
 	// Reason explains a status other than Pruned.
 	Reason        focusgate.Reason
@@ -169,15 +174,18 @@ func (p *Pruner) Prune(ctx context.Context, in Input) Result {
 // retriever call is still reported as failed. The tokens are counted without
 // the request's context, which may be what ended the retriever call.
 func (p *Pruner) stubbed(in Input, res Result) Result {
-	out, _, kept, err := apply(in.Tree, Selection{}, focusgate.ModeStubs)
+	if validate(in.Tree) != nil {
+		return res
+	}
+	a, err := apply(in.Tree, Selection{}, focusgate.ModeStubs)
 	if err != nil {
 		return res
 	}
-	after := p.cfg.Counter.Count(in.Model, out)
+	after := p.cfg.Counter.Count(in.Model, a.text)
 	if after >= res.TokensBefore {
 		return res
 	}
-	res.Text, res.Status, res.TokensAfter, res.Kept = out, focusgate.StatusPruned, after, kept
+	res.Text, res.Pieces, res.Status, res.TokensAfter, res.Kept = a.text, a.pieces, focusgate.StatusPruned, after, a.kept
 	return res
 }
 
@@ -278,7 +286,14 @@ func (p *Pruner) stored(ctx context.Context, key string) ([]byte, error) {
 	return raw, nil
 }
 
+// decodeSelection reads a selection as the cache holds it. A cache hit reads
+// one on every request, and encoding/json's reflection cost as much as the
+// rest of applying it, so the form json.Marshal writes is read by hand
+// (readSelection); any other is left to encoding/json.
 func decodeSelection(raw []byte) (Selection, error) {
+	if sel, ok := readSelection(raw); ok {
+		return sel, nil
+	}
 	var sel Selection
 	if err := json.Unmarshal(raw, &sel); err != nil {
 		return Selection{}, fmt.Errorf("prune: decoding cached selection: %w", err)
@@ -352,18 +367,18 @@ func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, res
 	}
 	res.Ranges, res.FlaggedLines = sel.Ranges, sel.Flagged
 
-	out, flagged, kept, err := apply(in.Tree, sel, j.mode)
+	a, err := apply(in.Tree, sel, j.mode)
 	if err != nil {
 		return p.failOpen(ctx, res, focusgate.ReasonPostprocessError, err)
 	}
-	after, err := p.cfg.Counter.CountContext(ctx, in.Model, out)
+	after, err := p.cfg.Counter.CountContext(ctx, in.Model, a.text)
 	if err != nil {
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
 	if after >= res.TokensBefore {
 		return skip(res, focusgate.ReasonNoGain)
 	}
-	res.Text, res.Status, res.TokensAfter, res.Flagged, res.Kept = out, focusgate.StatusPruned, after, flagged, kept
+	res.Text, res.Pieces, res.Status, res.TokensAfter, res.Flagged, res.Kept = a.text, a.pieces, focusgate.StatusPruned, after, a.flagged, a.kept
 	return res
 }
 

@@ -72,7 +72,7 @@ func Number(t Tree) string {
 		}
 		b.Write(num)
 		b.WriteByte(' ')
-		first, rest, more := strings.Cut(t.Text[l.Start+l.Gutter:l.End], "\n")
+		first, rest, more := strings.Cut(t.Text[l.Start:l.End], "\n")
 		b.WriteString(first)
 		for more {
 			first, rest, more = strings.Cut(rest, "\n")

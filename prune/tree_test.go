@@ -179,26 +179,3 @@ func TestParseVariant(t *testing.T) {
 		}
 	}
 }
-
-// A line's gutter (the line number of a file read) is never shown to the
-// retriever, and stays with the line, or its stub, when it is kept.
-func TestGuttersStayWithTheirLines(t *testing.T) {
-	text := "7\t- main [ref=e1]:\n8\t  - button \"Save\" [ref=e2]\n9\t  - button \"Cancel\" [ref=e3]"
-	tree := NewTree(text, detect.Playwright, []focusgate.Line{
-		{Start: 0, End: 18, Depth: 0, BID: "e1", Role: "main", Gutter: 2},
-		{Start: 19, End: 47, Depth: 1, BID: "e2", Role: "button", Gutter: 2},
-		{Start: 48, End: len(text), Depth: 1, BID: "e3", Role: "button", Gutter: 2},
-	}, "")
-	if got := Number(tree); strings.Contains(got, "\t") || !strings.Contains(got, "   2   - button \"Save\"") {
-		t.Errorf("the retriever's view holds the numbers:\n%s", got)
-	}
-	for mode, want := range map[focusgate.Mode]string{
-		focusgate.ModeRemove:    "7\t- main [ref=e1]:\n8\t  - button \"Save\" [ref=e2]\n  - ... 1 line pruned ...",
-		focusgate.ModeAncestors: "7\t- main [ref=e1]:\n8\t  - button \"Save\" [ref=e2]\n  - ... 1 line pruned ...",
-	} {
-		got, err := Apply(tree, Selection{Ranges: []focusgate.Range{{From: 2, To: 2}}}, mode)
-		if err != nil || got != want {
-			t.Errorf("%s: got %q, %v; want %q", mode, got, err, want)
-		}
-	}
-}

@@ -43,8 +43,9 @@ type bodyCase struct {
 	answerSize int64
 	// gatewayStatus is the X-Focusgate-Status focusgate must answer with.
 	gatewayStatus string
-	// cacheHit says that focusgate must find the selection in its cache.
-	cacheHit bool
+	// cache, when set, is the X-Focusgate-Cache focusgate must answer with:
+	// "hit" when the selection must be found in its cache.
+	cache string
 }
 
 // check makes sure that a run measures what it claims: every answer is the
@@ -59,8 +60,8 @@ func (c bodyCase) check(t target, resp *http.Response, n int64) error {
 		return nil
 	case resp.Header.Get(proxy.HeaderStatus) != c.gatewayStatus:
 		return fmt.Errorf("focusgate: %s = %q, want %q", proxy.HeaderStatus, resp.Header.Get(proxy.HeaderStatus), c.gatewayStatus)
-	case c.cacheHit && resp.Header.Get(proxy.HeaderCache) != "hit":
-		return fmt.Errorf("focusgate: %s = %q, want a hit", proxy.HeaderCache, resp.Header.Get(proxy.HeaderCache))
+	case c.cache != "" && resp.Header.Get(proxy.HeaderCache) != c.cache:
+		return fmt.Errorf("focusgate: %s = %q, want %q", proxy.HeaderCache, resp.Header.Get(proxy.HeaderCache), c.cache)
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func main() {
 }
 
 // caseNames are the request kinds, in the order they run.
-var caseNames = []string{"passthrough", "stream", "tree", "nopage"}
+var caseNames = []string{"passthrough", "stream", "tree", "nopage", "prose", "miss"}
 
 type options struct {
 	duration, warmup      time.Duration
@@ -55,6 +55,7 @@ type options struct {
 	concurrency           []int
 	cases                 []string
 	treeTokens            int
+	missTokens            int
 	requestFile, treeFile string
 	notesFile             string
 }
@@ -78,7 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		return nil
 	})
-	fs.Func("cases", "comma-separated cases to run: passthrough, stream, tree, nopage (default all)", func(s string) error {
+	fs.Func("cases", "comma-separated cases to run: "+strings.Join(caseNames, ", ")+" (default all)", func(s string) error {
 		opts.cases = nil
 		for f := range strings.SplitSeq(s, ",") {
 			if f = strings.TrimSpace(f); !slices.Contains(caseNames, f) {
@@ -88,7 +89,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		return nil
 	})
-	fs.IntVar(&opts.treeTokens, "tree-tokens", 50000, "most tokens of the tree case's observation")
+	fs.IntVar(&opts.treeTokens, "tree-tokens", 80000, "most tokens of the tree case's observation")
+	fs.IntVar(&opts.missTokens, "miss-tokens", 60000, "most tokens of the miss case's observation")
 	fs.StringVar(&opts.treeFile, "tree", "testdata/axtrees/bgym-pr301_web_amazon_macbook.txt",
 		"page whose first lines are the tree case's observation")
 	fs.StringVar(&opts.requestFile, "request", "testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
@@ -122,6 +124,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	rep.tree = tree
+	missTree, err := workload.NewTree(opts.requestFile, opts.treeFile, opts.missTokens)
+	if err != nil {
+		return err
+	}
+	rep.missTree = missTree
 	rt, err := newRetriever(workload.Keep(tree.Lines))
 	if err != nil {
 		return err
@@ -176,20 +183,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	noPage := workload.NoPage(string(notes))
-	rep.noPage = noPage(0)
+	noPage, prose := workload.NoPage(string(notes)), workload.Prose()
+	rep.noPage, rep.prose = noPage(0), prose(0)
 	const noObservation = "skipped; reason=no-observation"
 	cases := map[string]bodyCase{
 		"nopage": {name: "nopage", bodies: noPage, seq: new(atomic.Uint64),
 			answerSize: int64(len(workload.Completion)), gatewayStatus: noObservation},
+		"prose": {name: "prose", bodies: prose, seq: new(atomic.Uint64),
+			answerSize: int64(len(workload.Completion)), gatewayStatus: noObservation},
+		// Each request's page differs from the last in its first line:
+		// a cache miss, asking the retriever, on a page whose other lines
+		// focusgate counted before (in the warm-up, the first request
+		// counts them all).
+		"miss": {name: "miss", bodies: missTree.Steps(), seq: new(atomic.Uint64),
+			answerSize: int64(len(workload.Completion)), gatewayStatus: "pruned", cache: "miss"},
 		"passthrough": {name: "passthrough", body: workload.Chat(false), answerSize: int64(len(workload.Completion)), gatewayStatus: noObservation},
 		"stream":      {name: "stream", body: workload.Chat(true), answerSize: streamSize(), gatewayStatus: noObservation},
-		"tree":        {name: "tree", body: tree.Body, answerSize: int64(len(workload.Completion)), gatewayStatus: "pruned", cacheHit: true},
+		"tree":        {name: "tree", body: tree.Body, answerSize: int64(len(workload.Completion)), gatewayStatus: "pruned", cache: "hit"},
 	}
+	rep.retrieverCalls = map[string]int64{}
 	if slices.Contains(opts.cases, "tree") {
 		if rep.treeTokensAfter, err = primeCache(ctx, l, cases["tree"], targets[3], tree.Tokens); err != nil {
 			return err
 		}
+		rep.retrieverCalls["tree"] = rt.calls.Load()
 	}
 
 	// Rounds go outermost so that a change in the machine's load between
@@ -206,7 +223,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 						// cannot be measured; the tuned proxy buffers the body.
 						continue
 					}
+					calls := rt.calls.Load()
 					res, err := l.run(ctx, cases[name], clients, t)
+					rep.retrieverCalls[name] += rt.calls.Load() - calls
 					if err != nil {
 						err = fmt.Errorf("round %d, %s, %d clients, %s: %w", round+1, name, clients, t.name, err)
 						if t.proc != nil {
@@ -222,7 +241,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 		}
 	}
-	rep.retrieverCalls = rt.calls.Load()
 	rep.loadAfter = loadAverage()
 	return rep.write(stdout)
 }
@@ -232,7 +250,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 // a cache hit. It checks that focusgate counts the tokens the workload says
 // and returns how many it forwards.
 func primeCache(ctx context.Context, l *loader, c bodyCase, fg target, tokens int) (int, error) {
-	c.cacheHit = false
+	c.cache = ""
 	resp, err := l.send(ctx, c, fg)
 	if err != nil {
 		return 0, fmt.Errorf("first tree request: %w", err)

@@ -89,7 +89,7 @@ func TestDriveStopsAtTheFirstError(t *testing.T) {
 }
 
 func TestCheckRejectsWhatTheCaseDoesNotExpect(t *testing.T) {
-	tree := bodyCase{name: "tree", answerSize: 10, gatewayStatus: "pruned", cacheHit: true}
+	tree := bodyCase{name: "tree", answerSize: 10, gatewayStatus: "pruned", cache: "hit"}
 	resp := func(status int, header ...string) *http.Response {
 		h := http.Header{}
 		for i := 0; i < len(header); i += 2 {

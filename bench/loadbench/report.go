@@ -20,10 +20,10 @@ type report struct {
 	opts                  options
 	machine               string
 	loadBefore, loadAfter string
-	tree                  workload.Tree
+	tree, missTree        workload.Tree
 	treeTokensAfter       int
-	noPage                []byte // the nopage case's first request
-	retrieverCalls        int64
+	noPage, prose         []byte           // the nopage and prose cases' first requests
+	retrieverCalls        map[string]int64 // by case, warm-ups included
 	results               []result
 }
 
@@ -81,11 +81,19 @@ func (r report) write(w io.Writer) error {
 		case "tree":
 			p("- tree: a %s-byte GenericAgent request whose observation has %s lines and %s tokens; "+
 				"focusgate forwards it pruned to %s tokens from its cached selection (retriever calls in the whole run: %d).\n",
-				grouped(len(r.tree.Body)), grouped(r.tree.Lines), grouped(r.tree.Tokens), grouped(r.treeTokensAfter), r.retrieverCalls)
+				grouped(len(r.tree.Body)), grouped(r.tree.Lines), grouped(r.tree.Tokens), grouped(r.treeTokensAfter), r.retrieverCalls["tree"])
 		case "nopage":
 			p("- nopage: %s-byte chat requests with no page, but markdown notes (`%s`) of list items, check boxes and links "+
 				"that look like element ids; each differs from the others in its first words, so focusgate searches each anew.\n",
 				grouped(len(r.noPage)), r.opts.notesFile)
+		case "prose":
+			p("- prose: %s-byte chat requests of prose, with no page and nothing that looks like one; each differs from the others in its first words.\n",
+				grouped(len(r.prose)))
+		case "miss":
+			p("- miss: the tree case's request with %s lines and %s tokens of its page, which each request changes in its first line: "+
+				"a page focusgate has not seen whole, so every request is a cache miss that asks the retriever (which answers at once; "+
+				"calls in the whole run: %s), while the tokens of every other line were counted before.\n",
+				grouped(r.missTree.Lines), grouped(r.missTree.Tokens), grouped(int(r.retrieverCalls["miss"])))
 		}
 	}
 

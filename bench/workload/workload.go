@@ -80,6 +80,50 @@ func NoPage(notes string) func(n uint64) []byte {
 	}
 }
 
+// proseSentences are what Prose writes its paragraphs of: ordinary
+// technical prose, with no list, table or bracket a page grammar could read.
+var proseSentences = []string{
+	"The service forwards every request to a third-party API and writes back whatever it answers.",
+	"When the answer is slow, the handler waits for it, and the client waits with the handler.",
+	"We would like each failure to say which dependency failed and whether trying again can help.",
+	"Today every error becomes a status of 500, so nobody can tell a timeout from a request that was wrong.",
+	"The dashboards show one error rate, which rises and falls without telling anyone why.",
+	"A better design keeps the mapping from errors to status codes in one place, next to the shapes clients parse.",
+	"Logs should carry the request's identifier and the dependency's name, but never the body of the request.",
+	"Bodies can hold personal data, and a log line is read by more people than the request ever was.",
+	"Metrics split by dependency and by reason make the rate readable again, as long as the labels stay few.",
+	"Where an error crosses a boundary it is wrapped with what the caller needs to know, and elsewhere only compared.",
+	"Retries belong to the client that knows whether the request was safe to send twice.",
+	"A deadline set at the edge travels with the request, so that no call below it outlives the caller's patience.",
+	"None of this needs a framework: the standard library's errors, context and log packages are enough.",
+	"What will not hold up in production is usually what nobody measured before it shipped.",
+}
+
+// proseText is about size bytes of prose in paragraphs of five sentences.
+func proseText(size int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			if i%5 == 0 {
+				b.WriteString("\n\n")
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(proseSentences[i%len(proseSentences)])
+	}
+	return b.String()
+}
+
+// Prose returns chat-completion requests of about 16 KB of prose, with no
+// page and nothing that looks like one: the other ordinary chat body beside
+// NoPage's list items. As with NoPage, the nth request says its number in
+// its first words, so that each is new to focusgate's memory of the texts it
+// has searched.
+func Prose() func(n uint64) []byte {
+	return NoPage(proseText(15 << 10))
+}
+
 func chat(stream bool, system, user string) []byte {
 	type message struct {
 		Role    string `json:"role"`
@@ -110,6 +154,23 @@ type Tree struct {
 	// Tokens is the observation's size as focusgate counts it for the
 	// request's model.
 	Tokens int
+	// page is where the observation starts in Body.
+	page int
+}
+
+// Steps returns the request as an agent sends it at successive steps while
+// the page changes a little: the nth names n in the page's first line, so
+// that each is a page focusgate has not seen whole (no selection is stored
+// for it and detection has not searched its string) though it has counted
+// the tokens of every other line before. It is the body of a cache miss.
+func (t Tree) Steps() func(n uint64) []byte {
+	q := t.page + bytes.IndexByte(t.Body[t.page:], '\'') + 1
+	head, tail := t.Body[:q], t.Body[q:]
+	return func(n uint64) []byte {
+		out := make([]byte, 0, len(t.Body)+24)
+		out = strconv.AppendUint(append(out, head...), n, 10)
+		return append(append(out, ' '), tail...)
+	}
 }
 
 // NewTree returns the chat request of requestFile, a real GenericAgent
@@ -167,7 +228,7 @@ func NewTree(requestFile, treeFile string, maxTokens int) (Tree, error) {
 	if got.Text != tree {
 		return Tree{}, errors.New("built request: the detected observation is not the tree that was put in")
 	}
-	return Tree{Body: body, Lines: len(got.Lines), Tokens: counter.Count(model, tree)}, nil
+	return Tree{Body: body, Lines: len(got.Lines), Tokens: counter.Count(model, tree), page: obs.RawStart}, nil
 }
 
 func onlyObservation(body []byte) (detect.Observation, error) {

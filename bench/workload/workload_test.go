@@ -126,3 +126,49 @@ func TestKeep(t *testing.T) {
 		}
 	}
 }
+
+func TestProseRequestsAreNewEachTimeAndHoldNoPage(t *testing.T) {
+	prose := Prose()
+	first := prose(1)
+	if size := len(first); size < 15<<10 || size > 17<<10 {
+		t.Errorf("a prose request is %d bytes, want about 16 KB", size)
+	}
+	var req struct{ Messages []struct{ Content string } }
+	if err := json.Unmarshal(first, &req); err != nil || len(req.Messages) != 2 {
+		t.Fatalf("%d messages, %v", len(req.Messages), err)
+	}
+	if text := req.Messages[1].Content; strings.Contains(text, "\n- ") || strings.ContainsAny(text, "[]|") {
+		t.Error("the prose holds list items, brackets or a table")
+	}
+	if bytes.Equal(first, prose(2)) {
+		t.Error("two prose requests are the same")
+	}
+	obs, err := detect.Find(first, focusgate.APIChat, detect.Options{All: true})
+	if err != nil || len(obs) != 0 {
+		t.Errorf("detect found %d observations (err %v), want none", len(obs), err)
+	}
+}
+
+// Every step's page is the tree with the step's number in its first line:
+// the same lines but one, a page text never seen whole.
+func TestStepsChangeThePageInItsFirstLine(t *testing.T) {
+	tree, err := NewTree(requestFile, treeFile, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := onlyObservation(tree.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := tree.Steps()
+	for _, n := range []uint64{1, 2, 12345} {
+		got, err := onlyObservation(steps(n))
+		if err != nil {
+			t.Fatalf("step %d: %v", n, err)
+		}
+		want := strings.Replace(orig.Text, "'", fmt.Sprintf("'%d ", n), 1)
+		if got.Text != want || len(got.Lines) != tree.Lines {
+			t.Errorf("step %d: page starts %.80q with %d lines, want %.80q with %d", n, got.Text, len(got.Lines), want, tree.Lines)
+		}
+	}
+}
