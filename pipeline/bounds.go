@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/internal/budget"
 )
 
 // inlineBytes is the largest body whose observations are looked for on the
@@ -70,6 +71,16 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req focusgate.Request) ([
 			return b, out
 		}
 	}
+	return p.rewriteAside(ctx, req, tab, pl, planned)
+}
+
+// rewriteAside does the rest of rewriteBounded's work on a goroutine of its
+// own, under the time budget: the plan, unless planned, and the rewrite. It
+// is a function of its own because a request its goroutine captures is
+// moved to the heap, and the requests that never get here (a passthrough, a
+// busy skip) should not pay for that.
+func (p *Pipeline) rewriteAside(ctx context.Context, req focusgate.Request, tab *budget.Tab, pl plan, planned bool) ([]byte, focusgate.Outcome) {
+	body := req.Body
 	ctx, cancel := context.WithTimeout(ctx, p.opts.Budget)
 	defer cancel()
 	stop := context.AfterFunc(p.stopping, cancel)
