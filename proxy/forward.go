@@ -138,8 +138,8 @@ func (s *Server) passthrough(c *gin.Context) {
 		s.tooLarge(c)
 		return
 	}
-	if enc := r.Header.Get("Content-Encoding"); enc != "" && r.Body != nil && r.Body != http.NoBody {
-		s.passCompressed(c, enc)
+	if r.Header.Get("Content-Encoding") != "" && r.Body != nil && r.Body != http.NoBody {
+		s.passCompressed(c)
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -161,14 +161,9 @@ func (s *Server) passthrough(c *gin.Context) {
 // holds on every route, and a stream cannot be checked before it has all
 // been read, so such a body is read whole (its compressed size is under the
 // cap too) and counted as it decodes, in constant memory.
-func (s *Server) passCompressed(c *gin.Context, enc string) {
+func (s *Server) passCompressed(c *gin.Context) {
 	raw, ok := s.readBody(c)
-	if !ok {
-		return
-	}
-	// A body that does not decode is the upstream's to refuse.
-	if err := checkDecodedSize(raw, enc, s.opts.MaxBodyBytes); errors.Is(err, errBodyTooLarge) {
-		s.tooLarge(c)
+	if !ok || !s.decodesUnderCap(c, raw) {
 		return
 	}
 	setBody(c.Request, raw)

@@ -25,10 +25,6 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 	r := c.Request
 	ctx := r.Context()
 	dest := destination(base, m.Route, r.URL)
-	if r.ContentLength > s.opts.MaxBodyBytes {
-		s.tooLarge(c)
-		return
-	}
 	raw, ok := s.readBody(c)
 	if !ok {
 		return
@@ -127,19 +123,12 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 // goes as it came. The answer streams back.
 func (s *Server) passSigned(c *gin.Context, m focusgate.Match, base *url.URL) {
 	r := c.Request
-	if r.ContentLength > s.opts.MaxBodyBytes {
-		s.tooLarge(c)
-		return
-	}
 	raw, ok := s.readBody(c)
 	if !ok {
 		return
 	}
-	if enc := r.Header.Get("Content-Encoding"); enc != "" && len(raw) > 0 {
-		if err := checkDecodedSize(raw, enc, s.opts.MaxBodyBytes); errors.Is(err, errBodyTooLarge) {
-			s.tooLarge(c)
-			return
-		}
+	if !s.decodesUnderCap(c, raw) {
+		return
 	}
 	resp, err := s.send(r.Context(), r, upstreamURL(base, r.URL), m.Provider, raw)
 	if err != nil {
@@ -169,6 +158,10 @@ func (s *Server) logOutcome(ctx context.Context, out focusgate.Outcome) {
 // ok is false then.
 func (s *Server) readBody(c *gin.Context) (raw []byte, ok bool) {
 	r := c.Request
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		s.tooLarge(c)
+		return nil, false
+	}
 	rc := http.NewResponseController(c.Writer)
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
 	raw, err := readAll(r.Body, s.opts.MaxBodyBytes, r.ContentLength)
@@ -186,6 +179,22 @@ func (s *Server) readBody(c *gin.Context) (raw []byte, ok bool) {
 		return nil, false
 	}
 	return raw, true
+}
+
+// decodesUnderCap says whether raw, a body that goes out as it came,
+// decodes within the size cap, which holds on every route, and answers the
+// client with a 413 when it does not. A body that does not decode at all is
+// the upstream's to refuse.
+func (s *Server) decodesUnderCap(c *gin.Context, raw []byte) bool {
+	enc := c.Request.Header.Get("Content-Encoding")
+	if enc == "" || len(raw) == 0 {
+		return true
+	}
+	if err := checkDecodedSize(raw, enc, s.opts.MaxBodyBytes); errors.Is(err, errBodyTooLarge) {
+		s.tooLarge(c)
+		return false
+	}
+	return true
 }
 
 // slowBody answers a client that did not send its body within
