@@ -359,6 +359,7 @@ type tree struct {
 	at     span
 	places []place
 	nested int
+	cut    bool
 	skip   int // the bytes of the segment's trees before this one
 }
 
@@ -419,6 +420,7 @@ func (c *conversation) observations(opts Options) []Observation {
 			RawStart: s.lit.start + t.places[0].start,
 			RawEnd:   s.lit.start + t.places[len(t.places)-1].end,
 			Nested:   t.nested,
+			Cut:      t.cut,
 			places:   t.places,
 			base:     s.lit.start,
 		}
@@ -475,7 +477,7 @@ func (c *conversation) found(ui, si int) []tree {
 		skip := 0
 		for k, h := range hits {
 			at := h.at()
-			s.trees[k] = tree{block: h.block, text: h.text, at: at, places: h.places, nested: h.nested, skip: skip}
+			s.trees[k] = tree{block: h.block, text: h.text, at: at, places: h.places, nested: h.nested, cut: h.cut, skip: skip}
 			skip += at.end - at.start
 		}
 		// The places move from the decoded text onto the escaped one.

@@ -58,6 +58,10 @@ type Observation struct {
 	// stringified twice. The raw span then covers the tree escaped Nested+1
 	// times, and AppendPruned escapes new text as often.
 	Nested int
+	// Cut says the client cut the output that holds the tree and left a
+	// marker that says so: the model was shown part of the tool's output
+	// and told where the rest is, which it may read on.
+	Cut bool
 
 	// places are where the tree's lines lie in the body, from base on, as
 	// the layers that peeled it placed them.

@@ -42,6 +42,10 @@ type layer struct {
 	// in text order: it places their lines in s, in one pass over the view,
 	// and drops a tree it cannot put back exactly.
 	wrap func(s string, v view, hits []hit) []hit
+	// cuts says the wrapper shows the model only part of an output and
+	// tells it that there is more (a cut marker), which the agent may then
+	// read on (see Observation.Cut).
+	cuts bool
 }
 
 // layers are the wrappers detection peels, tried at every level in this
@@ -50,7 +54,7 @@ type layer struct {
 // per piece of the cut text it holds).
 var layers = []layer{
 	{name: "gutter", peel: peelGutters, wrap: wrapGutters},
-	{name: "cut", peel: peelCuts, wrap: wrapCut},
+	{name: "cut", peel: peelCuts, wrap: wrapCut, cuts: true},
 	{name: "json", peel: peelJSON, wrap: wrapJSON},
 }
 
@@ -81,7 +85,8 @@ type hit struct {
 	// nested counts the JSON string encodings between the text searched and
 	// text: new text written in the tree's place is escaped that many times.
 	nested int
-	peeled int // how many layers were peeled to find it
+	peeled int  // how many layers were peeled to find it
+	cut    bool // it lies in a text that a client cut (see layer.cuts)
 }
 
 // at is the tree as it lies in the text searched, wrapped.
@@ -148,6 +153,7 @@ func (sr *searcher) search(s string, depth int) []hit {
 		return hits
 	}
 	var reserved []span
+	cut := false
 	// The views of each layer searched so far, each layer's in text order.
 	var searched [][]span
 	for _, l := range layers {
@@ -165,6 +171,7 @@ func (sr *searcher) search(s string, depth int) []hit {
 			return nil
 		}
 		reserved = append(reserved, res...)
+		cut = cut || l.cuts && len(res) > 0
 		var mine []span
 		for _, v := range views {
 			if insideAny(span{v.from, v.to}, searched) {
@@ -195,6 +202,11 @@ func (sr *searcher) search(s string, depth int) []hit {
 	}
 	if len(reserved) > 0 {
 		hits = slices.DeleteFunc(hits, func(h hit) bool { return touches(s, h, reserved) })
+	}
+	if cut {
+		for i := range hits {
+			hits[i].cut = true
+		}
 	}
 	return disjoint(hits)
 }

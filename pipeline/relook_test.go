@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/focusgate/focusgate"
@@ -232,5 +234,37 @@ func TestDuplicateModelMembersReadAsTheUpstreamDoes(t *testing.T) {
 	dup = append(bytes.TrimSuffix(toolLoop(t, "o3", [2]string{"snapshot", laptop}), []byte("}")), []byte(`,"model":"gpt-4.1"}`)...)
 	if _, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: dup}); out.Status != focusgate.StatusPruned || out.Model != "gpt-4.1" {
 		t.Errorf("o3 then gpt-4.1: %s %s (model %q), want pruned for gpt-4.1", out.Status, out.Reason, out.Model)
+	}
+}
+
+// A client that cut a long output and saved it whole (opencode) shows the
+// model a preview; the agent then reads the saved file, whose first lines
+// are the preview's tree. That is reading on, pruned like any page; the same
+// cut preview twice in a row is still a re-look.
+func TestReadingOnPastACutIsNotARelook(t *testing.T) {
+	laptop := readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")
+	preview := laptop + "\n\n...126210 bytes truncated...\n\nThe tool call succeeded but the output was truncated. Full output saved to: /tmp/tool_1\n" +
+		"Use the Task tool to have explore agent process this file with Grep and Read (with offset/limit)."
+	var numbered strings.Builder
+	lines := strings.Split(laptop, "\n")
+	for i, l := range lines {
+		fmt.Fprintf(&numbered, "%d: %s\n", i+1, l)
+	}
+	read := "<path>/tmp/tool_1</path>\n<type>file</type>\n<content>\n" + numbered.String() +
+		fmt.Sprintf("\n(Output capped at 50 KB. Showing lines 1-%d. Use offset=%d to continue.)\n</content>", len(lines), len(lines)+1)
+
+	p := newGoldenPipeline()
+	send := func(steps ...[2]string) focusgate.Outcome {
+		_, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: toolLoop(t, "gpt-4.1", steps...)})
+		return out
+	}
+	if out := send([2]string{"snapshot", preview}); out.Status != focusgate.StatusPruned {
+		t.Fatalf("the cut preview: %s %s, want pruned", out.Status, out.Reason)
+	}
+	if out := send([2]string{"snapshot", preview}, [2]string{"read", read}); out.Status != focusgate.StatusPruned || out.Relook {
+		t.Errorf("the saved file read after its cut preview: %s %s relook=%v, want pruned", out.Status, out.Reason, out.Relook)
+	}
+	if out := send([2]string{"snapshot", preview}, [2]string{"snapshot", preview}); out.Reason != focusgate.ReasonRelook {
+		t.Errorf("the same cut preview twice: %s %s, want a re-look", out.Status, out.Reason)
 	}
 }

@@ -434,9 +434,13 @@ func (p *Pipeline) reapply(ctx context.Context, pl plan, o detect.Observation) p
 // whole, so that the agent is never left blind twice. The rule reads only the
 // conversation up to the page, so every later request makes the same
 // decision about it and forwards the same prefix. Two copies of a tree in
-// one output (a saved result that holds the page twice) are one look.
+// one output (a saved result that holds the page twice) are one look, and
+// a page the client had cut, followed by the same tree uncut, is the agent
+// reading on where the client told it the rest was (opencode's preview of a
+// saved output, then the file's first lines), not looking again.
 func relook(prev, pg page) bool {
-	return prev.res.Status == focusgate.StatusPruned && prev.obs.Text == pg.obs.Text && prev.obs.Path != pg.obs.Path
+	return prev.res.Status == focusgate.StatusPruned && prev.obs.Text == pg.obs.Text && prev.obs.Path != pg.obs.Path &&
+		(!prev.obs.Cut || pg.obs.Cut)
 }
 
 // sentWhole is the result of a re-look: the page as it came, counted like
