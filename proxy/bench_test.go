@@ -170,6 +170,60 @@ func BenchmarkCacheHitHotPath(b *testing.B) {
 	}
 }
 
+// BenchmarkCacheHitOverHTTP sends the request of BenchmarkCacheHitHotPath
+// over loopback HTTP, one at a time, straight to the upstream, through the
+// standard library's reverse proxy with its defaults and through focusgate,
+// whose cached selection prunes it: everything a cache hit costs, both hops
+// included, against what forwarding the whole body costs the bare proxy.
+// Client, upstream and proxies share the process, so a proxy's own CPU is
+// its figure minus direct's.
+func BenchmarkCacheHitOverHTTP(b *testing.B) {
+	tree, err := workload.NewTree(benchRequestFile, benchTreeFile, benchTreeTokens)
+	if err != nil {
+		b.Fatal(err)
+	}
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, workload.Completion)
+	}))
+	b.Cleanup(upstream.Close)
+	target, err := url.Parse(upstream.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	std := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
+	b.Cleanup(std.Close)
+	gw, _ := gatewayOptions{
+		upstreamOptions: upstreamOptions{Upstream: target.JoinPath("v1")},
+		pipelineOptions: pipeline.Options{Pruner: benchPruner(workload.Keep(tree.Lines)), Finder: benchFinder(), Mode: focusgate.ModeRemove, Variant: focusgate.VariantLine},
+	}.build()
+	gateway := httptest.NewServer(gw)
+	b.Cleanup(gateway.Close)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	b.Cleanup(client.CloseIdleConnections)
+	// The first request asks the retriever and fills the cache.
+	if err := benchPost(client, gateway.URL+"/v1/chat/completions", tree.Body, string(focusgate.StatusPruned)); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ name, url, status string }{
+		{"direct", upstream.URL, ""},
+		{"default-proxy", std.URL, ""},
+		{"focusgate", gateway.URL, string(focusgate.StatusPruned)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := startCPU(b)
+			for b.Loop() {
+				if err := benchPost(client, tc.url+"/v1/chat/completions", tree.Body, tc.status); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.report()
+		})
+	}
+}
+
 // BenchmarkMissHotPath measures what focusgate spends on a request with a
 // 60k-token page it has not seen whole, beyond the retriever's answer (which
 // comes at once): each request's page differs from the one before in its

@@ -2,6 +2,7 @@ package prune
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"maps"
 	"strings"
@@ -49,15 +50,37 @@ func encodingFor(model string) string {
 // little (the next step's page, the kept lines of a pruned tree) one look-up
 // per line.
 //
+// A text being counted when it is asked for again is waited for, not counted
+// twice: the copies of a page a request holds are pruned at once, and would
+// all miss the memo together.
+//
 // A Counter is safe for concurrent use.
 type Counter struct {
 	memos map[string]*memo.Memo[int] // by encoding
+
+	mu      sync.Mutex
+	flights map[flightKey]*countFlight
 }
+
+// flightKey is a text being counted in an encoding.
+type flightKey struct{ encoding, text string }
+
+// countFlight is the count of a text in progress: done closes once n or err
+// is set.
+type countFlight struct {
+	done chan struct{}
+	n    int
+	err  error
+}
+
+// errCountAbandoned is the result of a count that ended without one (a
+// panic): who waited for it counts the text itself.
+var errCountAbandoned = errors.New("prune: token count abandoned")
 
 // NewCounter returns a Counter whose memo holds about maxBytes of text and
 // overhead per encoding; zero or less disables the memo.
 func NewCounter(maxBytes int) *Counter {
-	c := &Counter{memos: map[string]*memo.Memo[int]{}}
+	c := &Counter{memos: map[string]*memo.Memo[int]{}, flights: map[flightKey]*countFlight{}}
 	for name := range encodings {
 		c.memos[name] = memo.New[int](maxBytes)
 	}
@@ -117,6 +140,40 @@ func (c *Counter) count(ctx context.Context, model, text string) (int, error) {
 	if n, ok := m.Get(text); ok {
 		return n, nil
 	}
+	key := flightKey{name, text}
+	c.mu.Lock()
+	f, counting := c.flights[key]
+	if !counting {
+		f = &countFlight{done: make(chan struct{}), err: errCountAbandoned}
+		c.flights[key] = f
+	}
+	c.mu.Unlock()
+	if counting {
+		select {
+		case <-f.done:
+			if f.err == nil {
+				return f.n, nil
+			}
+			// It gave up (its request's context ended): count it here.
+			return countChunks(ctx, enc, m, text)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	defer func() {
+		c.mu.Lock()
+		delete(c.flights, key)
+		c.mu.Unlock()
+		close(f.done)
+	}()
+	n, err := countChunks(ctx, enc, m, text)
+	f.n, f.err = n, err
+	return n, err
+}
+
+// countChunks counts text as the sum of its chunks' counts, looking each up
+// in m first, and remembers them and the whole.
+func countChunks(ctx context.Context, enc *bpe, m *memo.Memo[int], text string) (int, error) {
 	total := 0
 	var misses []string
 	m.GetAll(chunks(text), func(s string, n int, ok bool) {
@@ -126,6 +183,7 @@ func (c *Counter) count(ctx context.Context, model, text string) (int, error) {
 			misses = append(misses, s)
 		}
 	})
+	var err error
 	counted := make(map[string]int, min(len(misses), 1<<16))
 	for i, s := range misses {
 		if i%checkEvery == checkEvery-1 {

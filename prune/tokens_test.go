@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -187,6 +188,45 @@ func TestCounterConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// Copies of a page pruned at once (a saved result that holds the page many
+// times) are counted once: the others wait for that count. Counted in bytes
+// allocated, which sixteen counts of the same text would multiply.
+func TestCopiesCountedAtOnceAreCountedOnce(t *testing.T) {
+	text := readTree(t, "bgym-pr301_web_apple_buy_ipad_pro.txt").Text
+	alone := NewCounter(64 << 20)
+	alone.Count("gpt-4o", "the tables load once")
+	want := alone.Count("gpt-4o", text)
+	_, once := allocated(func() { NewCounter(64<<20).Count("gpt-4o", text) })
+
+	c := NewCounter(64 << 20)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	_, copies := allocated(func() {
+		for range 16 {
+			wg.Go(func() {
+				<-start
+				if got := c.Count("gpt-4o", text); got != want {
+					t.Errorf("Count = %d, want %d", got, want)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+	})
+	if copies > 3*once {
+		t.Errorf("16 copies counted at once allocated %d bytes, one count %d: counted more than once", copies, once)
+	}
+}
+
+// allocated returns the allocations and bytes allocated while f runs.
+func allocated(f func()) (mallocs, bytes uint64) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc
 }
 
 func FuzzCount(f *testing.F) {
