@@ -64,7 +64,8 @@ func benchPipeline(configure ...func(*pipeline.Options)) *pipeline.Pipeline {
 		MinTokens:        1000,
 		UseHistory:       true,
 		Counter:          prune.NewCounter(16 << 20),
-		PageKeyMemoBytes: 16 << 20,
+		PageKeyMemoBytes: 8 << 20,
+		AppliedMemoBytes: 8 << 20,
 	}, benchRetriever{}, cache.New(cache.NewMemory(64<<20, 24*time.Hour), nil))
 	opts := pipeline.Options{Pruner: pr, Finder: detect.NewFinder(32 << 20), Mode: focusgate.ModeRemove,
 		Variant: focusgate.VariantLine, RetrieverModel: "gpt-4.1-mini", Budget: time.Hour}

@@ -302,6 +302,7 @@ func BenchmarkConversation(b *testing.B) {
 				UseHistory:       true,
 				Counter:          prune.NewCounter(16 << 20),
 				PageKeyMemoBytes: tc.keyMemo,
+				AppliedMemoBytes: tc.keyMemo,
 			}, keepRetriever{}, cache.New(cache.NewMemory(64<<20, 24*time.Hour), nil))
 			gw, _ := gatewayOptions{
 				upstreamOptions: upstreamOptions{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid", Path: "/v1"}}, proxyOptions: proxy.Options{Transport: cannedTransport{}},
@@ -401,7 +402,8 @@ func benchPruner(ranges []focusgate.Range) *prune.Pruner {
 		MinTokens:        1000,
 		UseHistory:       true,
 		Counter:          prune.NewCounter(16 << 20),
-		PageKeyMemoBytes: 16 << 20,
+		PageKeyMemoBytes: 8 << 20,
+		AppliedMemoBytes: 8 << 20,
 	}, benchRetriever(ranges), cache.New(cache.NewMemory(64<<20, 24*time.Hour), nil))
 }
 

@@ -128,6 +128,12 @@ type Config struct {
 	// cache key of a page seen before does not hash its text again; zero
 	// or less disables it.
 	PageKeyMemoBytes int
+	// AppliedMemoBytes bounds the memo of selections applied to pages, so
+	// that a page pruned again with the selection it had before (an older
+	// page of a conversation, re-applied on every later request, or a
+	// cache hit) is not rendered and counted again; zero or less disables
+	// it.
+	AppliedMemoBytes int
 	Logger           *slog.Logger
 	// Gate bounds the retriever calls in flight across the gateway; nil
 	// bounds nothing.
@@ -140,7 +146,21 @@ type Pruner struct {
 	retriever Retriever
 	cache     Cache
 	pageKeys  *memo.Memo[string]
+	applieds  *memo.Memo[finished]
 	log       *slog.Logger
+}
+
+// finished is a stored selection applied to a page in a mode and counted.
+type finished struct {
+	sel   Selection
+	a     applied
+	after int
+}
+
+// size approximates what f holds, for the memo's budget.
+func (f *finished) size() int {
+	const rangeSize, pieceSize = 16, 24
+	return len(f.a.text) + pieceSize*len(f.a.pieces) + rangeSize*(len(f.a.kept)+len(f.sel.Ranges)) + 8*len(f.sel.Flagged)
 }
 
 // New returns a Pruner. A nil cache means no caching: every call asks the
@@ -153,7 +173,8 @@ func New(cfg Config, r Retriever, c Cache) *Pruner {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pruner{cfg: cfg, retriever: r, cache: c, pageKeys: memo.New[string](cfg.PageKeyMemoBytes), log: log}
+	return &Pruner{cfg: cfg, retriever: r, cache: c, log: log,
+		pageKeys: memo.New[string](cfg.PageKeyMemoBytes), applieds: memo.New[finished](cfg.AppliedMemoBytes)}
 }
 
 // Prune returns the observation pruned, or the original with the reason it
@@ -246,6 +267,10 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 		}
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
+	memoKey, f, ok := p.remembered(in, j, raw)
+	if ok {
+		return p.result(f, res)
+	}
 	sel, err := decodeSelection(raw)
 	if err != nil {
 		// A stored value that does not decode (written by another version,
@@ -270,7 +295,7 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 	if r := reasoning.Load(); r != nil && res.Cache == focusgate.CacheMiss {
 		res.Reasoning = *r
 	}
-	return p.finish(ctx, in, j, sel, res)
+	return p.finish(ctx, in, j, sel, memoKey, res)
 }
 
 // stored is the selection stored under key, or ErrCallLimit when there is
@@ -359,26 +384,45 @@ func (p *Pruner) pageKey(text string) string {
 	return k
 }
 
-// finish applies a selection, as the cache holds it, in the job's mode, and
-// keeps the result only if it has fewer tokens than the original.
-func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, res Result) Result {
-	if res.Cache == focusgate.CacheMiss {
-		res.Usage = sel.Usage
-	}
-	res.Ranges, res.FlaggedLines = sel.Ranges, sel.Flagged
+// remembered returns the key under which the outcome of applying raw, a
+// selection as stored, for j is remembered, and the outcome if it is. That
+// outcome depends on the page and the query (both in the cache key), the
+// selection, the mode and the tokenizer that counts the result.
+func (p *Pruner) remembered(in Input, j job, raw []byte) (string, finished, bool) {
+	key := j.key + "\x00" + string(j.mode) + "\x00" + encodingFor(in.Model) + "\x00" + string(raw)
+	f, ok := p.applieds.Get(key)
+	return key, f, ok
+}
 
+// finish applies a selection, as the cache holds it, in the job's mode,
+// and remembers the outcome under memoKey.
+func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, memoKey string, res Result) Result {
 	a, err := apply(in.Tree, sel, j.mode)
 	if err != nil {
+		res.Ranges, res.FlaggedLines = sel.Ranges, sel.Flagged
 		return p.failOpen(ctx, res, focusgate.ReasonPostprocessError, err)
 	}
 	after, err := p.cfg.Counter.CountContext(ctx, in.Model, a.text)
 	if err != nil {
+		res.Ranges, res.FlaggedLines = sel.Ranges, sel.Flagged
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
-	if after >= res.TokensBefore {
+	f := finished{sel: sel, a: a, after: after}
+	p.applieds.Put(memoKey, f, f.size())
+	return p.result(f, res)
+}
+
+// result fills res in from a selection applied, keeping the result only
+// if it has fewer tokens than the original.
+func (p *Pruner) result(f finished, res Result) Result {
+	if res.Cache == focusgate.CacheMiss {
+		res.Usage = f.sel.Usage
+	}
+	res.Ranges, res.FlaggedLines = f.sel.Ranges, f.sel.Flagged
+	if f.after >= res.TokensBefore {
 		return skip(res, focusgate.ReasonNoGain)
 	}
-	res.Text, res.Pieces, res.Status, res.TokensAfter, res.Flagged, res.Kept = a.text, a.pieces, focusgate.StatusPruned, after, a.flagged, a.kept
+	res.Text, res.Pieces, res.Status, res.TokensAfter, res.Flagged, res.Kept = f.a.text, f.a.pieces, focusgate.StatusPruned, f.after, f.a.flagged, f.a.kept
 	return res
 }
 

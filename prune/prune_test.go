@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -456,5 +457,51 @@ func TestFailOpenLogsContextEndsAsDetails(t *testing.T) {
 				t.Errorf("warning logged: %v, want %v:\n%s", got, tt.warn, logs.String())
 			}
 		})
+	}
+}
+
+// A page pruned again with the selection it had (an older page re-applied,
+// a cache hit) comes from the memo of applied selections: the same result
+// as applying it afresh, in each mode and for each tokenizer, with a miss's
+// retriever usage still reported.
+func TestAppliedMemoGivesWhatApplyingGives(t *testing.T) {
+	usage := focusgate.RetrieverUsage{PromptTokens: 900, CompletionTokens: 20}
+	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) {
+		sel, err := ParseAnswer(laptopAnswer, q.Lines)
+		sel.Usage = usage
+		return sel, err
+	})
+	c := &mapCache{}
+	remembering := New(Config{RetrieverModel: "gpt-4.1-mini", AppliedMemoBytes: 1 << 20}, r, c)
+	forgetting := New(Config{RetrieverModel: "gpt-4.1-mini"}, r, c)
+	ctx := context.Background()
+	for i, tc := range []struct {
+		mode  focusgate.Mode
+		model string
+	}{
+		{focusgate.ModeRemove, "gpt-4.1"},
+		{focusgate.ModeStubs, "gpt-4.1"},
+		{focusgate.ModeAncestors, "gpt-4.1"},
+		{focusgate.ModeRemove, "gpt-4"},
+	} {
+		in := laptopInput(t)
+		in.Mode, in.Model = tc.mode, tc.model
+		first := remembering.Prune(ctx, in)
+		if i == 0 && (first.Cache != focusgate.CacheMiss || first.Usage != usage) {
+			t.Errorf("%s %s, first request: cache %q usage %+v, want a miss that reports %+v", tc.mode, tc.model, first.Cache, first.Usage, usage)
+		}
+		want := forgetting.Reapply(ctx, in)
+		if want.Status != focusgate.StatusPruned {
+			t.Fatalf("%s %s: applied afresh: %s %s", tc.mode, tc.model, want.Status, want.Reason)
+		}
+		for _, got := range []Result{remembering.Prune(ctx, in), remembering.Reapply(ctx, in)} {
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s: from the memo %s %s, %d -> %d tokens, %d bytes; applied afresh %d -> %d, %d bytes",
+					tc.mode, tc.model, got.Status, got.Reason, got.TokensBefore, got.TokensAfter, len(got.Text), want.TokensBefore, want.TokensAfter, len(want.Text))
+			}
+		}
+		if n := remembering.applieds.Len(); n != i+1 {
+			t.Errorf("%s %s: %d outcomes remembered, want %d: one per mode and tokenizer", tc.mode, tc.model, n, i+1)
+		}
 	}
 }

@@ -114,7 +114,8 @@ func newPruning(cfg config.Config, getenv func(string) string, open bool, log *s
 					MinTokens:        cfg.MinTokens,
 					UseHistory:       cfg.RetrieverHistory,
 					Counter:          counter,
-					PageKeyMemoBytes: int(cfg.PageMemoBytes / 4),
+					PageKeyMemoBytes: int(cfg.PageMemoBytes / 8),
+					AppliedMemoBytes: int(cfg.PageMemoBytes / 8),
 					Logger:           log,
 					Gate:             p.gate,
 				}, retriever, selections)
