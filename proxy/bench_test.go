@@ -66,7 +66,9 @@ func BenchmarkPassthroughProse(b *testing.B) {
 	passthrough(b, workload.Prose())
 }
 
-func passthrough(b *testing.B, body func(n uint64) []byte) {
+// benchUpstream is an upstream that reads each request whole and answers
+// workload.Completion, as the load benchmark's does.
+func benchUpstream(b *testing.B) (*httptest.Server, *url.URL) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -77,6 +79,11 @@ func passthrough(b *testing.B, body func(n uint64) []byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return upstream, target
+}
+
+func passthrough(b *testing.B, body func(n uint64) []byte) {
+	upstream, target := benchUpstream(b)
 	base, err := url.Parse(upstream.URL + "/v1")
 	if err != nil {
 		b.Fatal(err)
@@ -182,16 +189,7 @@ func BenchmarkCacheHitOverHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, workload.Completion)
-	}))
-	b.Cleanup(upstream.Close)
-	target, err := url.Parse(upstream.URL)
-	if err != nil {
-		b.Fatal(err)
-	}
+	upstream, target := benchUpstream(b)
 	std := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
 	b.Cleanup(std.Close)
 	gw, _ := gatewayOptions{
