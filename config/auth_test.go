@@ -83,8 +83,16 @@ func TestURLCredentialsAreNeverPrinted(t *testing.T) {
 			t.Errorf("the error prints the URL's credentials: %v", err)
 		}
 	}
-	if got := config.RedactURL("https://user:" + secret + "@api.example.com/v1"); got != "https://xxxxx@api.example.com/v1" {
-		t.Errorf("RedactURL = %q", got)
+	for raw, want := range map[string]string{
+		"https://user:" + secret + "@api.example.com/v1":        "https://xxxxx@api.example.com/v1",
+		"https://bedrock-runtime.{region}.amazonaws.com":        "https://bedrock-runtime.{region}.amazonaws.com",
+		"https://{location}-aiplatform.googleapis.com":          "https://{location}-aiplatform.googleapis.com",
+		"https://" + secret + "@bedrock-runtime.{region}.x.com": "(unparsable URL)",
+		"http://" + secret + ":x@%zz/v1":                        "(unparsable URL)",
+	} {
+		if got := config.RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
 	}
 }
 

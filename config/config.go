@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -544,12 +545,20 @@ func checkRedisURL(raw string) error {
 	return nil
 }
 
+// templateField is a field of a URL template, such as {region}.
+var templateField = regexp.MustCompile(`\{[a-z]+\}`)
+
 // RedactURL hides a URL's credentials, user name and password alike (either
 // may be a key), whatever its scheme, before it reaches an error message or
-// a log. A URL that does not parse is not shown at all.
+// a log. A URL that does not parse is not shown at all, unless it is a
+// template whose fields the gateway fills in per request (Bedrock's
+// {region}, Vertex AI's {location}) with no user information.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
+		if t, err := url.Parse(templateField.ReplaceAllString(raw, "x")); err == nil && t.User == nil && !strings.Contains(raw, "@") {
+			return raw
+		}
 		return "(unparsable URL)"
 	}
 	if u.User != nil {
