@@ -389,6 +389,9 @@ func (p *Pruner) pageKey(text string) string {
 // outcome depends on the page and the query (both in the cache key), the
 // selection, the mode and the tokenizer that counts the result.
 func (p *Pruner) remembered(in Input, j job, raw []byte) (string, finished, bool) {
+	if p.applieds == nil {
+		return "", finished{}, false
+	}
 	key := j.key + "\x00" + string(j.mode) + "\x00" + encodingFor(in.Model) + "\x00" + string(raw)
 	f, ok := p.applieds.Get(key)
 	return key, f, ok

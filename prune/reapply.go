@@ -42,9 +42,9 @@ func (p *Pruner) Reapply(ctx context.Context, in Input) (res Result) {
 		}
 		return skip(res, focusgate.ReasonNotCached)
 	}
-	res.Cache = focusgate.CacheHit
 	memoKey, f, ok := p.remembered(in, j, raw)
 	if ok {
+		res.Cache = focusgate.CacheHit
 		return p.result(f, res)
 	}
 	sel, err := decodeSelection(raw)
@@ -52,8 +52,8 @@ func (p *Pruner) Reapply(ctx context.Context, in Input) (res Result) {
 		// Prune repairs it the next time this page is the newest.
 		p.log.LogAttrs(ctx, slog.LevelDebug, "prune: stored selection does not decode, older observation left as it is",
 			slog.Any("error", err))
-		res.Cache = ""
 		return skip(res, focusgate.ReasonNotCached)
 	}
+	res.Cache = focusgate.CacheHit
 	return p.finish(ctx, in, j, sel, memoKey, res)
 }
