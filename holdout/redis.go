@@ -387,11 +387,25 @@ func (s *shared) add(steps []step) (failed []step) {
 		return cmds, err
 	}
 	cmds, err := send(steps)
-	if err != nil && redis.HasErrorPrefix(cmds[0].Err(), "NOSCRIPT") {
-		// A restarted or new server has not seen the script: it ran none
-		// of the steps.
-		if err = stepScript.Load(ctx, s.client).Err(); err == nil {
-			cmds, err = send(steps)
+	if err != nil {
+		// A restarted or new server has not seen the script. Another
+		// replica may load it while this pipeline runs, so some steps can
+		// have been taken and others not: only those refused are sent again.
+		var again []step
+		var at []int
+		for i, cmd := range cmds {
+			if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+				again, at = append(again, steps[i]), append(at, i)
+			}
+		}
+		if len(again) > 0 {
+			if err = stepScript.Load(ctx, s.client).Err(); err == nil {
+				var retried []*redis.Cmd
+				retried, err = send(again)
+				for j, i := range at {
+					cmds[i] = retried[j]
+				}
+			}
 		}
 	}
 	var open int64 = -1
@@ -414,7 +428,7 @@ func (s *shared) add(steps []step) (failed []step) {
 		}
 		s.open.Store(open)
 	}
-	return nil
+	return failed
 }
 
 // evict ends the over quietest open conversations of the team, for room,

@@ -1,6 +1,7 @@
 package holdout
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -370,6 +372,70 @@ func TestRecordNeverWaitsOnRedis(t *testing.T) {
 	}
 	if n != steps {
 		t.Errorf("%d steps counted, want %d", n, steps)
+	}
+}
+
+// scriptMidBatch makes the first pipeline of several commands meet a
+// server that has just lost the step script and gets it back half-way
+// through, as when another replica loads it while this one's batch runs:
+// the first half is refused, the second taken.
+type scriptMidBatch struct {
+	other *redis.Client // the other replica's connection
+	done  atomic.Bool
+}
+
+func (*scriptMidBatch) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*scriptMidBatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *scriptMidBatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) < 2 || !h.done.CompareAndSwap(false, true) {
+			return next(ctx, cmds)
+		}
+		if err := h.other.ScriptFlush(ctx).Err(); err != nil {
+			return err
+		}
+		half := len(cmds) / 2
+		err := next(ctx, cmds[:half])
+		if lerr := stepScript.Load(ctx, h.other).Err(); lerr != nil {
+			return lerr
+		}
+		if err2 := next(ctx, cmds[half:]); err == nil {
+			err = err2
+		}
+		return err
+	}
+}
+
+// A step is added once even when the script reaches the server in the
+// middle of its batch: only the steps the server refused are sent again.
+func TestAStepIsAddedOnceWhenTheScriptArrivesMidBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := &safeClock{now: time.Unix(6_000_000, 0)}
+	r := newReplicas(t, srv.URL(), false, 1, clk)[0]
+	ropts, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := redis.NewClient(ropts)
+	t.Cleanup(func() { other.Close() })
+	hook := &scriptMidBatch{other: other}
+	r.shared.client.AddHook(hook)
+
+	tk := r.Assign(focusgate.Request{API: focusgate.APIChat, Body: chatBody(1, "")})
+	const n = 6
+	var steps []step
+	for range n {
+		steps = append(steps, step{id: tk.ID, arm: tk.Arm, model: "gpt-4.1", at: clk.Now(), f: figures{input: 100, priced: true}})
+	}
+	if failed := r.shared.add(steps); len(failed) != 0 || !hook.done.Load() {
+		t.Fatalf("%d steps not taken (script lost mid-batch: %v)", len(failed), hook.done.Load())
+	}
+	got, err := other.HGet(t.Context(), r.shared.record(tk.ID), "n").Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != n {
+		t.Errorf("the conversation has %d steps in Redis, want %d", got, n)
 	}
 }
 
