@@ -57,6 +57,108 @@ func FuzzSkipPlain(f *testing.F) {
 	})
 }
 
+// firstControlRef is firstControl a byte at a time.
+func firstControlRef(s []byte) int {
+	for k, v := range s {
+		if v < 0x20 {
+			return k
+		}
+	}
+	return -1
+}
+
+// firstControl reads eight words at a time: a control byte must be found in
+// every lane of every word, whatever its neighbours, and nothing else may be.
+func TestFirstControlFindsWhatAByteAtATimeDoes(t *testing.T) {
+	controls := []byte{0x00, 0x01, 0x0a, 0x1f}
+	neighbours := []byte{0x20, 0x21, '"', '\\', 0x7f, 0x80, 0x9f, 0xa0, 0xdf, 0xe0, 0xff, 'a'}
+	for _, n := range neighbours {
+		b := bytes.Repeat([]byte{n}, 140)
+		for from := range 8 {
+			if got := firstControl(b[from:]); got != -1 {
+				t.Fatalf("%#x only, from %d: %d, want -1", n, from, got)
+			}
+		}
+		for _, c := range controls {
+			for at := range len(b) {
+				b[at] = c
+				for _, from := range []int{0, 1, 7, at} {
+					if got, want := firstControl(b[from:]), firstControlRef(b[from:]); got != want {
+						t.Fatalf("%#x at %d among %#x, from %d: %d, want %d", c, at, n, from, got, want)
+					}
+				}
+				b[at] = n
+			}
+		}
+	}
+}
+
+// scanStringRef is scanString a byte at a time.
+func scanStringRef(b []byte, i int) (literal, int, bool) {
+	lit := literal{start: i + 1}
+	for i++; ; {
+		if i = skipPlainRef(b, i); i >= len(b) {
+			return lit, i, false
+		}
+		switch b[i] {
+		case '"':
+			lit.end = i
+			return lit, i + 1, true
+		case '\\':
+			if i+1 >= len(b) {
+				return lit, i, false
+			}
+			switch b[i+1] {
+			case '\\':
+				if i+2 < len(b) && b[i+2] == 'n' {
+					lit.nested++
+				}
+				i += 2
+			case '"', '/', 'b', 'f', 'r', 't':
+				i += 2
+			case 'n':
+				lit.newlines++
+				i += 2
+			case 'u':
+				if i+6 > len(b) || hex4(b[i+2:i+6]) < 0 {
+					return lit, i, false
+				}
+				if hex4(b[i+2:i+6]) == '\n' {
+					lit.newlines++
+				}
+				i += 6
+			default:
+				return lit, i, false
+			}
+		default:
+			return lit, i, false
+		}
+	}
+}
+
+func FuzzScanString(f *testing.F) {
+	f.Add([]byte(`"plain text that runs on for more than a word, then ends"`))
+	f.Add([]byte(`"- a\n- b\n\u000a\\n and an escaped \" quote, then more text" , "next"`))
+	f.Add([]byte("\"a long run of text with a control byte \x01 far from its start\""))
+	f.Add([]byte(`"unterminated, and long enough to be searched for its quote`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			b = append([]byte{'"'}, b...)
+		}
+		lit, next, err := scanString(b, 0)
+		want, wantNext, ok := scanStringRef(b, 0)
+		if (err == nil) != ok {
+			t.Fatalf("scanString(%q): error %v, want valid %v", b, err, ok)
+		}
+		if ok && (lit != want || next != wantNext) {
+			t.Fatalf("scanString(%q) = %+v, %d, want %+v, %d", b, lit, next, want, wantNext)
+		}
+		if ok && !json.Valid(b[:next]) {
+			t.Fatalf("scanString(%q) took %q, which encoding/json refuses", b, b[:next])
+		}
+	})
+}
+
 func TestAppendEscaped(t *testing.T) {
 	tests := []struct {
 		in    string
