@@ -603,9 +603,17 @@ func appendEscaped(dst []byte, s string, times int) []byte {
 		}
 		if e := shortEscape[s[i]]; e != 0 && times == 1 {
 			// A tab, a line break, a quote: what most markers and stubs
-			// hold, written without more ado.
-			dst = append(append(dst, s[start:i]...), '\\', e)
-			i++
+			// hold, written without more ado. A marker is indented as the
+			// line it stands for, often by ten tabs and more.
+			dst = append(dst, s[start:i]...)
+			if e == 't' {
+				j := tabsEnd(s, i)
+				dst = appendTabs(dst, j-i)
+				i = j
+			} else {
+				dst = append(dst, '\\', e)
+				i++
+			}
 			start = i
 			continue
 		}
@@ -618,6 +626,25 @@ func appendEscaped(dst []byte, s string, times int) []byte {
 		i += size
 	}
 	return append(dst, s[start:]...)
+}
+
+// tabsEnd is the end of the run of tabs at s[i].
+func tabsEnd(s string, i int) int {
+	for i < len(s) && s[i] == '\t' {
+		i++
+	}
+	return i
+}
+
+// escapedTabs is what a run of tabs is written as, a chunk at a time.
+const escapedTabs = `\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t`
+
+// appendTabs appends n tabs, escaped once.
+func appendTabs(dst []byte, n int) []byte {
+	for ; n > len(escapedTabs)/2; n -= len(escapedTabs) / 2 {
+		dst = append(dst, escapedTabs...)
+	}
+	return append(dst, escapedTabs[:2*n]...)
 }
 
 // shortEscape is the letter of the two-byte escape of the bytes that have
@@ -641,8 +668,12 @@ func escapedLen(s string, times int) int {
 			break
 		}
 		if shortEscape[s[i]] != 0 && times == 1 {
-			n++
-			i++
+			j := i + 1
+			if s[i] == '\t' {
+				j = tabsEnd(s, i)
+			}
+			n += j - i
+			i = j
 			continue
 		}
 		esc, k, size := escapeOf(s, i)

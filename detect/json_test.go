@@ -167,6 +167,10 @@ func TestAppendEscaped(t *testing.T) {
 	}{
 		{"plain", 1, "plain"},
 		{"tab\tnew\nline\r", 1, `tab\tnew\nline\r`},
+		{"\t\t\t... 7 lines pruned ...", 1, `\t\t\t... 7 lines pruned ...`},
+		{strings.Repeat("\t", 70) + "deep\t\t", 1, strings.Repeat(`\t`, 70) + `deep\t\t`},
+		{"\t\t" + strings.Repeat("\t", 32), 1, strings.Repeat(`\t`, 34)},
+		{"\t\tx", 2, `\\t\\tx`},
 		{`quote " backslash \`, 1, `quote \" backslash \\`},
 		{"<b>&</b>", 1, "<b>&</b>"},
 		{"\x00\x1f", 1, `\u0000\u001f`},
