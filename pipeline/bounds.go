@@ -74,9 +74,9 @@ func (p *Pipeline) rewriteBounded(ctx context.Context, req focusgate.Request) ([
 	return p.rewriteAside(ctx, req, tab, pl, planned)
 }
 
-// rewriteAside does the rest of rewriteBounded's work on a goroutine of its
-// own, under the time budget: the plan, unless planned, and the rewrite. It
-// is a function of its own because a request its goroutine captures is
+// rewriteAside does the rest of rewriteBounded's work on a worker of its
+// own (aside), under the time budget: the plan, unless planned, and the rewrite. It
+// is a function of its own because a request its worker captures is
 // moved to the heap, and the requests that never get here (a passthrough, a
 // busy skip) should not pay for that.
 func (p *Pipeline) rewriteAside(ctx context.Context, req focusgate.Request, tab *budget.Tab, pl plan, planned bool) ([]byte, focusgate.Outcome) {
@@ -91,7 +91,7 @@ func (p *Pipeline) rewriteAside(ctx context.Context, req focusgate.Request, tab 
 		out  focusgate.Outcome
 	}
 	done := make(chan result, 1)
-	go func() {
+	aside.run(func() {
 		b, out := p.guarded(ctx, body, func() ([]byte, focusgate.Outcome) {
 			if !planned {
 				var out focusgate.Outcome
@@ -107,7 +107,7 @@ func (p *Pipeline) rewriteAside(ctx context.Context, req focusgate.Request, tab 
 		// has recovered any panic, so this line always runs.
 		tab.Close()
 		done <- result{b, out}
-	}()
+	})
 
 	select {
 	case r := <-done:

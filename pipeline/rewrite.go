@@ -295,17 +295,28 @@ func (p *Pipeline) prunePages(ctx context.Context, pl plan) []page {
 	repeated := !pl.rescue && newest > 0 && obs[newest].Text == obs[newest-1].Text
 	asks := func(i int) bool { return i >= current || p.opts.PruneAll || pl.rescue }
 	settled, noCall := p.limitCalls(ctx, pl, pages, asks, repeated)
-	var g errgroup.Group
-	g.SetLimit(maxParallelPages)
+	var todo []int
 	for i := newest; i >= 0; i-- {
 		if (i < newest || !repeated) && !settled[i] {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 1 {
+		// Most requests prune one page: this goroutine, whose stack
+		// detection has grown, prunes it.
+		i := todo[0]
+		pages[i].res = p.prunePage(ctx, pl, obs[i], asks(i), noCall[i])
+	} else {
+		var g errgroup.Group
+		g.SetLimit(maxParallelPages)
+		for _, i := range todo {
 			g.Go(func() error {
 				pages[i].res = p.prunePage(ctx, pl, obs[i], asks(i), noCall[i])
 				return nil
 			})
 		}
+		_ = g.Wait()
 	}
-	_ = g.Wait()
 	if pl.rescue {
 		return pages
 	}
