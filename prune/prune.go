@@ -28,9 +28,10 @@ import (
 )
 
 // keyVersion starts every cache key; bump it whenever the meaning of a
-// cached Selection changes (numbering, answer parsing, prompts). v3 hashes
-// the page's hash instead of its text.
-const keyVersion = "prune-selection-v3"
+// cached Selection changes (numbering, answer parsing, prompts), or what a
+// key hashes. v3 hashes the page's hash instead of its text, v4 the goal's
+// hash too.
+const keyVersion = "prune-selection-v4"
 
 // defaultMemoBytes bounds the token-count memo when Config.Counter is nil.
 const defaultMemoBytes = 32 << 20
@@ -124,9 +125,9 @@ type Config struct {
 	MinTokens      int    // observations with fewer tokens are left alone
 	UseHistory     bool   // send the agent's history to the retriever
 	Counter        *Counter
-	// PageKeyMemoBytes bounds the memo of each page's hash, so that the
-	// cache key of a page seen before does not hash its text again; zero
-	// or less disables it.
+	// PageKeyMemoBytes bounds the memo of each page's hash and each goal's,
+	// so that the cache key of a page or goal seen before does not hash its
+	// text again; zero or less disables it.
 	PageKeyMemoBytes int
 	// AppliedMemoBytes bounds the memo of selections applied to pages, so
 	// that a page pruned again with the selection it had before (an older
@@ -145,7 +146,7 @@ type Pruner struct {
 	cfg       Config
 	retriever Retriever
 	cache     Cache
-	pageKeys  *memo.Memo[string]
+	textKeys  *memo.Memo[string]
 	applieds  *memo.Memo[finished]
 	log       *slog.Logger
 }
@@ -174,7 +175,7 @@ func New(cfg Config, r Retriever, c Cache) *Pruner {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Pruner{cfg: cfg, retriever: r, cache: c, log: log,
-		pageKeys: memo.New[string](cfg.PageKeyMemoBytes), applieds: memo.New[finished](cfg.AppliedMemoBytes)}
+		textKeys: memo.New[string](cfg.PageKeyMemoBytes), applieds: memo.New[finished](cfg.AppliedMemoBytes)}
 }
 
 // Prune returns the observation pruned, or the original with the reason it
@@ -368,19 +369,20 @@ func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool)
 	if p.cfg.UseHistory {
 		q.History = in.History
 	}
-	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), q.Goal, q.History, p.pageKey(in.Tree.Text))
+	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), p.textKey(q.Goal), q.History, p.textKey(in.Tree.Text))
 	return job{mode: mode, q: q, key: key}, true
 }
 
-// pageKey is the hash of a page's text that cache keys hold. Hashing a page
-// of a hundred kilobytes costs more than looking it up, and an agent sends
-// each page again in every later request of its conversation.
-func (p *Pruner) pageKey(text string) string {
-	if k, ok := p.pageKeys.Get(text); ok {
+// textKey is the hash of a page's text, or of a goal's, that cache keys
+// hold. Hashing a page of a hundred kilobytes, or a goal of four, costs more
+// than looking it up, and an agent sends each page again in every later
+// request of its conversation, and its goal in every request.
+func (p *Pruner) textKey(text string) string {
+	if k, ok := p.textKeys.Get(text); ok {
 		return k
 	}
 	k := cache.Key(text)
-	p.pageKeys.Put(text, k, len(k))
+	p.textKeys.Put(text, k, len(k))
 	return k
 }
 
