@@ -2,7 +2,8 @@
 // share: the providers whose APIs it speaks (provider_*.go, one declaration
 // each) and the API of each body shape, the line of a page tree, the
 // post-processing modes and retriever prompt variants, what became of a
-// request (status and reason) and the model families it tells apart. Each
+// request (status and reason), the model families it tells apart, and what
+// is known of a page's text once worked out (known.go). Each
 // is declared here once, so that detection, pruning, the pipeline, the
 // gateway, the dashboard and the metrics speak of the same thing by the same
 // name.

@@ -361,6 +361,7 @@ type tree struct {
 	nested int
 	cut    bool
 	skip   int // the bytes of the segment's trees before this one
+	known  *focusgate.Known
 }
 
 // located is a tree found in one segment of one unit.
@@ -421,6 +422,7 @@ func (c *conversation) observations(opts Options) []Observation {
 			RawEnd:   s.lit.start + t.places[len(t.places)-1].end,
 			Nested:   t.nested,
 			Cut:      t.cut,
+			Known:    t.known,
 			places:   t.places,
 			base:     s.lit.start,
 		}
@@ -477,7 +479,7 @@ func (c *conversation) found(ui, si int) []tree {
 		skip := 0
 		for k, h := range hits {
 			at := h.at()
-			s.trees[k] = tree{block: h.block, text: h.text, at: at, places: h.places, nested: h.nested, cut: h.cut, skip: skip}
+			s.trees[k] = tree{block: h.block, text: h.text, at: at, places: h.places, nested: h.nested, cut: h.cut, skip: skip, known: new(focusgate.Known)}
 			skip += at.end - at.start
 		}
 		// The places move from the decoded text onto the escaped one.
@@ -494,7 +496,8 @@ func (c *conversation) found(ui, si int) []tree {
 // text peeled out of it. The search charged the texts it peeled as it made
 // them; the rest is charged (noted) once it is done.
 func searchedSize(text string, trees []tree) (size, peeled int) {
-	const lineSize, placeSize, treeSize = int(unsafe.Sizeof(focusgate.Line{})), int(unsafe.Sizeof(place{})), int(unsafe.Sizeof(tree{}))
+	const lineSize, placeSize = int(unsafe.Sizeof(focusgate.Line{})), int(unsafe.Sizeof(place{}))
+	const treeSize = int(unsafe.Sizeof(tree{})+unsafe.Sizeof(focusgate.Known{})) + 64 // and a Known with a count or two
 	size = len(text)
 	for i, t := range trees {
 		if unsafe.StringData(t.text) != unsafe.StringData(text) && (i == 0 || unsafe.StringData(t.text) != unsafe.StringData(trees[i-1].text)) {

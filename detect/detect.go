@@ -62,6 +62,10 @@ type Observation struct {
 	// marker that says so: the model was shown part of the tool's output
 	// and told where the rest is, which it may read on.
 	Cut bool
+	// Known is what pruning works out about Text, kept with the tree while
+	// the Finder remembers the string it was found in: the same page in a
+	// later request comes with the same Known.
+	Known *focusgate.Known
 
 	// places are where the tree's lines lie in the body, from base on, as
 	// the layers that peeled it placed them.

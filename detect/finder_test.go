@@ -128,3 +128,26 @@ func TestRememberedStringsAreReadWhereTheySit(t *testing.T) {
 		t.Errorf("an invalid escape after the remembered page: %v, want ErrNotJSON", err)
 	}
 }
+
+// A page the Finder remembers comes with the same Known in every request
+// that sends it again, so that what pruning worked out about it once holds;
+// another page, or the same page found anew, comes with a Known of its own.
+func TestARememberedPageComesWithWhatIsKnownOfIt(t *testing.T) {
+	paths, apis := corpus(t)
+	body, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFinder(64 << 20)
+	first, err := f.Find(body, apis[0], Options{})
+	if err != nil || len(first) == 0 {
+		t.Fatalf("%s: %d observations, %v", paths[0], len(first), err)
+	}
+	again, _ := f.Find(bytes.Clone(body), apis[0], Options{})
+	if first[0].Known == nil || again[0].Known != first[0].Known {
+		t.Fatalf("the page sent again comes with Known %p, want the first request's %p (not nil)", again[0].Known, first[0].Known)
+	}
+	if anew, _ := NewFinder(64<<20).Find(body, apis[0], Options{}); anew[0].Known == first[0].Known {
+		t.Fatal("another Finder gave the same Known")
+	}
+}

@@ -414,8 +414,10 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 			res = prune.Result{Text: o.Text, Status: focusgate.StatusFailedOpen, Reason: focusgate.ReasonInternalError}
 		}
 	}()
+	tree := prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID)
+	tree.Known = o.Known
 	in := prune.Input{
-		Tree:       prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID),
+		Tree:       tree,
 		Goal:       o.Goal,
 		History:    o.History,
 		Mode:       pl.mode,

@@ -351,7 +351,7 @@ func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool)
 		*res = p.failOpen(ctx, *res, focusgate.ReasonBadInput, err)
 		return job{}, false
 	}
-	res.TokensBefore, err = p.cfg.Counter.CountContext(ctx, in.Model, in.Tree.Text)
+	res.TokensBefore, err = p.cfg.Counter.countTree(ctx, in.Model, in.Tree)
 	if err != nil {
 		*res = p.failOpen(ctx, *res, Reason(err), err)
 		return job{}, false
@@ -361,16 +361,30 @@ func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool)
 		*res = skip(*res, focusgate.ReasonBelowMinTokens)
 		return job{}, false
 	}
-	if err := validate(in.Tree); err != nil {
-		*res = p.failOpen(ctx, *res, focusgate.ReasonPostprocessError, err)
-		return job{}, false
+	if !in.Tree.Known.Sound() {
+		if err := validate(in.Tree); err != nil {
+			*res = p.failOpen(ctx, *res, focusgate.ReasonPostprocessError, err)
+			return job{}, false
+		}
+		in.Tree.Known.SetSound()
 	}
 	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), Credential: in.Credential, Vars: in.Vars}
 	if p.cfg.UseHistory {
 		q.History = in.History
 	}
-	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), p.textKey(q.Goal), q.History, p.textKey(in.Tree.Text))
+	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), p.textKey(q.Goal), q.History, p.pageKey(in.Tree))
 	return job{mode: mode, q: q, key: key}, true
+}
+
+// pageKey is textKey of a page's text, taken from and recorded in what is
+// known of it.
+func (p *Pruner) pageKey(t Tree) string {
+	if k, ok := t.Known.Key(); ok {
+		return k
+	}
+	k := p.textKey(t.Text)
+	t.Known.SetKey(k)
+	return k
 }
 
 // textKey is the hash of a page's text, or of a goal's, that cache keys

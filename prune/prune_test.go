@@ -505,3 +505,47 @@ func TestAppliedMemoGivesWhatApplyingGives(t *testing.T) {
 		}
 	}
 }
+
+// What is known of a page (Tree.Known) is recorded when it is first worked
+// out and taken from there afterwards: a count or a hash that differs from
+// the text's own shows which was used.
+func TestWhatIsKnownOfAPageIsNotWorkedOutAgain(t *testing.T) {
+	calls := 0
+	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) {
+		calls++
+		return ParseAnswer(laptopAnswer, q.Lines)
+	})
+	p := New(Config{RetrieverModel: "gpt-4.1-mini"}, r, &mapCache{})
+	ctx := context.Background()
+	in := laptopInput(t)
+	in.Tree.Known = new(focusgate.Known)
+	first := p.Prune(ctx, in)
+	if first.Status != focusgate.StatusPruned {
+		t.Fatalf("first request: %s (%s), want pruned", first.Status, first.Reason)
+	}
+	encoding := encodingFor(in.Model)
+	if n, ok := in.Tree.Known.Count(encoding); !ok || n != first.TokensBefore {
+		t.Errorf("known count %d (%v), want the page's %d", n, ok, first.TokensBefore)
+	}
+	if k, ok := in.Tree.Known.Key(); !ok || k != p.textKey(in.Tree.Text) {
+		t.Errorf("known key %q (%v), want the page's hash", k, ok)
+	}
+	if !in.Tree.Known.Sound() {
+		t.Error("the page's lines are not known to be sound")
+	}
+
+	told := new(focusgate.Known)
+	told.SetCount(encoding, 123456)
+	told.SetKey(p.textKey(in.Tree.Text))
+	told.SetSound()
+	in.Tree.Known = told
+	if res := p.Prune(ctx, in); res.TokensBefore != 123456 || res.Cache != focusgate.CacheHit {
+		t.Errorf("with the count and key known: %d tokens before, cache %q; want the known 123456, a hit", res.TokensBefore, res.Cache)
+	}
+	wrongKey := new(focusgate.Known)
+	wrongKey.SetKey("another page's hash")
+	in.Tree.Known = wrongKey
+	if res := p.Prune(ctx, in); res.Cache != focusgate.CacheMiss || calls != 2 {
+		t.Errorf("with another key known: cache %q after %d calls, want a miss and a second call", res.Cache, calls)
+	}
+}

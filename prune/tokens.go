@@ -120,10 +120,33 @@ var familyScale = map[focusgate.Family]float64{focusgate.FamilyClaude: claudeSca
 // not keep a core busy with it.
 func (c *Counter) CountContext(ctx context.Context, model, text string) (int, error) {
 	n, err := c.count(ctx, model, text)
-	if scale, ok := familyScale[focusgate.FamilyOf(model)]; ok && err == nil {
-		n = int(float64(n)*scale + 0.5)
+	if err != nil {
+		return n, err
 	}
-	return n, err
+	return scaled(model, n), nil
+}
+
+// countTree is CountContext of a page's text, taken from and recorded in
+// what is known of it.
+func (c *Counter) countTree(ctx context.Context, model string, t Tree) (int, error) {
+	name := encodingFor(model)
+	n, ok := t.Known.Count(name)
+	if !ok {
+		var err error
+		if n, err = c.count(ctx, model, t.Text); err != nil {
+			return n, err
+		}
+		t.Known.SetCount(name, n)
+	}
+	return scaled(model, n), nil
+}
+
+// scaled is a count of the model's encoding scaled to the model's family.
+func scaled(model string, n int) int {
+	if scale, ok := familyScale[focusgate.FamilyOf(model)]; ok {
+		return int(float64(n)*scale + 0.5)
+	}
+	return n
 }
 
 // checkEvery is how many chunks are encoded between two looks at the

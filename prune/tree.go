@@ -37,6 +37,10 @@ type Tree struct {
 	Format     Syntax
 	Lines      []focusgate.Line
 	FocusedBID string
+	// Known, when set, is what is known of Text (detect.Observation.Known):
+	// its count, its hash and its soundness are taken from it and recorded
+	// in it instead of being worked out again.
+	Known *focusgate.Known
 }
 
 // Selection is what the retriever chose. It is what gets cached, never the
