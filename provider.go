@@ -456,11 +456,13 @@ func (m Match) Model() string { return m.Vars.Get("model") }
 // first provider that claims the request, else DefaultProvider.
 func MatchRequest(r *http.Request) Match {
 	if r.Method == http.MethodPost {
-		path := r.URL.EscapedPath()
-		for _, p := range Providers {
-			for i := range p.Routes {
-				if vars, ok := matchPattern(p.Routes[i].Pattern, path); ok {
-					return Match{Provider: p, Route: &p.Routes[i], Vars: vars}
+		var buf [maxRouteSegments]string
+		if segs, ok := pathSegments(r.URL.EscapedPath(), buf[:0]); ok {
+			for _, p := range Providers {
+				for i := range p.Routes {
+					if vars, ok := matchPattern(p.Routes[i].Pattern, segs); ok {
+						return Match{Provider: p, Route: &p.Routes[i], Vars: vars}
+					}
 				}
 			}
 		}
@@ -471,6 +473,28 @@ func MatchRequest(r *http.Request) Match {
 		}
 	}
 	return Match{Provider: DefaultProvider}
+}
+
+// maxRouteSegments bounds the segments of a path that can fit a route; the
+// longest route has nine.
+const maxRouteSegments = 16
+
+// pathSegments appends to segs the decoded non-empty segments of an escaped
+// path, once for every route it is matched against; ok is false when the
+// path is not absolute, a segment does not decode, or there are more
+// segments than any route has.
+func pathSegments(path string, segs []string) (_ []string, ok bool) {
+	if !strings.HasPrefix(path, "/") {
+		return nil, false
+	}
+	for raw, rest := nextSegment(path); raw != ""; raw, rest = nextSegment(rest) {
+		seg, err := url.PathUnescape(raw)
+		if err != nil || len(segs) == maxRouteSegments {
+			return nil, false
+		}
+		segs = append(segs, seg)
+	}
+	return segs, true
 }
 
 // pathVars are the variables that the start of a path its routes do not
@@ -499,24 +523,17 @@ func (p *Provider) pathVars(path string) Vars {
 	return best
 }
 
-// matchPattern says whether an escaped path fits pattern (see
-// Route.Pattern), and which variables it names.
-func matchPattern(pattern, path string) (vars Vars, ok bool) {
-	if !strings.HasPrefix(path, "/") {
-		return vars, false
-	}
-	segs, rest := nextSegment(path)
+// matchPattern says whether a path, as its decoded segments, fits pattern
+// (see Route.Pattern), and with which variables.
+func matchPattern(pattern string, segs []string) (vars Vars, ok bool) {
+	n := 0
 	for pseg := range strings.SplitSeq(strings.TrimPrefix(pattern, "/"), "/") {
-		if segs == "" {
+		if n == len(segs) || !matchSegment(pseg, segs[n], &vars) {
 			return vars, false
 		}
-		seg, err := url.PathUnescape(segs)
-		if err != nil || !matchSegment(pseg, seg, &vars) {
-			return vars, false
-		}
-		segs, rest = nextSegment(rest)
+		n++
 	}
-	return vars, segs == ""
+	return vars, n == len(segs)
 }
 
 // nextSegment is the first non-empty segment of an escaped path, and the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -59,6 +60,20 @@ func lookupPrice(p *focusgate.Provider, model string) (focusgate.Price, bool) {
 			return focusgate.Price{}, false
 		}
 		m = m[:i]
+	}
+}
+
+// Every route matches a path that fills its variables, whatever its length.
+func TestEveryRouteMatchesItsOwnPath(t *testing.T) {
+	fill := regexp.MustCompile(`\{[a-z_]+\}`)
+	for _, p := range focusgate.Providers {
+		for _, rt := range p.Routes {
+			path := fill.ReplaceAllString(rt.Pattern, "x-1")
+			m := focusgate.MatchRequest(httptest.NewRequest(http.MethodPost, path, nil))
+			if m.Route == nil || m.Route.Pattern != rt.Pattern || m.Provider != p {
+				t.Errorf("%s %s: matched %v, want its own route", p.Name, path, m.Route)
+			}
+		}
 	}
 }
 
