@@ -115,7 +115,7 @@ func browserUseStop(line string) bool {
 	case len(line) > 2 && line[0] == '<' && line[len(line)-1] == '>':
 		// Section tags such as </browser_state>.
 		tag := strings.TrimPrefix(line[1:len(line)-1], "/")
-		return tag != "" && strings.Trim(tag, "abcdefghijklmnopqrstuvwxyz_") == ""
+		return isTagName(tag)
 	}
 	return false
 }

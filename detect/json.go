@@ -781,14 +781,11 @@ func againLen(esc []byte, times int) int {
 // backslash or a byte of a multi-byte character. A page's lines are long
 // runs of bytes that need none.
 func skipUnescaped(s string, i int) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(s); i += 8 {
 		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		q, bs := x^(ones*'"'), x^(ones*'\\')
-		// Each term sets the high bit of a byte that needs a look; the lowest
-		// bit set is exact, borrows only disturb higher bytes.
-		if m := ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs | x) & highs; m != 0 {
+		// A byte of a multi-byte character has its own high bit set.
+		if m := (stops(x) | x) & highs; m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}

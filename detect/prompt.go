@@ -50,7 +50,7 @@ func scanMarks(text string, trees []span) []mark {
 			continue
 		}
 		e := lineEnd(text, p)
-		line := strings.TrimRight(text[p:e], " \t\r")
+		line := trimLineEnd(text[p:e])
 		next := e + 1
 		switch {
 		case strings.HasPrefix(line, "```") && !strings.Contains(line[3:], "`"):
@@ -84,7 +84,7 @@ func scanMarks(text string, trees []span) []mark {
 			if name, ok := strings.CutPrefix(tag, "/"); ok {
 				kind, tag = tagClose, name
 			}
-			if tag != "" && strings.Trim(tag, "abcdefghijklmnopqrstuvwxyz_") == "" {
+			if isTagName(tag) {
 				marks = append(marks, mark{kind: kind, name: tag, at: p, body: next})
 			}
 		}
@@ -92,6 +92,31 @@ func scanMarks(text string, trees []span) []mark {
 	}
 	endSections(marks, trees, len(text))
 	return marks
+}
+
+// trimLineEnd is line without its trailing blanks: strings.TrimRight builds a
+// set of its cutset on every call, and scanMarks trims every line of a prompt.
+func trimLineEnd(line string) string {
+	for len(line) > 0 {
+		switch line[len(line)-1] {
+		case ' ', '\t', '\r':
+			line = line[:len(line)-1]
+		default:
+			return line
+		}
+	}
+	return line
+}
+
+// isTagName says whether s names an XML-like tag as prompts and browser-use
+// write them: lowercase letters and underscores.
+func isTagName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && c != '_' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // endSections sets the end of every section in one backward pass.

@@ -8,7 +8,7 @@ import "sync/atomic"
 // copying its frames at each step: about a tenth of a cache hit's
 // instructions. A worker that is done waits for the next inspection
 // instead, so that its stack is grown once (until the collector shrinks an
-// idle one); beyond maxIdle waiting, it ends.
+// idle one); when maxIdle are waiting already, it ends.
 type workers struct {
 	jobs    chan func()
 	waiting atomic.Int64
@@ -21,11 +21,22 @@ var aside = &workers{jobs: make(chan func()), maxIdle: 64}
 
 // run runs f on a waiting worker, or on a new one when none is waiting. f
 // must not panic.
+//
+// A caller claims a waiting worker before handing it f: a worker that is
+// done counts itself as waiting just before it waits, so a request that
+// follows the last one at once still finds it, and each claim is a worker
+// that is sure to take the job.
 func (w *workers) run(f func()) {
-	select {
-	case w.jobs <- f:
-	default:
-		go w.work(f)
+	for {
+		n := w.waiting.Load()
+		if n == 0 {
+			go w.work(f)
+			return
+		}
+		if w.waiting.CompareAndSwap(n, n-1) {
+			w.jobs <- f
+			return
+		}
 	}
 }
 
@@ -34,11 +45,10 @@ func (w *workers) work(f func()) {
 		f()
 		// Nothing of the last inspection is kept while waiting.
 		f = nil
-		if w.waiting.Add(1) > w.maxIdle {
-			w.waiting.Add(-1)
+		if w.waiting.Load() >= w.maxIdle {
 			return
 		}
+		w.waiting.Add(1)
 		f = <-w.jobs
-		w.waiting.Add(-1)
 	}
 }
