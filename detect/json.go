@@ -92,20 +92,45 @@ func plain(w []byte, h, c uint64) uint64 {
 }
 
 // enoughIDs says whether raw, a string's content, holds at least n element
-// ids: a ']' right after a letter or digit, as in "[12]" and "[ref=e3]". It is
-// asked only of the few strings with lines enough for a tree, so the scan of
-// every string leaves brackets alone.
+// ids: a bracket that starts with a letter or digit, ends with one and holds
+// a digit, as "[12]", "[a212]", "[0-12]" and "[ref=e3]" do, and markdown's
+// "[x]" boxes and "[#1234]" links do not. It is asked only of the few strings
+// with lines enough for a tree, so the scan of every string leaves brackets
+// alone.
 func enoughIDs(raw []byte, n int) bool {
 	for i := 1; n > 0 && i < len(raw); i++ {
 		j := bytes.IndexByte(raw[i:], ']')
 		if j < 0 {
 			return false
 		}
-		if i += j; isLetter(raw[i-1]) || isDigit(raw[i-1]) {
+		if i += j; isID(raw[max(i-maxIDLen-1, 0):i]) {
 			n--
 		}
 	}
 	return n <= 0
+}
+
+// maxIDLen bounds what enoughIDs reads back from a ']' for its '['.
+const maxIDLen = 24
+
+// isID says whether before, what precedes a ']', ends with an element id
+// and its opening bracket.
+func isID(before []byte) bool {
+	open := bytes.LastIndexByte(before, '[')
+	if open < 0 || open+1 == len(before) {
+		return false
+	}
+	id := before[open+1:]
+	first, last := id[0], id[len(id)-1]
+	if !(isLetter(first) || isDigit(first)) || !(isLetter(last) || isDigit(last)) {
+		return false
+	}
+	for _, c := range id {
+		if isDigit(c) {
+			return true
+		}
+	}
+	return false
 }
 
 func skipSpace(b []byte, i int) int {

@@ -288,9 +288,12 @@ func TestEnoughIDs(t *testing.T) {
 		"":                      false,
 		"]]]":                   false,
 		"[1] [a2] [ref=e3]":     true,
+		"[0-12] [aB12] [s1e3]":  true,
 		"[1] [a2] [] [ ] x":     false,
-		"a]b]c]":                true,
+		"a]b]c]":                false,
 		`- link \"x\" [ref=e1]`: false,
+		"- [x] a\n- [X] b\n- [#1234] c\n- [ ] d\n[docs] [v] [#5]": false,
+		"[a1] [1a] [ref=e3 ]": false,
 	} {
 		if got := enoughIDs([]byte(raw), 3); got != want {
 			t.Errorf("enoughIDs(%q, 3) = %v, want %v", raw, got, want)
