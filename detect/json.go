@@ -103,31 +103,32 @@ func enoughIDs(raw []byte, n int) bool {
 		if j < 0 {
 			return false
 		}
-		if i += j; isID(raw[max(i-maxIDLen-1, 0):i]) {
+		if i += j; isID(raw, i) {
 			n--
 		}
 	}
 	return n <= 0
 }
 
-// maxIDLen bounds what enoughIDs reads back from a ']' for its '['.
+// maxIDLen bounds what isID reads back from a ']' for its '['.
 const maxIDLen = 24
 
-// isID says whether before, what precedes a ']', ends with an element id
-// and its opening bracket.
-func isID(before []byte) bool {
-	open := bytes.LastIndexByte(before, '[')
-	if open < 0 || open+1 == len(before) {
+// isID says whether the ']' at raw[end] closes an element id. It reads back
+// to the '[' and gives up at a blank or an escape, which no id holds, so
+// that a markdown link's text is left after a word.
+func isID(raw []byte, end int) bool {
+	if end == 0 || !isLetter(raw[end-1]) && !isDigit(raw[end-1]) {
 		return false
 	}
-	id := before[open+1:]
-	first, last := id[0], id[len(id)-1]
-	if !(isLetter(first) || isDigit(first)) || !(isLetter(last) || isDigit(last)) {
-		return false
-	}
-	for _, c := range id {
-		if isDigit(c) {
-			return true
+	digit := false
+	for k := end - 1; k >= 0 && end-k <= maxIDLen+1; k-- {
+		switch c := raw[k]; {
+		case c == '[':
+			return digit && k+1 < end && (isLetter(raw[k+1]) || isDigit(raw[k+1]))
+		case isDigit(c):
+			digit = true
+		case c == ' ' || c == '\\' || c == ']':
+			return false
 		}
 	}
 	return false
