@@ -17,11 +17,11 @@
 // Observer interfaces, which the pipeline, the holdout and the dashboard
 // implement and cmd/focusgate wires.
 //
-// The package holds no behaviour beyond parsing these values, describing an
-// outcome for a log line, summing the outcomes of a rescue's two attempts,
-// and reading the providers' declarations (matching a request to its route,
-// finding a credential, writing an error in a provider's shape), and imports
-// nothing of the project's own.
+// The package holds no behaviour beyond parsing these values, keeping what is
+// known of a page, describing an outcome for a log line, summing the outcomes
+// of a rescue's two attempts, and reading the providers' declarations
+// (matching a request to its route, finding a credential, writing an error in
+// a provider's shape), and imports nothing of the project's own.
 package focusgate
 
 import (
