@@ -58,9 +58,10 @@ type spec struct {
 	// a tree it rejects is not looked for. Nil means the format has no such
 	// test: its grammar reads every line.
 	ids func(text *screen) bool
-	// idCue is a byte string found in every element id of a format whose ids do
-	// not end with ']' (which the JSON scanner counts for the others); strings
-	// with fewer than MinIDLines of either are never decoded.
+	// idCue is a byte string found in every element id of a format whose ids
+	// are not in brackets that start with a letter or digit and hold a digit
+	// ("[12]", "[ref=e3]", which enoughIDs counts for the others); strings with
+	// fewer than MinIDLines of either are never decoded.
 	idCue string
 	// labels are the prompt labels the format's agent writes around its trees
 	// ("instruction", "accessibility tree"), in lower case; a line that starts
