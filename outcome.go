@@ -17,6 +17,9 @@ type Request struct {
 	// Vars are the variables of the route it took, which the retriever's
 	// path may name (Vertex AI's project and location).
 	Vars Vars
+	// Body is the caller's: its memory may be reused once Rewrite has
+	// returned and Holder been released, so nothing kept beyond that may be
+	// a view of it.
 	Body []byte
 	// Model is the action model when the request's path names it (Gemini's
 	// .../models/{model}:generateContent, Bedrock's /model/{id}/invoke, an
@@ -57,6 +60,19 @@ type Request struct {
 	// the body goes as it came, skipped for this reason, without being
 	// inspected.
 	Unread Reason
+	// Holder, when set, is held before the body is handed to work that may
+	// outlive Rewrite (an inspection abandoned at its deadline goes on
+	// reading the body on its worker while the body goes out as it came),
+	// and released once that work is done.
+	Holder Holder
+}
+
+// A Holder keeps a request body's memory from being reused while a reader
+// that may outlive the request's handling still reads it: the gateway reads
+// bodies into buffers it reuses.
+type Holder interface {
+	Hold()    // a reader begins
+	Release() // that reader is done
 }
 
 // Rewriter rewrites the body of a request; *pipeline.Pipeline is the

@@ -91,7 +91,13 @@ func (p *Pipeline) rewriteAside(ctx context.Context, req focusgate.Request, tab 
 		out  focusgate.Outcome
 	}
 	done := make(chan result, 1)
+	if req.Holder != nil {
+		req.Holder.Hold()
+	}
 	aside.run(func() {
+		if req.Holder != nil {
+			defer req.Holder.Release()
+		}
 		b, out := p.guarded(ctx, body, func() ([]byte, focusgate.Outcome) {
 			if !planned {
 				var out focusgate.Outcome

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,5 +185,67 @@ func TestStopSendsWaitingRequestsOnUnpruned(t *testing.T) {
 
 	if got, out := rewrite(p, chat(body)); out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonShutdown || !bytes.Equal(got, body) {
 		t.Errorf("after Stop: %s %s, want skipped shutdown and the body as it came", out.Status, out.Reason)
+	}
+}
+
+// gatedPruner stands for pruning that cannot be interrupted: it says when it
+// has begun, and returns only once gate is closed, whatever its context says.
+type gatedPruner struct {
+	pipeline.Pruner
+	begun, gate chan struct{}
+}
+
+func (g gatedPruner) Prune(context.Context, prune.Input) prune.Result {
+	close(g.begun)
+	<-g.gate
+	return prune.Result{}
+}
+
+// An inspection abandoned while it runs (its budget spent, its client gone)
+// goes on reading the body on its worker after the body has gone out as it
+// came: the caller's Holder keeps the body's memory from being reused until
+// that work is done, and is released exactly once.
+func TestAnAbandonedInspectionHoldsTheBodyUntilItEnds(t *testing.T) {
+	pr := gatedPruner{begun: make(chan struct{}), gate: make(chan struct{})}
+	p := retrieverPipeline(pr)
+	t.Cleanup(p.Stop)
+	holder := &countingHolder{released: make(chan struct{})}
+	req := chat(bigPage(t, 256<<10)) // inspected on a worker of its own
+	req.Holder = holder
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-pr.begun
+		cancel()
+	}()
+
+	got, out := p.Rewrite(ctx, req)
+	assertFailedOpen(t, got, req.Body, out, focusgate.ReasonCanceled)
+	if n := holder.holds.Load(); n != 1 {
+		t.Fatalf("the body was held %d times, want once", n)
+	}
+	select {
+	case <-holder.released:
+		t.Fatal("the body was released while its inspection was still running")
+	default:
+	}
+	close(pr.gate)
+	<-holder.released
+	if n := holder.releases.Load(); n != 1 {
+		t.Errorf("the body was released %d times, want once", n)
+	}
+}
+
+// countingHolder counts its holds and releases; released is closed at the
+// first release.
+type countingHolder struct {
+	holds, releases atomic.Int32
+	released        chan struct{}
+}
+
+func (h *countingHolder) Hold() { h.holds.Add(1) }
+
+func (h *countingHolder) Release() {
+	if h.releases.Add(1) == 1 {
+		close(h.released)
 	}
 }

@@ -27,17 +27,56 @@ var (
 )
 
 // readAll reads r whole, failing with errBodyTooLarge past limit bytes rather
-// than holding an unbounded body in memory.
-func readAll(r io.Reader, limit, sizeHint int64) ([]byte, error) {
-	var buf bytes.Buffer
-	if sizeHint > 0 && sizeHint <= limit {
-		buf.Grow(int(sizeHint) + bytes.MinRead)
+// than holding an unbounded body in memory. A body whose size is known
+// (sizeHint, its Content-Length) is read into a pooled buffer; the caller
+// releases it.
+func readAll(r io.Reader, limit, sizeHint int64) (*heldBody, error) {
+	if sizeHint <= 0 || sizeHint > limit {
+		b, err := readRest(nil, r, limit)
+		if err != nil {
+			return nil, err
+		}
+		return unpooled(b), nil
 	}
-	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	h := newHeldBody(sizeHint)
+	n := 0
+	for n < len(h.b) {
+		m, err := r.Read(h.b[n:])
+		n += m
+		if errors.Is(err, io.EOF) {
+			h.b = h.b[:n]
+			return h, nil
+		}
+		if err != nil {
+			h.Release()
+			return nil, err
+		}
+	}
+	// A reader that says less than it holds is read on past its word.
+	var one [1]byte
+	m, err := io.ReadFull(r, one[:])
+	switch {
+	case m == 0 && (errors.Is(err, io.EOF)):
+		return h, nil
+	case m == 0:
+		h.Release()
+		return nil, err
+	}
+	b, err := readRest(append(append(make([]byte, 0, n+bytes.MinRead), h.b...), one[0]), r, limit)
+	h.Release()
 	if err != nil {
 		return nil, err
 	}
-	if n > limit {
+	return unpooled(b), nil
+}
+
+// readRest appends the rest of r to b, up to limit bytes in all.
+func readRest(b []byte, r io.Reader, limit int64) ([]byte, error) {
+	buf := bytes.NewBuffer(b)
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1-int64(len(b)))); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > limit {
 		return nil, errBodyTooLarge
 	}
 	return buf.Bytes(), nil
@@ -185,10 +224,12 @@ func decode(body []byte, contentEncoding string, limit int64, mem *budget.Bytes)
 
 // setBody makes b the request's body, keeping ContentLength, the
 // Content-Length header and GetBody (used for retries and redirects) in step.
-func setBody(r *http.Request, b []byte) {
-	r.Body = io.NopCloser(bytes.NewReader(b))
+// The body reader holds held, the buffer b may be a view of, until the
+// transport closes it.
+func setBody(r *http.Request, b []byte, held *heldBody) {
+	r.Body = held.reader(b)
 	r.ContentLength = int64(len(b))
 	r.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	r.TransferEncoding = nil
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	r.GetBody = func() (io.ReadCloser, error) { return held.reader(b), nil }
 }

@@ -23,16 +23,17 @@ import (
 // send sends body upstream as the request in would have gone: to dest, with
 // in's headers, less hop-by-hop headers and focusgate's own, with the
 // gateway's credential for p.
-func (s *Server) send(ctx context.Context, in *http.Request, dest *url.URL, p *focusgate.Provider, body []byte) (*http.Response, error) {
-	out := outgoing(ctx, in, dest, body)
+func (s *Server) send(ctx context.Context, in *http.Request, dest *url.URL, p *focusgate.Provider, body []byte, held *heldBody) (*http.Response, error) {
+	out := outgoing(ctx, in, dest, body, held)
 	if err := s.authorize(ctx, out, p, body); err != nil {
 		return nil, err
 	}
 	return s.transport.RoundTrip(out)
 }
 
-// outgoing is the upstream request for in, to dest, with body.
-func outgoing(ctx context.Context, in *http.Request, dest *url.URL, body []byte) *http.Request {
+// outgoing is the upstream request for in, to dest, with body, which held
+// holds for as long as the transport reads it.
+func outgoing(ctx context.Context, in *http.Request, dest *url.URL, body []byte, held *heldBody) *http.Request {
 	out := in.Clone(ctx)
 	out.RequestURI = ""
 	out.URL = dest
@@ -49,7 +50,7 @@ func outgoing(ctx context.Context, in *http.Request, dest *url.URL, body []byte)
 		// Go's client would send its own; a transparent gateway adds none.
 		out.Header.Set("User-Agent", "")
 	}
-	setBody(out, body)
+	setBody(out, body, held)
 	return out
 }
 

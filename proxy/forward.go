@@ -162,11 +162,15 @@ func (s *Server) passthrough(c *gin.Context) {
 // been read, so such a body is read whole (its compressed size is under the
 // cap too) and counted as it decodes, in constant memory.
 func (s *Server) passCompressed(c *gin.Context) {
-	raw, ok := s.readBody(c)
-	if !ok || !s.decodesUnderCap(c, raw) {
+	held, ok := s.readBody(c)
+	if !ok {
 		return
 	}
-	setBody(c.Request, raw)
+	defer held.Release()
+	if !s.decodesUnderCap(c, held.b) {
+		return
+	}
+	setBody(c.Request, held.b, held)
 	s.forward(c)
 }
 

@@ -25,10 +25,12 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 	r := c.Request
 	ctx := r.Context()
 	dest := destination(base, m.Route, r.URL)
-	raw, ok := s.readBody(c)
+	held, ok := s.readBody(c)
 	if !ok {
 		return
 	}
+	defer held.Release()
+	raw := held.b
 
 	// A body that cannot be read goes on as it came; the pipeline
 	// reports it skipped for the reason it was not read.
@@ -68,6 +70,7 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 		Credential: m.Provider.Credential(r),
 		Sizing:     m.Route.Sizing,
 		Unread:     unread,
+		Holder:     held,
 	}
 	sent := len(body) // decoded: what estimates the step's tokens
 	var out focusgate.Outcome
@@ -99,12 +102,12 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 			s.record(ctx, out)
 		}()
 	}
-	resp, err := s.send(ctx, r, dest, m.Provider, body)
+	resp, err := s.send(ctx, r, dest, m.Provider, body, held)
 	if err == nil && s.opts.Pipeline != nil && !req.Holdout && !req.Sizing && unread == "" {
 		// A held-out conversation is not rescued from its context window
 		// either: its overflows are part of the comparison. Nor is a body
 		// that was not read.
-		resp, out = s.rescue(ctx, r, dest, req, resp, len(body), out)
+		resp, out = s.rescue(ctx, r, dest, req, held, resp, len(body), out)
 	}
 	setHeaders(c.Writer.Header(), out)
 	if err != nil {
@@ -123,14 +126,15 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 // goes as it came. The answer streams back.
 func (s *Server) passSigned(c *gin.Context, m focusgate.Match, base *url.URL) {
 	r := c.Request
-	raw, ok := s.readBody(c)
+	held, ok := s.readBody(c)
 	if !ok {
 		return
 	}
-	if !s.decodesUnderCap(c, raw) {
+	defer held.Release()
+	if !s.decodesUnderCap(c, held.b) {
 		return
 	}
-	resp, err := s.send(r.Context(), r, upstreamURL(base, r.URL), m.Provider, raw)
+	resp, err := s.send(r.Context(), r, upstreamURL(base, r.URL), m.Provider, held.b, held)
 	if err != nil {
 		s.upstreamError(c.Writer, r, err)
 		return
@@ -156,7 +160,7 @@ func (s *Server) logOutcome(ctx context.Context, out focusgate.Outcome) {
 // readBody reads a request body whole, under the size cap and the read
 // deadline, and answers the client itself (413, 408, 400) when it cannot:
 // ok is false then.
-func (s *Server) readBody(c *gin.Context) (raw []byte, ok bool) {
+func (s *Server) readBody(c *gin.Context) (held *heldBody, ok bool) {
 	r := c.Request
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		s.tooLarge(c)
@@ -164,9 +168,11 @@ func (s *Server) readBody(c *gin.Context) (raw []byte, ok bool) {
 	}
 	rc := http.NewResponseController(c.Writer)
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
-	raw, err := readAll(r.Body, s.opts.MaxBodyBytes, r.ContentLength)
+	held, err := readAll(r.Body, s.opts.MaxBodyBytes, r.ContentLength)
 	_ = rc.SetReadDeadline(time.Time{})
-	infoFrom(r.Context()).bytesIn.Store(int64(len(raw)))
+	if held != nil {
+		infoFrom(r.Context()).bytesIn.Store(int64(len(held.b)))
+	}
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		s.tooLarge(c)
@@ -178,7 +184,7 @@ func (s *Server) readBody(c *gin.Context) (raw []byte, ok bool) {
 		writeError(c.Writer, http.StatusBadRequest, "focusgate: could not read the request body", "invalid_request_error", "unreadable_body")
 		return nil, false
 	}
-	return raw, true
+	return held, true
 }
 
 // decodesUnderCap says whether raw, a body that goes out as it came,

@@ -26,8 +26,8 @@ const maxRefusalBytes = 64 << 10
 // usual, or the refusal exactly as the upstream sent it: when the pruned
 // request is refused again, or there is nothing more to prune. No other
 // status, and no other 400, is retried. sent is the size of the body the
-// first attempt sent.
-func (s *Server) rescue(ctx context.Context, in *http.Request, dest *url.URL, req focusgate.Request, resp *http.Response, sent int, out focusgate.Outcome) (*http.Response, focusgate.Outcome) {
+// first attempt sent; held holds the body the client sent.
+func (s *Server) rescue(ctx context.Context, in *http.Request, dest *url.URL, req focusgate.Request, held *heldBody, resp *http.Response, sent int, out focusgate.Outcome) (*http.Response, focusgate.Outcome) {
 	if resp.StatusCode != http.StatusBadRequest {
 		return resp, out
 	}
@@ -53,7 +53,7 @@ func (s *Server) rescue(ctx context.Context, in *http.Request, dest *url.URL, re
 		result = focusgate.RescueNothingToPrune
 		return resp, out.Refused(result, second)
 	}
-	retry, err := s.send(ctx, in, dest, req.Provider, body)
+	retry, err := s.send(ctx, in, dest, req.Provider, body, held)
 	if err != nil {
 		// The refusal is the upstream's own answer to this request; a
 		// retry that could not be made changes nothing of it.

@@ -171,8 +171,10 @@ type rescuer struct {
 var _ focusgate.Rewriter = (*rescuer)(nil)
 
 func (r *rescuer) Rewrite(_ context.Context, req focusgate.Request) ([]byte, focusgate.Outcome) {
+	kept := req
+	kept.Body = bytes.Clone(req.Body) // the body's memory is the gateway's once Rewrite returns
 	r.mu.Lock()
-	r.reqs = append(r.reqs, req)
+	r.reqs = append(r.reqs, kept)
 	r.mu.Unlock()
 	out := focusgate.Outcome{API: req.API, Status: focusgate.StatusPruned, Pages: pages(1)}
 	switch {
