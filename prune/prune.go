@@ -30,8 +30,8 @@ import (
 // keyVersion starts every cache key; bump it whenever the meaning of a
 // cached Selection changes (numbering, answer parsing, prompts), or what a
 // key hashes. v3 hashes the page's hash instead of its text, v4 the goal's
-// hash too.
-const keyVersion = "prune-selection-v4"
+// hash too, v5 the history's.
+const keyVersion = "prune-selection-v5"
 
 // defaultMemoBytes bounds the token-count memo when Config.Counter is nil.
 const defaultMemoBytes = 32 << 20
@@ -369,10 +369,11 @@ func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool)
 		in.Tree.Known.SetSound()
 	}
 	q := Query{Goal: in.Goal, Variant: variant, Lines: len(in.Tree.Lines), Credential: in.Credential, Vars: in.Vars}
-	if p.cfg.UseHistory {
-		q.History = in.History
+	history := ""
+	if p.cfg.UseHistory && in.History != "" {
+		q.History, history = in.History, p.textKey(in.History)
 	}
-	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), p.textKey(q.Goal), q.History, p.pageKey(in.Tree))
+	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), p.textKey(q.Goal), history, p.pageKey(in.Tree))
 	return job{mode: mode, q: q, key: key}, true
 }
 
@@ -387,10 +388,12 @@ func (p *Pruner) pageKey(t Tree) string {
 	return k
 }
 
-// textKey is the hash of a page's text, or of a goal's, that cache keys
-// hold. Hashing a page of a hundred kilobytes, or a goal of four, costs more
-// than looking it up, and an agent sends each page again in every later
-// request of its conversation, and its goal in every request.
+// textKey is the hash of a page's text, a goal's or a history's, that cache
+// keys hold. Hashing a page of a hundred kilobytes, or a history of eight,
+// costs more than looking it up: an agent sends each page again in every
+// later request of its conversation and its goal in every request, and a
+// request whose older pages are pruned again asks a key of each with the
+// same goal and history.
 func (p *Pruner) textKey(text string) string {
 	if k, ok := p.textKeys.Get(text); ok {
 		return k
