@@ -551,21 +551,44 @@ func TestAmbiguousAndMalformedRequests(t *testing.T) {
 			}
 		})
 	}
-	// The second request of a kept-alive connection is watched as well.
-	resp, _, conn := rawExchangeConn(t, gw.URL, "GET /v1/models HTTP/1.1\r\nHost: gw\r\n"+auth+"\r\n")
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("first request: status %d", resp.StatusCode)
-	}
-	io.WriteString(conn, "POST /v1/files HTTP/1.1\r\nHost: gw\r\n"+auth+"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
-	_ = conn.SetReadDeadline(time.Now().Add(hangUp))
-	second, err := http.ReadResponse(conn.br, nil)
-	if err != nil {
-		t.Fatalf("second response: %v", err)
-	}
-	io.Copy(io.Discard, second.Body)
-	second.Body.Close()
-	if second.StatusCode != http.StatusOK || !conn.closed(hangUp) {
-		t.Errorf("second request with both lengths: status %d, want 200 and the connection closed", second.StatusCode)
+	// The second request of a kept-alive connection is watched as well,
+	// whatever the first one's body held.
+	lookalike := "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+	inChunk := "Content-Length: 300\r\n\r\n"
+	for _, tt := range []struct {
+		name, first string
+		keptAlive   bool
+	}{
+		{"after a request without a body", "GET /v1/models HTTP/1.1\r\nHost: gw\r\n" + auth + "\r\n", true},
+		// A body read by its length is passed over: lines in it that
+		// look like both headers are not header lines.
+		{"after a body of lines that look like both lengths", "POST /v1/files HTTP/1.1\r\nHost: gw\r\n" + auth +
+			"Content-Length: " + strconv.Itoa(len(lookalike)) + "\r\n\r\n" + lookalike, true},
+		// A length and a blank line in a chunk do not make the watcher
+		// pass over the next request.
+		{"after a chunk that holds a length and a blank line", "POST /v1/files HTTP/1.1\r\nHost: gw\r\n" + auth +
+			"Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(inChunk), inChunk), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, _, conn := rawExchangeConn(t, gw.URL, tt.first)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("first request: status %d", resp.StatusCode)
+			}
+			if tt.keptAlive && conn.closed(keptAlive) {
+				t.Fatal("the first request's connection was closed")
+			}
+			io.WriteString(conn, "POST /v1/files HTTP/1.1\r\nHost: gw\r\n"+auth+"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+			_ = conn.SetReadDeadline(time.Now().Add(hangUp))
+			second, err := http.ReadResponse(conn.br, nil)
+			if err != nil {
+				t.Fatalf("second response: %v", err)
+			}
+			io.Copy(io.Discard, second.Body)
+			second.Body.Close()
+			if second.StatusCode != http.StatusOK || !conn.closed(hangUp) {
+				t.Errorf("second request with both lengths: status %d, want 200 and the connection closed", second.StatusCode)
+			}
+		})
 	}
 
 	for _, tt := range []struct {
