@@ -77,7 +77,9 @@ type Holder interface {
 
 // Rewriter rewrites the body of a request; *pipeline.Pipeline is the
 // implementation. It never fails: a body it cannot handle comes back as it
-// went in, and the outcome says why.
+// went in, and the outcome says why. A body other than the request's is a
+// buffer of internal/bufpool that the caller owns and may give back once
+// nothing reads it.
 type Rewriter interface {
 	Rewrite(ctx context.Context, req Request) ([]byte, Outcome)
 }

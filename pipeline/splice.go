@@ -6,6 +6,7 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/internal/bufpool"
 )
 
 // edit is a pruned page to write in place of its tree's span of the body.
@@ -18,14 +19,15 @@ type edit struct {
 // body into a buffer of the exact size. Bytes outside the trees are copied as
 // they are, and so are the lines each page kept (detect writes each page back
 // through its wrappers), so everything focusgate did not prune reaches the
-// upstream exactly as the client sent it. The edits must not overlap.
+// upstream exactly as the client sent it. The edits must not overlap. The
+// buffer comes from internal/bufpool: the body is the caller's to give back.
 func splice(body []byte, edits []edit) []byte {
 	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.obs.RawStart, b.obs.RawStart) })
 	size := len(body)
 	for _, e := range edits {
 		size += e.obs.PrunedLen(e.pieces) - (e.obs.RawEnd - e.obs.RawStart)
 	}
-	out := make([]byte, 0, size)
+	out := bufpool.Get(size)[:0]
 	prev := 0
 	for _, e := range edits {
 		out = append(out, body[prev:e.obs.RawStart]...)

@@ -28,15 +28,15 @@ var (
 
 // readAll reads r whole, failing with errBodyTooLarge past limit bytes rather
 // than holding an unbounded body in memory. A body whose size is known
-// (sizeHint, its Content-Length) is read into a pooled buffer; the caller
-// releases it.
+// (sizeHint, its Content-Length) is read into a pooled buffer without a
+// copy; the caller releases it.
 func readAll(r io.Reader, limit, sizeHint int64) (*heldBody, error) {
 	if sizeHint <= 0 || sizeHint > limit {
 		b, err := readRest(nil, r, limit)
 		if err != nil {
 			return nil, err
 		}
-		return unpooled(b), nil
+		return holding(b), nil
 	}
 	h := newHeldBody(sizeHint)
 	n := 0
@@ -67,7 +67,7 @@ func readAll(r io.Reader, limit, sizeHint int64) (*heldBody, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unpooled(b), nil
+	return holding(b), nil
 }
 
 // readRest appends the rest of r to b, up to limit bytes in all.

@@ -26,28 +26,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func TestClassOf(t *testing.T) {
-	for _, tc := range []struct {
-		n    int64
-		want int
-	}{
-		{0, -1},
-		{1, 0},
-		{4 << 10, 0},
-		{4<<10 + 1, 1},
-		{190 << 10, 6}, // 256 KB
-		{4 << 20, maxPooledShift - minPooledShift},
-		{4<<20 + 1, -1},
-	} {
-		if got := classOf(tc.n); got != tc.want {
-			t.Errorf("classOf(%d) = %d, want %d", tc.n, got, tc.want)
-		}
-		if c := classOf(tc.n); c >= 0 && (int64(1)<<(c+minPooledShift) < tc.n || c > 0 && int64(1)<<(c-1+minPooledShift) >= tc.n) {
-			t.Errorf("class %d is not the smallest that holds %d bytes", c, tc.n)
-		}
-	}
-}
-
 func TestReadAll(t *testing.T) {
 	const limit = 100
 	body := strings.Repeat("x", 60)

@@ -84,12 +84,17 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 			defer func() { s.recordStep(r, ticket, out, sent, c.Writer.Status(), meter) }()
 		}
 	}
+	forward := held // holds what goes upstream
 	if s.opts.Pipeline != nil {
 		body, out = s.opts.Pipeline.Rewrite(ctx, req)
+		if rewritten(body, req.Body) {
+			forward = holding(body)
+			defer forward.Release()
+		}
 		sent = len(body)
 		if req.Holdout && enc != "" && r.Header.Get("Content-Encoding") == "" {
 			// A held-out body goes as it came, compressed too.
-			body = raw
+			body, forward = raw, held
 			r.Header.Set("Content-Encoding", enc)
 		}
 	}
@@ -102,7 +107,7 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 			s.record(ctx, out)
 		}()
 	}
-	resp, err := s.send(ctx, r, dest, m.Provider, body, held)
+	resp, err := s.send(ctx, r, dest, m.Provider, body, forward)
 	if err == nil && s.opts.Pipeline != nil && !req.Holdout && !req.Sizing && unread == "" {
 		// A held-out conversation is not rescued from its context window
 		// either: its overflows are part of the comparison. Nor is a body

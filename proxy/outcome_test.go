@@ -30,12 +30,13 @@ var _ focusgate.Rewriter = (*scripted)(nil)
 func (s *scripted) Rewrite(_ context.Context, req focusgate.Request) ([]byte, focusgate.Outcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	req.Body = bytes.Clone(req.Body)
-	s.reqs = append(s.reqs, req)
+	kept := req
+	kept.Body = bytes.Clone(req.Body) // the body's memory is the gateway's once Rewrite returns
+	s.reqs = append(s.reqs, kept)
 	if s.body == nil {
 		return req.Body, s.out
 	}
-	return s.body, s.out
+	return bytes.Clone(s.body), s.out // a body of its own, which the gateway reuses
 }
 
 func (s *scripted) requests() []focusgate.Request {

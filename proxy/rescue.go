@@ -53,7 +53,12 @@ func (s *Server) rescue(ctx context.Context, in *http.Request, dest *url.URL, re
 		result = focusgate.RescueNothingToPrune
 		return resp, out.Refused(result, second)
 	}
-	retry, err := s.send(ctx, in, dest, req.Provider, body, held)
+	forward := held
+	if rewritten(body, req.Body) {
+		forward = holding(body)
+		defer forward.Release()
+	}
+	retry, err := s.send(ctx, in, dest, req.Provider, body, forward)
 	if err != nil {
 		// The refusal is the upstream's own answer to this request; a
 		// retry that could not be made changes nothing of it.

@@ -185,7 +185,7 @@ func (r *rescuer) Rewrite(_ context.Context, req focusgate.Request) ([]byte, foc
 		return req.Body, out
 	default:
 		out.Rescue = focusgate.RescueRescued
-		return r.rescued, out
+		return bytes.Clone(r.rescued), out // a body of its own, which the gateway reuses
 	}
 }
 
