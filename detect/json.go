@@ -677,38 +677,19 @@ func appendTabs(dst []byte, n int) []byte {
 // one, as one encoding writes them; 0 for the others.
 var shortEscape = [256]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't'}
 
-// escapedLen is the length appendEscaped appends.
-func escapedLen(s string, times int) int {
-	n := len(s)
+// escapedSize is about the length appendEscaped appends, never more: exact
+// for a run of tabs followed by printable ASCII that is neither a quote nor
+// a backslash, as markers and most stubs are, and short by what any other
+// byte's escape adds (a caller sizing a buffer with it then grows it once).
+// Measuring every byte as appendEscaped writes it doubled the cost of
+// writing a pruned page back.
+func escapedSize(s string, times int) int {
 	if times <= 0 {
-		return n
+		return len(s)
 	}
-	for i := 0; i < len(s); {
-		if len(s)-i >= 32 {
-			i = skipUnescaped(s, i)
-		}
-		for i < len(s) && unescaped[s[i]] {
-			i++
-		}
-		if i >= len(s) {
-			break
-		}
-		if shortEscape[s[i]] != 0 && times == 1 {
-			j := i + 1
-			if s[i] == '\t' {
-				j = tabsEnd(s, i)
-			}
-			n += j - i
-			i = j
-			continue
-		}
-		esc, k, size := escapeOf(s, i)
-		if k > 0 {
-			n += againLen(esc[:k], times) - size
-		}
-		i += size
-	}
-	return n
+	// A tab is written with 2^(times-1) backslashes and a t.
+	tabs := tabsEnd(s, 0)
+	return len(s) + tabs<<(times-1)
 }
 
 // unescaped marks the bytes that no encoding escapes: printable ASCII but
@@ -786,20 +767,6 @@ func appendAgain(dst []byte, esc []byte, times int) []byte {
 		}
 	}
 	return dst
-}
-
-// againLen is the length appendAgain appends.
-func againLen(esc []byte, times int) int {
-	k, n := 1<<(times-1), 0
-	for _, b := range esc {
-		switch b {
-		case '\\', '"':
-			n += k
-		default:
-			n++
-		}
-	}
-	return n
 }
 
 // skipUnescaped returns the offset of the first byte at or after i, among

@@ -23,10 +23,11 @@ func (o *Observation) AppendPruned(dst, body []byte, pieces []focusgate.Piece) [
 	return appendWritten(dst, body[o.base:], o.places, o.Nested+1, pieces)
 }
 
-// PrunedLen is the length of what AppendPruned appends, so that a caller
-// can size its buffer once.
-func (o *Observation) PrunedLen(pieces []focusgate.Piece) int {
-	return writtenLen(o.places, o.Nested+1, pieces)
+// PrunedSize is about the length of what AppendPruned appends, never more,
+// so that a caller can size its buffer once: exact but for the escapes of a
+// stub's or marker's text beyond its leading tabs (see escapedSize).
+func (o *Observation) PrunedSize(pieces []focusgate.Piece) int {
+	return writtenSize(o.places, o.Nested+1, pieces)
 }
 
 // appendWritten appends the tree whose lines lie at places in src, written
@@ -51,8 +52,8 @@ func appendWritten(dst, src []byte, places []place, times int, pieces []focusgat
 	return dst
 }
 
-// writtenLen is the length appendWritten appends.
-func writtenLen(places []place, times int, pieces []focusgate.Piece) int {
+// writtenSize is about the length appendWritten appends, never more.
+func writtenSize(places []place, times int, pieces []focusgate.Piece) int {
 	checkPieces(pieces, len(places))
 	n := 0
 	for i, pc := range pieces {
@@ -63,9 +64,9 @@ func writtenLen(places []place, times int, pieces []focusgate.Piece) int {
 		case focusgate.PieceKept:
 			n += places[pc.To-1].end - places[pc.From].start
 		case focusgate.PieceStub:
-			n += places[pc.From].own - places[pc.From].start + escapedLen(pc.Text, times)
+			n += places[pc.From].own - places[pc.From].start + escapedSize(pc.Text, times)
 		default:
-			n += escapedLen(pc.Text, times)
+			n += escapedSize(pc.Text, times)
 		}
 	}
 	return n

@@ -16,7 +16,7 @@ type edit struct {
 }
 
 // splice writes the pruned pages in place of their trees, in one pass over
-// body into a buffer of the exact size. Bytes outside the trees are copied as
+// body into a buffer sized once (it grows only for text with escapes). Bytes outside the trees are copied as
 // they are, and so are the lines each page kept (detect writes each page back
 // through its wrappers), so everything focusgate did not prune reaches the
 // upstream exactly as the client sent it. The edits must not overlap. The
@@ -25,7 +25,7 @@ func splice(body []byte, edits []edit) []byte {
 	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.obs.RawStart, b.obs.RawStart) })
 	size := len(body)
 	for _, e := range edits {
-		size += e.obs.PrunedLen(e.pieces) - (e.obs.RawEnd - e.obs.RawStart)
+		size += e.obs.PrunedSize(e.pieces) - (e.obs.RawEnd - e.obs.RawStart)
 	}
 	out := bufpool.Get(size)[:0]
 	prev := 0
