@@ -535,6 +535,9 @@ func TestAmbiguousAndMalformedRequests(t *testing.T) {
 			"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true},
 		{"Transfer-Encoding and Content-Length in lower case", "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\n" + auth +
 			"transfer-encoding: chunked\r\ncontent-length: 4\r\n\r\n7\r\n{\"a\":1}\r\n0\r\n\r\n", true},
+		// A header line may end as a request line does; it starts nothing.
+		{"Content-Length, a line ending in HTTP/1.1, Transfer-Encoding", "POST /v1/files HTTP/1.1\r\nHost: gw\r\n" + auth +
+			"Content-Length: 4\r\nX-Note: as in HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true},
 		{"Transfer-Encoding only", "POST /v1/files HTTP/1.1\r\nHost: gw\r\n" + auth + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", false},
 		{"Content-Length only", "POST /v1/files HTTP/1.1\r\nHost: gw\r\n" + auth + "Content-Length: 5\r\n\r\nhello", false},
 	} {

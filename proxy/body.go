@@ -56,7 +56,7 @@ func readAll(r io.Reader, limit, sizeHint int64) (*heldBody, error) {
 	var one [1]byte
 	m, err := io.ReadFull(r, one[:])
 	switch {
-	case m == 0 && (errors.Is(err, io.EOF)):
+	case m == 0 && errors.Is(err, io.EOF):
 		return h, nil
 	case m == 0:
 		h.Release()

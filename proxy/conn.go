@@ -151,10 +151,12 @@ func (c *watchedConn) endLine() {
 	endsHead := false
 	switch line := c.head[min(c.lineHead, len(c.head)):]; {
 	case isRequestLine(line):
-		// A request starts: its line is the head's first, and its header
-		// block the only one its lengths are read from.
+		// A request starts: its line is the head's first. A length read
+		// before it is not its own. A header line may end as a request
+		// line does too, so the headers seen are kept: only the length is
+		// forgotten, which costs nothing but the passing over.
 		c.head, c.inBody = append(c.head[:0], line...), false
-		c.sawCL, c.sawTE, c.length = false, false, -1
+		c.length = -1
 	case c.inBody:
 		c.head = c.head[:0] // a body's lines say nothing of its API
 	case blank:
