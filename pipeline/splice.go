@@ -16,11 +16,12 @@ type edit struct {
 }
 
 // splice writes the pruned pages in place of their trees, in one pass over
-// body into a buffer sized once (it grows only for text with escapes). Bytes outside the trees are copied as
-// they are, and so are the lines each page kept (detect writes each page back
-// through its wrappers), so everything focusgate did not prune reaches the
-// upstream exactly as the client sent it. The edits must not overlap. The
-// buffer comes from internal/bufpool: the body is the caller's to give back.
+// body into a buffer sized once (it grows only for new text with escapes).
+// Bytes outside the trees are copied as they are, and so are the lines each
+// page kept (detect writes each page back through its wrappers), so
+// everything focusgate did not prune reaches the upstream exactly as the
+// client sent it. The edits must not overlap. The buffer comes from
+// internal/bufpool: the body is the caller's to give back.
 func splice(body []byte, edits []edit) []byte {
 	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.obs.RawStart, b.obs.RawStart) })
 	size := len(body)
