@@ -136,6 +136,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// The profiler listens before the gateway says it does, so whoever waits
+	// for that line can reach both.
+	if cfg.PprofAddr != "" {
+		if err := serveProfiler(ctx, cfg, log); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	logEconomics(log, cfg, pr.prices)
 	attrs := []any{"addr", ln.Addr().String()}
 	for _, p := range focusgate.Providers {
@@ -146,12 +154,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log.Info("focusgate listening", append(attrs, "retriever", cfg.RetrieverFor(focusgate.DefaultProvider, focusgate.APIChat).Model,
 		"mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg), "dashboard", dashboardState(cfg), "tracing", tracing)...)
 
-	if cfg.PprofAddr != "" {
-		if err := serveProfiler(ctx, cfg, log); err != nil {
-			ln.Close()
-			return err
-		}
-	}
 	if split != nil {
 		go split.Run(ctx)
 		// Conversations still open count as ended when the gateway stops.
