@@ -51,10 +51,12 @@ func newEntry(r Record, capture bool) *entry {
 	e.obs = make([]storedObs, len(r.Observations))
 	for i, o := range r.Observations {
 		s := storedObs{lineCount: len(o.Lines)}
-		for j, l := range o.Lines {
-			if o.FocusedBID != "" && l.BID == o.FocusedBID {
-				s.focusedLine = j + 1
-				break
+		if o.FocusedBID != "" {
+			for j := range o.Lines {
+				if o.Lines[j].BID == o.FocusedBID {
+					s.focusedLine = j + 1
+					break
+				}
 			}
 		}
 		s.Format, s.Status, s.Reason = o.Format, o.Status, o.Reason

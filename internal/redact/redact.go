@@ -107,12 +107,49 @@ func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
 }
 
 func (h *Handler) Handle(ctx context.Context, rec slog.Record) error {
+	if h.clean(rec) {
+		return h.next.Handle(ctx, rec)
+	}
 	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
 		return true
 	})
 	return h.next.Handle(ctx, out)
+}
+
+// clean says whether rec holds nothing to scrub, so that it can go on as
+// it came: nearly every line holds no key, and rebuilding a record of more
+// than a few attributes costs as much as formatting it. Values that are
+// not plain strings, numbers or groups of them take the long way.
+func (h *Handler) clean(rec slog.Record) bool {
+	if h.r.String(rec.Message) != rec.Message {
+		return false
+	}
+	ok := true
+	rec.Attrs(func(a slog.Attr) bool {
+		ok = h.cleanValue(a.Value)
+		return ok
+	})
+	return ok
+}
+
+func (h *Handler) cleanValue(v slog.Value) bool {
+	switch v.Kind() {
+	case slog.KindString:
+		s := v.String()
+		return h.r.String(s) == s
+	case slog.KindGroup:
+		for _, a := range v.Group() {
+			if !h.cleanValue(a.Value) {
+				return false
+			}
+		}
+		return true
+	case slog.KindAny, slog.KindLogValuer:
+		return false
+	}
+	return true
 }
 
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {

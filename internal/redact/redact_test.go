@@ -2,10 +2,12 @@ package redact_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/focusgate/focusgate/internal/redact"
 )
@@ -62,5 +64,41 @@ func TestHandlerScrubsEveryAttribute(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the log line lost %s: %s", want, out)
 		}
+	}
+}
+
+// A line with nothing to scrub comes out as the handler it wraps writes it,
+// and a key in any string, nested or not, is scrubbed whatever else the line
+// holds.
+func TestHandlerPassesCleanLinesAsTheyCame(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		attrs []slog.Attr
+		clean bool
+	}{
+		{"strings and numbers", []slog.Attr{slog.String("path", "/v1/chat/completions"), slog.Int("status", 200), slog.Float64("reduction", 0.5)}, true},
+		{"a group", []slog.Attr{slog.Group("page", slog.String("format", "axtree"), slog.Bool("pruned", true))}, true},
+		{"a key in a string", []slog.Attr{slog.Int("status", 401), slog.String("err", "Incorrect API key provided: "+configured)}, false},
+		{"a key in a group", []slog.Attr{slog.Group("upstream", slog.String("auth", "Bearer "+configured))}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var bare, scrubbed bytes.Buffer
+			at := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+			for _, h := range []slog.Handler{
+				slog.NewTextHandler(&bare, nil),
+				redact.NewHandler(slog.NewTextHandler(&scrubbed, nil), redact.New(configured)),
+			} {
+				rec := slog.NewRecord(at, slog.LevelInfo, "request", 0)
+				rec.AddAttrs(tt.attrs...)
+				if err := h.Handle(context.Background(), rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := scrubbed.String(); tt.clean && got != bare.String() {
+				t.Errorf("a clean line changed:\n got %s\nwant %s", got, bare.String())
+			} else if !tt.clean && (strings.Contains(got, configured) || !strings.Contains(got, redact.Mask)) {
+				t.Errorf("the key was not scrubbed: %s", got)
+			}
+		})
 	}
 }
