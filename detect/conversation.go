@@ -314,7 +314,18 @@ func (c *conversation) unitText(ui int) (string, []int) {
 		ctx.text = c.segText(u.first)
 		return ctx.text, ctx.bases
 	}
+	// Sized first: the text is tens of kilobytes in the prompts of
+	// frameworks that describe their actions at length, and growing it
+	// copied it several times over.
+	size := 0
+	for si := u.first; si < u.end; si++ {
+		size += len(c.segText(si)) + 1
+		for _, tr := range c.found(ui, si) {
+			size -= tr.at.end - tr.at.start
+		}
+	}
 	var sb strings.Builder
+	sb.Grow(size)
 	// Whether the segments joined whole so far would be empty, and end
 	// with a line break: how a part boundary is made a line boundary does
 	// not depend on the trees cut out.
