@@ -115,6 +115,9 @@ type conversation struct {
 	// that has any.
 	firsts map[role]nearestAnswer
 	seen   *memo.Memo[searched] // the Finder's memory; nil for none
+	// written is the Finder's memory of trees written back, handed to each
+	// observation; nil for none.
+	written *memo.Memo[writing]
 	// known are the strings found in seen as the body was read, by the
 	// offset of their content: they were searched before, and are not
 	// validated or searched again.
@@ -436,6 +439,7 @@ func (c *conversation) observations(opts Options) []Observation {
 			Known:    t.known,
 			places:   t.places,
 			base:     s.lit.start,
+			written:  c.written,
 		}
 		c.describe(f, &obs[i])
 	}

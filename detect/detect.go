@@ -71,6 +71,8 @@ type Observation struct {
 	// the layers that peeled it placed them.
 	places []place
 	base   int
+	// written is the Finder's memory of trees written back; nil for none.
+	written *memo.Memo[writing]
 }
 
 // Options tune Find.
@@ -109,9 +111,14 @@ func Find(body []byte, api focusgate.API, opts Options) ([]Observation, error) {
 // remembers each JSON string that could hold a tree, by its escaped bytes, with
 // its decoded text and the trees found in it.
 //
+// A Finder also remembers the bytes each tree was last written back as
+// (see AppendPruned): a page pruned again with the selection it had, an
+// older page of a conversation or a cache hit, is copied, not written again.
+//
 // A nil *Finder remembers nothing. A Finder is safe for concurrent use.
 type Finder struct {
-	seen *memo.Memo[searched]
+	seen    *memo.Memo[searched]
+	written *memo.Memo[writing]
 }
 
 // searched is what a Finder remembers of one JSON string: its decoded text
@@ -122,9 +129,10 @@ type searched struct {
 }
 
 // NewFinder returns a Finder that remembers about maxBytes of strings, their
-// decoded texts and their trees.
+// decoded texts and their trees (three quarters), and of trees as they were
+// written back (a quarter).
 func NewFinder(maxBytes int) *Finder {
-	return &Finder{seen: memo.New[searched](maxBytes)}
+	return &Finder{seen: memo.New[searched](maxBytes - maxBytes/4), written: memo.New[writing](maxBytes / 4)}
 }
 
 // Find is the package's Find, remembering what it decodes and finds.
@@ -148,13 +156,15 @@ type Request struct {
 // Read is Find that also reports the request's model, read in the same walk.
 func (f *Finder) Read(body []byte, api focusgate.API, opts Options) (Request, error) {
 	var seen *memo.Memo[searched]
+	var written *memo.Memo[writing]
 	if f != nil {
-		seen = f.seen
+		seen, written = f.seen, f.written
 	}
 	c, err := parseConversation(body, api, seen, opts.Reserve)
 	if err != nil {
 		return Request{}, err
 	}
+	c.written = written
 	obs := c.observations(opts)
 	if err := c.account(); err != nil {
 		return Request{}, err

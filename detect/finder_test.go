@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -47,6 +49,9 @@ func TestFinderFindsWhatFindFinds(t *testing.T) {
 			for _, all := range []bool{false, true} {
 				want, wantErr := Find(body, apis[i], Options{All: all})
 				got, gotErr := f.Find(body, apis[i], Options{All: all})
+				for k := range got {
+					got[k].written = nil // the memory it writes back through, not what it found
+				}
 				if !reflect.DeepEqual(got, want) || (gotErr == nil) != (wantErr == nil) {
 					t.Fatalf("round %d, %s, All=%v: Finder.Find differs from Find:\n got %d observations, %v\nwant %d, %v",
 						round, p, all, len(got), gotErr, len(want), wantErr)
@@ -149,5 +154,70 @@ func TestARememberedPageComesWithWhatIsKnownOfIt(t *testing.T) {
 	}
 	if anew, _ := NewFinder(64<<20).Find(body, apis[0], Options{}); anew[0].Known == first[0].Known {
 		t.Fatal("another Finder gave the same Known")
+	}
+}
+
+// A tree found through a Finder and written back again as the same pieces,
+// in a later request, is copied from the bytes it was written as the first
+// time: the same bytes Find's tree writes. Pieces made anew are written
+// anew, equal to the old ones or not.
+func TestFinderCopiesATreeWrittenBackAgain(t *testing.T) {
+	body, err := os.ReadFile(genericAgentTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := func(f *Finder, body []byte) Observation {
+		t.Helper()
+		obs, err := f.Find(body, focusgate.APIChat, Options{})
+		if err != nil || len(obs) != 1 {
+			t.Fatalf("Find = %d observations, %v; want 1", len(obs), err)
+		}
+		return obs[0]
+	}
+	write := func(o Observation, body []byte, pieces []focusgate.Piece) []byte {
+		t.Helper()
+		out := o.AppendPruned([]byte("before:"), body, pieces)
+		if size := o.PrunedSize(pieces); size > len(out)-len("before:") {
+			t.Fatalf("%d bytes written, %d foreseen", len(out)-len("before:"), size)
+		}
+		return out
+	}
+	n := len(newest(nil, body).Lines)
+	stubs := make([]focusgate.Piece, n)
+	for k := range stubs {
+		stubs[k] = focusgate.Piece{Kind: focusgate.PieceKept, From: k, To: k + 1}
+		if k%2 == 1 {
+			stubs[k] = focusgate.Piece{Kind: focusgate.PieceStub, From: k, To: k + 1, Text: fmt.Sprintf("[%d] \"stub\"\t", k)}
+		}
+	}
+	markers := []focusgate.Piece{{Kind: focusgate.PieceKept, From: 0, To: 1}, {Kind: focusgate.PieceMarker, From: 1, To: n, Text: "\t... pruned ..."}}
+	wantStubs, wantMarkers := write(newest(nil, body), body, stubs), write(newest(nil, body), body, markers)
+
+	f := NewFinder(64 << 20)
+	for i, step := range []struct {
+		pieces  []focusgate.Piece
+		want    []byte
+		copied  bool
+		written int // trees the Finder holds as written back, after
+	}{
+		{stubs, wantStubs, false, 1},
+		{stubs, wantStubs, true, 1},
+		{slices.Clone(stubs), wantStubs, false, 2},
+		{markers, wantMarkers, false, 3},
+		{markers, wantMarkers, true, 3},
+	} {
+		again := slices.Clone(body) // each request comes in a buffer of its own
+		o := newest(f, again)
+		if step.copied {
+			// A copy does not read the body: what is there now is not
+			// what goes out.
+			clear(again[o.RawStart:o.RawEnd])
+		}
+		if got := write(o, again, step.pieces); !bytes.Equal(got, step.want) {
+			t.Fatalf("step %d: written back as %d bytes that differ from Find's %d", i, len(got), len(step.want))
+		}
+		if got := f.written.Len(); got != step.written {
+			t.Errorf("step %d: the Finder holds %d trees written back, want %d", i, got, step.written)
+		}
 	}
 }

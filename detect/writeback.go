@@ -1,7 +1,10 @@
 package detect
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
+	"unsafe"
 
 	"github.com/focusgate/focusgate"
 )
@@ -19,15 +22,59 @@ import (
 // The pieces must cover the tree's lines in order, as pruning makes them
 // from the tree's own Lines; AppendPruned panics otherwise, as an index out
 // of range would.
+//
+// A tree found through a Finder is written once for each pieces it is
+// written back as; the Finder remembers the bytes, and the same tree written
+// back again as the same pieces is copied from them.
 func (o *Observation) AppendPruned(dst, body []byte, pieces []focusgate.Piece) []byte {
-	return appendWritten(dst, body[o.base:], o.places, o.Nested+1, pieces)
+	key := o.writtenKey(pieces)
+	if w, ok := o.written.GetBytes(key[:]); ok {
+		return append(dst, w.out...)
+	}
+	start := len(dst)
+	dst = appendWritten(dst, body[o.base:], o.places, o.Nested+1, pieces)
+	if o.written != nil {
+		w := writing{out: slices.Clone(dst[start:]), places: o.places, pieces: pieces}
+		o.written.PutBytes(key[:], w, len(w.out)+int(unsafe.Sizeof(place{}))*len(w.places)+int(unsafe.Sizeof(focusgate.Piece{}))*len(w.pieces))
+	}
+	return dst
 }
 
 // PrunedSize is about the length of what AppendPruned appends, never more,
 // so that a caller can size its buffer once: exact but for the escapes of a
 // stub's or marker's text beyond its leading tabs (see escapedSize).
 func (o *Observation) PrunedSize(pieces []focusgate.Piece) int {
+	key := o.writtenKey(pieces)
+	if w, ok := o.written.GetBytes(key[:]); ok {
+		return len(w.out)
+	}
 	return writtenSize(o.places, o.Nested+1, pieces)
+}
+
+// writing is a tree as AppendPruned wrote it back: out, its bytes, and the
+// places and pieces it was written from, held so that the addresses its key
+// is made of (writtenKey) cannot come to hold other values while it is
+// remembered.
+type writing struct {
+	out    []byte
+	places []place
+	pieces []focusgate.Piece
+}
+
+// writtenKey identifies a tree written back as pieces by the addresses of
+// its places and of its pieces, without reading either. Both are shared and
+// never modified: a Finder hands the same places to every request that
+// carries the tree's string, byte for byte, and pruning the same pieces to
+// every request pruned with the same selection, so that equal addresses
+// mean equal bytes out. Pieces made anew, equal or not, are written anew.
+func (o *Observation) writtenKey(pieces []focusgate.Piece) [40]byte {
+	var k [40]byte
+	binary.LittleEndian.PutUint64(k[0:], uint64(uintptr(unsafe.Pointer(unsafe.SliceData(o.places)))))
+	binary.LittleEndian.PutUint64(k[8:], uint64(len(o.places)))
+	binary.LittleEndian.PutUint64(k[16:], uint64(uintptr(unsafe.Pointer(unsafe.SliceData(pieces)))))
+	binary.LittleEndian.PutUint64(k[24:], uint64(len(pieces)))
+	binary.LittleEndian.PutUint64(k[32:], uint64(o.Nested))
+	return k
 }
 
 // appendWritten appends the tree whose lines lie at places in src, written
