@@ -172,6 +172,21 @@ func (f *Finder) Read(body []byte, api focusgate.API, opts Options) (Request, er
 	return Request{Observations: obs, Model: c.model, Messages: c.countMessages()}, nil
 }
 
+// MayHoldPage reports whether body may hold a page, before any of it is
+// parsed. Read decodes no string whose content lacks both MinIDLines element
+// ids (enoughIDs) and a format's id cue (hasIDCues), and a string's content
+// is bytes of the body: a body that fails both tests as a whole holds no
+// page in any of its strings. Most of a gateway's traffic is such bodies,
+// and one search for brackets costs a small part of Read's validating walk.
+// A body that does not open as a JSON object passes, so that Read can say
+// it is not JSON.
+func MayHoldPage(body []byte) bool {
+	if i := skipSpace(body, 0); i == len(body) || body[i] != '{' {
+		return true
+	}
+	return enoughIDs(body, MinIDLines) || hasIDCues(asString(body))
+}
+
 // Model returns a request body's "model" as the upstream reads it (the last
 // of duplicate members, escaped names included), or "" when there is none.
 // It scans every top-level member; Read reports the same in its own walk.

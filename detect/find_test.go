@@ -314,6 +314,50 @@ func TestFindRejectsNonObjects(t *testing.T) {
 	}
 }
 
+// MayHoldPage may only turn away bodies that hold no page: every captured
+// body in which Find finds one passes, as do bodies that are not JSON
+// objects (Find reports those); bodies without ids or cues do not.
+func TestMayHoldPage(t *testing.T) {
+	paths, apis := corpus(t)
+	held := 0
+	for i, p := range paths {
+		body := []byte(readFile(t, p))
+		obs, err := Find(body, apis[i], Options{All: true})
+		if err == nil && len(obs) > 0 {
+			held++
+			if !MayHoldPage(body) {
+				t.Errorf("%s: %d pages found, but MayHoldPage says none", p, len(obs))
+			}
+		}
+	}
+	if held < 20 {
+		t.Fatalf("only %d captured bodies hold a page; the corpus is too small to say anything", held)
+	}
+
+	notes := readFile(t, "testdata/negative/sprint_notes.md")
+	for _, tt := range []struct {
+		name string
+		body string
+		want bool
+	}{
+		{"a tree", string(chatBody(t, message{Role: "tool", Content: bgTree})), true},
+		{"ids by their cue alone", string(chatBody(t, message{Role: "tool", Content: chromeTree})), true},
+		{"ids split across messages", string(chatBody(t, message{Role: "user", Content: "[a1] [b2]"}, message{Role: "user", Content: "[c3]"})), true},
+		{"not an object", "model=gpt-4.1 [1] [2]", true},
+		{"not an object, no ids", "model=gpt-4.1", true},
+		{"an array", ` [{"content":"x"}]`, true},
+		{"empty", "", true},
+		{"chat", `{"model":"gpt-4.1","messages":[{"role":"user","content":"- one\n- two\n- three"}]}`, false},
+		{"markdown boxes and links", string(chatBody(t, message{Role: "user", Content: notes})), false},
+		{"two ids", `{"messages":[{"role":"user","content":"[a1] [b2] [x] [#3]"}]}`, false},
+		{"a malformed object", `{"messages": [}`, false},
+	} {
+		if got := MayHoldPage([]byte(tt.body)); got != tt.want {
+			t.Errorf("%s: MayHoldPage = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 // bgTree is a small BrowserGym tree of nine lines.
 const bgTree = "RootWebArea 'Shop', focused\n\t[12] link 'Home'\n\t[13] link 'Cart'\n\t[14] textbox 'Search', focused\n\tStaticText 'Deals'\n\t[15] button 'Go'\n\t\t[16] image 'logo'\n\t[17] link 'Help'\n\tStaticText 'Footer'"
 

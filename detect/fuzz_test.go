@@ -172,6 +172,9 @@ func FuzzFind(f *testing.F) {
 			if (err == nil) != wantOK {
 				t.Fatalf("Find error %v, but json.Valid says %v", err, wantOK)
 			}
+			if len(obs) > 0 && !MayHoldPage(b) {
+				t.Fatalf("%d observations in a body MayHoldPage turns away", len(obs))
+			}
 			if !all && len(obs) > 1 {
 				t.Fatalf("%d observations without Options.All", len(obs))
 			}

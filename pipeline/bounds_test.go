@@ -21,7 +21,9 @@ func TestDetectionMemoryCountsAgainstTheBudget(t *testing.T) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"type":"text","text":"w%d"}`, i%10)
+		// Each part names an element, as a page does, so that the body
+		// may hold one and is walked.
+		fmt.Fprintf(&b, `{"type":"text","text":"[w%d]"}`, i%10)
 	}
 	b.WriteString(`]}]}`)
 	parts := b.Bytes()

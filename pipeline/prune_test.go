@@ -199,6 +199,9 @@ func TestNothingToPrune(t *testing.T) {
 		{"plain chat", `{"model":"gpt-4.1","messages":[{"role":"user","content":"- one\n- two\n- three"}]}`, focusgate.ReasonNoObservation},
 		{"small tree", small, focusgate.ReasonBelowMinTokens},
 		{"not JSON", `model=gpt-4.1`, focusgate.ReasonNotJSON},
+		{"a malformed object that may hold a page", `{"model":"gpt-4.1","messages":[{"content":"[a1] [b2] [c3]"}`, focusgate.ReasonNotJSON},
+		// Not parsed at all: it cannot hold a page.
+		{"a malformed object without ids", `{"model":"gpt-4.1","messages":[}`, focusgate.ReasonNoObservation},
 	}
 	rt := newRetriever(t, keep("x"))
 	p := pruningPipeline(rt)

@@ -96,6 +96,12 @@ func (p *Pipeline) plan(ctx context.Context, req focusgate.Request, tab *budget.
 		}
 	}
 
+	// A body that cannot hold a page is not parsed: its first model is
+	// reported, as for the skips above.
+	if !detect.MayHoldPage(body) {
+		return pl, quickModel(skipped(focusgate.ReasonNoObservation)), false
+	}
+
 	// Every observation is found: the newest is pruned, and each older one
 	// is forwarded as it was when it was the newest, so that the provider's
 	// prefix cache keeps hitting from one request of a conversation to the
