@@ -20,6 +20,12 @@ const allocsFile = "testdata/allocs.txt"
 // in allocations and in bytes, before TestAllocationBudgets fails.
 const allocsRoom = 1.2
 
+// allocsGrace is room added to every budget for what the process's other
+// goroutines allocate while a path is measured (the runtime counts the whole
+// process): a few allocations over a run, which the 20% of a path that
+// allocates next to nothing, such as a passthrough, would not cover.
+var allocsGrace = perRequest{allocs: 1, bytes: 256}
+
 // allocsRequests is how many requests each hot path is measured over.
 const allocsRequests = 30
 
@@ -78,9 +84,9 @@ func TestAllocationBudgets(t *testing.T) {
 		case *update:
 		case !ok:
 			t.Errorf("%s: no baseline in %s (run with -update)", hp.name, allocsFile)
-		case got.allocs > base.allocs*allocsRoom || got.bytes > base.bytes*allocsRoom:
-			t.Errorf("%s: %.1f allocations and %.0f bytes per request, more than 20%% over the baseline's %.1f and %.0f (%s)",
-				hp.name, got.allocs, got.bytes, base.allocs, base.bytes, allocsFile)
+		case got.allocs > base.allocs*allocsRoom+allocsGrace.allocs || got.bytes > base.bytes*allocsRoom+allocsGrace.bytes:
+			t.Errorf("%s: %.1f allocations and %.0f bytes per request, more than 20%% (and a grace of %.0f and %.0f) over the baseline's %.1f and %.0f (%s)",
+				hp.name, got.allocs, got.bytes, allocsGrace.allocs, allocsGrace.bytes, base.allocs, base.bytes, allocsFile)
 		default:
 			t.Logf("%s: %.1f allocations, %.0f bytes per request (baseline %.1f, %.0f)", hp.name, got.allocs, got.bytes, base.allocs, base.bytes)
 		}
@@ -139,7 +145,7 @@ func writeBudgets(t *testing.T, budgets map[string]perRequest) {
 	var b strings.Builder
 	b.WriteString("# Allocations and bytes per request of the pipeline's hot paths, as TestAllocationBudgets measured them\n")
 	b.WriteString("# (go test ./pipeline -run TestAllocationBudgets -update, without -race). make test fails when a path\n")
-	b.WriteString("# allocates more than 20% over its line, in either figure.\n")
+	b.WriteString("# allocates more than 20% (plus one allocation and 256 bytes) over its line, in either figure.\n")
 	for _, hp := range hotPaths() {
 		got := budgets[hp.name]
 		fmt.Fprintf(&b, "%-28s %8.1f %10.0f\n", hp.name, got.allocs, got.bytes)
