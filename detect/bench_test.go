@@ -52,12 +52,22 @@ func benchProse(b *testing.B) []byte {
 // reads like one at first sight: 15 KB of markdown notes, 267 "- " list
 // items (the line grammar of Playwright's snapshots) and dozens of "[#1234]"
 // links and "[x]" boxes (which look like element ids), the kind of chat
-// request that passes the gateway untouched. It runs without and with the
-// Finder's memory the gateway keeps, the request sent once or again.
+// request that passes the gateway untouched. MayHoldPage turns it away, as
+// the pipeline does before Find; Find runs without and with the Finder's
+// memory the gateway keeps, the request sent once or again.
 func BenchmarkNoPage(b *testing.B) {
 	body := chatBody(b,
 		message{Role: "system", Content: "You are a helpful project assistant."},
 		message{Role: "user", Content: "Summarise what is still open, by owner.\n\n" + readFile(b, "testdata/negative/sprint_notes.md")})
+	b.Run("may-hold-page", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if MayHoldPage(body) {
+				b.Fatal("MayHoldPage = true; the notes hold no element id")
+			}
+		}
+	})
 	for _, bc := range []struct {
 		name   string
 		finder func() *Finder
