@@ -171,7 +171,7 @@ const (
 	ReasonModeOff        Reason = "mode-off"         // the mode is off
 	ReasonNoGain         Reason = "no-gain"          // the pruned page was not smaller
 	ReasonUneconomic     Reason = "uneconomic"       // the retriever costs more than pruning can save
-	ReasonNotJSON        Reason = "not-json"         // the body is not a JSON object, and is not an object without element ids (detect.MayHoldPage)
+	ReasonNotJSON        Reason = "not-json"         // the body is not a JSON object (a malformed object without element ids is no-observation: detect.MayHoldPage)
 	ReasonUndecodable    Reason = "undecodable-body" // the body's Content-Encoding could not be decoded
 	ReasonBadHeader      Reason = "bad-header"       // an unknown X-Focusgate-Mode or X-Focusgate-Prompt
 	ReasonBusy           Reason = "busy"             // the inspection budget was full
