@@ -111,6 +111,40 @@ func TestFetchSecondIdenticalCallIsAHit(t *testing.T) {
 	}
 }
 
+// A value this process holds (Memory, or the front of Redis) is answered on
+// the caller's goroutine: a hit starts no flight, whose goroutine, channel and
+// context each allocate.
+func TestFetchAnswersAHeldValueWithoutAFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) cache.Store
+	}{
+		{"memory", func(*testing.T) cache.Store { return cache.NewMemory(1<<20, time.Hour) }},
+		{"redis front", func(t *testing.T) cache.Store {
+			return cachetest.NewStore(t, redistest.Shared(t), func(o *cache.RedisOptions) { o.FrontBytes = 1 << 20 })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cache.New(tc.store(t), nil)
+			key := testKey(t)
+			if _, _, err := c.Fetch(t.Context(), key, func(context.Context) ([]byte, error) { return []byte("selection"), nil }); err != nil {
+				t.Fatal(err)
+			}
+			unused := func(context.Context) ([]byte, error) { panic("computed a held value") }
+			ctx := t.Context()
+			allocs := testing.AllocsPerRun(100, func() {
+				val, out, err := c.Fetch(ctx, key, unused)
+				if err != nil || out != focusgate.CacheHit || string(val) != "selection" {
+					t.Fatalf("Fetch = %q, %q, %v; want a hit", val, out, err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("a hit allocates %v times, want 0: it went through a flight", allocs)
+			}
+		})
+	}
+}
+
 func TestFetchComputesOnceForConcurrentCalls(t *testing.T) {
 	const callers = 20
 	for _, s := range stores {

@@ -59,6 +59,11 @@ func (m *Memory) Get(_ context.Context, key string) ([]byte, error) {
 	return e.val, nil
 }
 
+func (m *Memory) held(key string) ([]byte, bool) {
+	val, err := m.Get(context.Background(), key)
+	return val, err == nil
+}
+
 // Set stores a copy of val under key, evicting least recently used entries
 // as needed. A value too large for the whole bound is not stored: evicting
 // everything else for it would not make it fit.

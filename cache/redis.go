@@ -327,6 +327,14 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 	return val, nil
 }
 
+// held answers from the in-process front alone.
+func (r *Redis) held(key string) ([]byte, bool) {
+	if r.front == nil {
+		return nil, false
+	}
+	return r.front.held(key)
+}
+
 // remember keeps val in the in-process front, when there is one.
 func (r *Redis) remember(key string, val []byte) {
 	if r.front != nil {
