@@ -19,6 +19,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/focusgate/focusgate"
@@ -257,8 +258,9 @@ func Keep(n int) []focusgate.Range {
 // httputil.ReverseProxy to target that flushes every write, over a transport
 // with the settings of focusgate's upstream transport (newTransport in
 // proxy/server.go), and nothing else but one thing focusgate also does: it
-// reads each request body whole before forwarding it. Forwarding the body as
-// a stream instead cut streamed answers short now and then on reused client
+// reads each request body whole before forwarding it, as focusgate reads it,
+// into a reused buffer of the announced length. Forwarding the body as a
+// stream instead cut streamed answers short now and then on reused client
 // connections (net/http's background read on the client connection fails
 // with a timeout and cancels the request mid-stream); a baseline that drops
 // answers cannot be measured.
@@ -280,12 +282,51 @@ func BareProxy(target *url.URL) http.Handler {
 		FlushInterval: -1,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
+		body, err := readBody(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = body
 		rp.ServeHTTP(w, r)
 	})
+}
+
+// bodies are BareProxy's reused body buffers.
+var bodies sync.Pool
+
+// readBody reads r's body whole: into a reused buffer of exactly the
+// announced length, or, without one, as io.ReadAll does.
+func readBody(r *http.Request) (io.ReadCloser, error) {
+	n := r.ContentLength
+	if n <= 0 {
+		b, err := io.ReadAll(r.Body)
+		return io.NopCloser(bytes.NewReader(b)), err
+	}
+	buf, _ := bodies.Get().(*[]byte)
+	if buf == nil || int64(cap(*buf)) < n {
+		buf = new([]byte)
+		*buf = make([]byte, n)
+	}
+	b := (*buf)[:n]
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		bodies.Put(buf)
+		return nil, err
+	}
+	pb := &pooledBody{buf: buf}
+	pb.Reset(b)
+	return pb, nil
+}
+
+// pooledBody gives its buffer back once the transport has closed it, which
+// it does when it is done writing the body.
+type pooledBody struct {
+	bytes.Reader
+	buf  *[]byte
+	once sync.Once
+}
+
+func (b *pooledBody) Close() error {
+	b.once.Do(func() { bodies.Put(b.buf) })
+	return nil
 }
