@@ -129,6 +129,13 @@ func (s *Server) respond(c *gin.Context, resp *http.Response) {
 		for k, vv := range resp.Trailer {
 			h[k] = vv
 		}
+		if announced == 0 && h.Get("Content-Length") != "" {
+			// The answer is whole: it goes now, as accessLog sends other
+			// answers, and not after the bookkeeping the handler defers
+			// (the outcome's log line, metrics, the dashboard), which runs
+			// before accessLog's flush.
+			w.Flush()
+		}
 		return
 	}
 	for k, vv := range resp.Trailer {

@@ -90,6 +90,7 @@ func TestHeldOutRequestsGoWhole(t *testing.T) {
 	}
 	// The upstream reported no usage: both steps are estimated from the
 	// bytes of the body, decoded.
+	held.settle()
 	h.Flush()
 	for _, m := range tally.Report().Metrics {
 		if want := float64(2 * (len(body) / 4)); m.Name == "input_tokens" && m.Holdout != want {
@@ -184,6 +185,7 @@ func TestPerArmFiguresOnRecordedConversations(t *testing.T) {
 		for _, r := range rec.reqs {
 			sent[i] += len(r.Body) / 4
 		}
+		gw.settle()
 		h.Flush()
 		reports[i] = tally.Report()
 		for _, c := range ended.ended {
@@ -266,6 +268,7 @@ func TestErrorsAndStreamsPerStep(t *testing.T) {
 	}
 	status = http.StatusOK
 	io.Copy(io.Discard, post(t, gw.URL+"/v1/messages/count_tokens", body, nil).Body)
+	gw.settle()
 	h.Flush()
 	r := tally.Report()
 	total := r.Arms[0].Steps + r.Arms[1].Steps
@@ -316,6 +319,7 @@ func TestCompressedAnswerUsage(t *testing.T) {
 	if got := readBody(t, resp); !bytes.Equal(got, zipped.Bytes()) {
 		t.Errorf("the client got %d bytes, not the %d compressed ones sent", len(got), zipped.Len())
 	}
+	gw.settle()
 	h.Flush()
 	for _, m := range tally.Report().Metrics {
 		if m.Name == "input_tokens" && m.Holdout != 321 {
@@ -345,6 +349,7 @@ func TestHeldOutConversationsAreNotRescued(t *testing.T) {
 		})
 		resp := post(t, gw.URL+api.path, body, api.header)
 		got := readBody(t, resp)
+		gw.settle()
 		h.Flush()
 		errors := tally.Report().Metrics[slices.IndexFunc(tally.Report().Metrics, func(m focusgate.Comparison) bool { return m.Name == "errors" })]
 		if share == 1 {
@@ -377,6 +382,7 @@ func TestGeminiConversationsAreCountedUnderTheirModel(t *testing.T) {
 			resp := post(t, gw.URL+"/v1beta/models/gemini-2.5-flash:generateContent", geminiPage(t), map[string]string{"X-Goog-Api-Key": "AIza-client", "Content-Type": "application/json"})
 			io.Copy(io.Discard, resp.Body)
 		}
+		gw.settle()
 		h.Flush()
 		if len(ended.ended) != 1 {
 			t.Fatalf("share %v: %d conversations, want 1", share, len(ended.ended))
@@ -397,6 +403,7 @@ func TestHoldoutKeepsNamesCut(t *testing.T) {
 	long := strings.Repeat("x", 1<<20)
 	body := fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Book a room."}]}`, long)
 	io.Copy(io.Discard, post(t, gw.URL+"/v1/chat/completions", body, map[string]string{"User-Agent": long}).Body)
+	gw.settle()
 	h.Flush()
 	if len(ended.ended) != 1 {
 		t.Fatalf("%d conversations, want 1", len(ended.ended))

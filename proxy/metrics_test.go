@@ -17,9 +17,11 @@ import (
 	"github.com/focusgate/focusgate/proxy"
 )
 
-// scrape reads the gateway's /metrics as Prometheus would.
+// scrape reads the gateway's /metrics as Prometheus would, once the requests
+// it is handling have ended.
 func scrape(t *testing.T, gw *gateway) map[string]*dto.MetricFamily {
 	t.Helper()
+	gw.settle()
 	resp, err := http.Get(gw.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)

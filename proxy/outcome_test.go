@@ -3,6 +3,8 @@ package proxy_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -136,6 +138,55 @@ func TestOutcomeIsLogged(t *testing.T) {
 	if !strings.Contains(logs, "tokens_before=4000 tokens_after=1000") || strings.Contains(logs, "sk-client") {
 		t.Errorf("the log line lacks the numbers or carries the key:\n%s", logs)
 	}
+}
+
+// An answer of known length reaches the client before the outcome is logged,
+// counted and recorded for the dashboard: that bookkeeping is not the
+// client's to wait for. Here the outcome's log line waits until the client
+// has read the whole answer.
+func TestAnswerReachesTheClientBeforeTheBookkeeping(t *testing.T) {
+	answered := make(chan struct{})
+	gate := &gatedHandler{
+		Handler:  slog.NewTextHandler(io.Discard, nil),
+		msg:      "observations",
+		answered: answered,
+		result:   make(chan bool, 1),
+	}
+	rw := &scripted{out: focusgate.Outcome{API: focusgate.APIChat, Status: focusgate.StatusPruned, Pages: pages(1), TokensBefore: 4000, TokensAfter: 1000}}
+	gw := newGateway(t, nil, func(o *gatewayOptions) {
+		o.Pipeline = rw
+		o.proxyOptions.Logger = slog.New(gate)
+	})
+	resp := post(t, gw.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4.1","messages":[]}`), nil)
+	if got := string(readBody(t, resp)); got != `{"ok":true}` {
+		t.Fatalf("answer %q", got)
+	}
+	close(answered)
+	if !<-gate.result {
+		t.Error("the answer reached the client only once the outcome had been logged")
+	}
+}
+
+// gatedHandler holds the record whose message is msg until answered is
+// closed, then reports whether it was in time; it gives up after a minute
+// rather than hang a test that fails.
+type gatedHandler struct {
+	slog.Handler
+	msg      string
+	answered <-chan struct{}
+	result   chan bool
+}
+
+func (h *gatedHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case <-h.answered:
+			h.result <- true
+		case <-time.After(time.Minute):
+			h.result <- false
+		}
+	}
+	return h.Handler.Handle(ctx, r)
 }
 
 // What the pipeline returns is what goes upstream, with a Content-Length

@@ -68,6 +68,50 @@ type gateway struct {
 	logs     *testlog.Buffer
 	server   *proxy.Server
 	pipeline *pipeline.Pipeline // nil without a Pruner
+	handling *handling          // nil for a gateway a test made from a URL
+}
+
+// handling counts the requests a test gateway is handling. An answer reaches
+// the client before the gateway has done its bookkeeping (the outcome's log
+// line, metrics, the holdout's step), so a test that reads those after an
+// answer waits for the requests to end first.
+type handling struct {
+	mu     sync.Mutex
+	ended  sync.Cond
+	active int
+}
+
+func newHandling() *handling {
+	h := &handling{}
+	h.ended.L = &h.mu
+	return h
+}
+
+func (h *handling) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.active++
+		h.mu.Unlock()
+		defer func() {
+			h.mu.Lock()
+			h.active--
+			h.ended.Broadcast()
+			h.mu.Unlock()
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// settle returns once every request the gateway has begun has ended.
+func (g *gateway) settle() {
+	if g.handling == nil {
+		return
+	}
+	g.handling.mu.Lock()
+	defer g.handling.mu.Unlock()
+	for g.handling.active > 0 {
+		g.handling.ended.Wait()
+	}
 }
 
 type (
@@ -183,9 +227,10 @@ func newGateway(t *testing.T, handler http.HandlerFunc, configure ...func(*gatew
 		c(&opts)
 	}
 	s, pl := opts.build()
-	gw := httptest.NewServer(s)
+	h := newHandling()
+	gw := httptest.NewServer(h.wrap(s))
 	t.Cleanup(gw.Close)
-	return &gateway{URL: gw.URL, upstream: rec, logs: logs, server: s, pipeline: pl}
+	return &gateway{URL: gw.URL, upstream: rec, logs: logs, server: s, pipeline: pl, handling: h}
 }
 
 func post(t *testing.T, url string, body []byte, header map[string]string) *http.Response {
