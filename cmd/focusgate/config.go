@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/focusgate/focusgate/config"
+	"github.com/focusgate/focusgate/internal/logbuf"
 	"github.com/focusgate/focusgate/internal/redact"
 )
 
@@ -64,6 +65,9 @@ func newLoggerWith(cfg config.Config, w io.Writer, secrets *redact.Redactor) *sl
 	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
 		h = slog.NewJSONHandler(w, opts)
+	}
+	if sink, ok := w.(*logbuf.Writer); ok {
+		h = logbuf.NewHandler(h, sink)
 	}
 	return slog.New(redact.NewHandler(h, secrets))
 }

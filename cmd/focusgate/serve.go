@@ -15,6 +15,7 @@ import (
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/config"
 	clientkeys "github.com/focusgate/focusgate/internal/keys"
+	"github.com/focusgate/focusgate/internal/logbuf"
 	"github.com/focusgate/focusgate/internal/telemetry"
 	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/proxy"
@@ -44,7 +45,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	secrets := newRedactor(cfg)
-	log := newLoggerWith(cfg, stderr, secrets)
+	// Lines are written in batches (see logbuf), the last of them once
+	// everything else serve defers is done.
+	sink := logbuf.New(stderr)
+	defer sink.Flush()
+	log := newLoggerWith(cfg, sink, secrets)
 	warnUnknown(log)
 	clientKeys, err := openKeys(cfg, log, secrets)
 	if err != nil {
