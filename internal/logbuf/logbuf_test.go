@@ -1,7 +1,6 @@
 package logbuf
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/focusgate/focusgate/internal/testlog"
 )
 
 // recorder is an out that keeps each write apart and says when one came.
@@ -130,8 +131,8 @@ func TestWarningsGoOutWhenLogged(t *testing.T) {
 
 // Lines written from many goroutines come out whole, each once.
 func TestConcurrentLinesStayWhole(t *testing.T) {
-	var out lockedBuffer
-	w := New(&out)
+	out := testlog.New()
+	w := New(out)
 	w.size = 256 // many flushes by size, and some by time
 	w.delay = time.Microsecond
 	log := slog.New(NewHandler(slog.NewTextHandler(w, nil), w))
@@ -162,21 +163,4 @@ func TestConcurrentLinesStayWhole(t *testing.T) {
 	if len(seen) != writers*lines {
 		t.Fatalf("%d lines, want %d", len(seen), writers*lines)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
