@@ -102,9 +102,12 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 		// Reported once the answer is over: a request refused for its
 		// length may be rescued, and is reported as it went.
 		defer func() {
-			s.logOutcome(ctx, out)
-			s.metrics.observeOutcome(keyName(ctx), out)
-			s.record(ctx, out)
+			out := out
+			s.books.Do(func() {
+				s.logOutcome(ctx, out)
+				s.metrics.observeOutcome(keyName(ctx), out)
+				s.record(ctx, out)
+			})
 		}()
 	}
 	resp, err := s.send(ctx, r, dest, m.Provider, body, forward)

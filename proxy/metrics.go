@@ -206,15 +206,21 @@ func routeLabel(c *gin.Context) string {
 	return "passthrough"
 }
 
-func (m *metrics) observeRequest(c *gin.Context, seconds float64) {
-	route := routeLabel(c)
-	provider := ""
-	if p := infoFrom(c.Request.Context()).match.Provider; p != nil && route != "own" {
-		provider = p.Name
+// requestLabels are the labels a request is counted under, read from its
+// context while the handler still has it.
+type requestLabels struct{ route, provider, code, key string }
+
+func labelsOf(c *gin.Context) requestLabels {
+	l := requestLabels{route: routeLabel(c), code: codeLabel(c.Writer.Status()), key: keyName(c.Request.Context())}
+	if p := infoFrom(c.Request.Context()).match.Provider; p != nil && l.route != "own" {
+		l.provider = p.Name
 	}
-	key := m.keyLabel(keyName(c.Request.Context()))
-	m.requests.WithLabelValues(route, provider, codeLabel(c.Writer.Status()), key).Inc()
-	m.duration.WithLabelValues(route, provider).Observe(seconds)
+	return l
+}
+
+func (m *metrics) observeRequest(l requestLabels, seconds float64) {
+	m.requests.WithLabelValues(l.route, l.provider, l.code, m.keyLabel(l.key)).Inc()
+	m.duration.WithLabelValues(l.route, l.provider).Observe(seconds)
 }
 
 // observeOutcome records what pruning did to one inspected request and to
@@ -275,7 +281,10 @@ func (m *metrics) observeOutcome(keyName string, o focusgate.Outcome) {
 
 func (s *Server) serveMetrics() gin.HandlerFunc {
 	h := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
-	return func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
+	return func(c *gin.Context) {
+		s.Flush()
+		h.ServeHTTP(c.Writer, c.Request)
+	}
 }
 
 // maxModelLabels bounds the distinct values of the model label.

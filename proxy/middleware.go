@@ -54,15 +54,18 @@ func (s *Server) accessLog(c *gin.Context) {
 			// rest): the client went away mid-response.
 			attrs = append(attrs, slog.Bool("aborted", true))
 		}
-		// Metrics first: a test or operator who has seen the log line can
-		// rely on the request being counted.
-		s.metrics.observeRequest(c, elapsed.Seconds())
 		level := slog.LevelInfo
 		if s.opts.Dashboard != nil && strings.HasPrefix(c.Request.URL.Path, "/ui/") {
 			// An open dashboard polls every two seconds.
 			level = slog.LevelDebug
 		}
-		s.log.LogAttrs(c.Request.Context(), level, "request", attrs...)
+		ctx, labels := c.Request.Context(), labelsOf(c)
+		s.books.Do(func() {
+			// Metrics first: a test or operator who has seen the log line
+			// can rely on the request being counted.
+			s.metrics.observeRequest(labels, elapsed.Seconds())
+			s.log.LogAttrs(ctx, level, "request", attrs...)
+		})
 		if v != nil {
 			panic(v)
 		}

@@ -3,9 +3,11 @@ package proxy_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
@@ -165,6 +167,82 @@ func TestAnswerReachesTheClientBeforeTheBookkeeping(t *testing.T) {
 	if !<-gate.result {
 		t.Error("the answer reached the client only once the outcome had been logged")
 	}
+}
+
+// net/http reads a connection's next request only once the handler of the
+// last one has returned. A client that sends requests one after another on
+// one connection gets its next answer while the last request's bookkeeping
+// (here, its outcome's log line) is still being done.
+func TestNextRequestIsNotHeldByTheLastOnesBookkeeping(t *testing.T) {
+	held := &heldHandler{Handler: slog.NewTextHandler(io.Discard, nil), msg: "observations", holding: make(chan struct{}), release: make(chan struct{})}
+	rw := &scripted{out: focusgate.Outcome{API: focusgate.APIChat, Status: focusgate.StatusPruned, Pages: pages(1), TokensBefore: 4000, TokensAfter: 1000}}
+	gw := newGateway(t, nil, func(o *gatewayOptions) {
+		o.Pipeline = rw
+		o.proxyOptions.Logger = slog.New(held)
+	})
+	t.Cleanup(func() { close(held.release) })
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	t.Cleanup(client.CloseIdleConnections)
+	send := func() (reused bool, err error) {
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost,
+			gw.URL+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-4.1","messages":[]}`))
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		if b, err := io.ReadAll(resp.Body); err != nil || string(b) != `{"ok":true}` {
+			return false, fmt.Errorf("answer %q, %v", b, err)
+		}
+		return reused, nil
+	}
+	if _, err := send(); err != nil {
+		t.Fatal(err)
+	}
+	<-held.holding
+	type result struct {
+		reused bool
+		err    error
+	}
+	second := make(chan result, 1)
+	go func() {
+		reused, err := send()
+		second <- result{reused, err}
+	}()
+	select {
+	case r := <-second:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if !r.reused {
+			t.Error("the second request went on a new connection; the test needs it on the first one")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the second request on the connection was not answered while the first one's log line was held")
+	}
+}
+
+// heldHandler holds the first record whose message is msg, once it has
+// closed holding, until release is closed.
+type heldHandler struct {
+	slog.Handler
+	msg              string
+	holding, release chan struct{}
+	once             sync.Once
+}
+
+func (h *heldHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() {
+			close(h.holding)
+			<-h.release
+		})
+	}
+	return h.Handler.Handle(ctx, r)
 }
 
 // gatedHandler holds the record whose message is msg until answered is

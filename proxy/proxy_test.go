@@ -74,7 +74,7 @@ type gateway struct {
 // handling counts the requests a test gateway is handling. An answer reaches
 // the client before the gateway has done its bookkeeping (the outcome's log
 // line, metrics, the holdout's step), so a test that reads those after an
-// answer waits for the requests to end first.
+// answer waits for the requests to end and their bookkeeping to be done.
 type handling struct {
 	mu     sync.Mutex
 	ended  sync.Cond
@@ -102,16 +102,18 @@ func (h *handling) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// settle returns once every request the gateway has begun has ended.
+// settle returns once every request the gateway has begun has ended, and its
+// bookkeeping is done.
 func (g *gateway) settle() {
 	if g.handling == nil {
 		return
 	}
 	g.handling.mu.Lock()
-	defer g.handling.mu.Unlock()
 	for g.handling.active > 0 {
 		g.handling.ended.Wait()
 	}
+	g.handling.mu.Unlock()
+	g.server.Flush()
 }
 
 type (

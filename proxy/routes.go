@@ -26,7 +26,11 @@ func (s *Server) routes() *gin.Engine {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.serveMetrics())
 	if s.opts.Dashboard != nil {
-		ui := gin.WrapH(s.opts.Dashboard)
+		ui := func(c *gin.Context) {
+			// The dashboard shows every request answered before it asked.
+			s.Flush()
+			s.opts.Dashboard.ServeHTTP(c.Writer, c.Request)
+		}
 		e.Any("/ui", ui)
 		e.Any("/ui/*path", ui)
 	}

@@ -78,6 +78,7 @@ func (s *Server) Run(ctx context.Context, srv *http.Server, ln net.Listener, opt
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
+	s.Flush()
 	if opts.Stopped != nil {
 		opts.Stopped(graceCtx)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/internal/budget"
+	"github.com/focusgate/focusgate/internal/later"
 )
 
 // Options configure a Server. Every field has a default; a gateway for an
@@ -92,6 +93,9 @@ type Server struct {
 	// transport carries the requests the handler sends itself (exchange.go):
 	// Options.Transport, traced when tracing is on.
 	transport http.RoundTripper
+	// books holds each request's bookkeeping until it is done in a batch
+	// (books.go).
+	books *later.Queue
 }
 
 // New builds a Server.
@@ -119,6 +123,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, log: opts.Logger, gatherer: opts.Registry, upstreams: upstreams(opts), transport: opts.Transport}
 	s.metrics = newMetrics(opts.Registry)
+	s.books = s.newBooks()
 	if opts.RedisStats != nil {
 		registerRedis(opts.Registry, opts.RedisStats)
 	}

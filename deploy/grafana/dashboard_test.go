@@ -57,11 +57,12 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 	}))
 	t.Cleanup(upstream.Close)
 	reg := prometheus.NewRegistry()
-	gw := httptest.NewServer(proxy.New(proxy.Options{
+	srv := proxy.New(proxy.Options{
 		Upstreams: map[string]proxy.Upstream{"openai": {URL: upstream.URL + "/v1"}}, Registry: reg, Pipeline: scriptedPipeline{},
 		RedisStats:         func() focusgate.RedisStats { return focusgate.RedisStats{Up: true} },
 		RetrieversInFlight: func() int64 { return 0 },
-	}))
+	})
+	gw := httptest.NewServer(srv)
 	t.Cleanup(gw.Close)
 	metrics := holdout.NewMetrics(reg)
 	for _, arm := range []focusgate.Arm{focusgate.ArmPruned, focusgate.ArmHoldout} {
@@ -80,6 +81,10 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 			t.Fatalf("the gateway answered %s", resp.Status)
 		}
 	}
+	// The requests are counted once their handlers have ended (Close waits
+	// for them) and their bookkeeping is done.
+	gw.Close()
+	srv.Flush()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
