@@ -211,6 +211,11 @@ func TestRunDrainsOpenStreamsOnShutdown(t *testing.T) {
 	if err := gw.wait(t, time.Minute); err != nil {
 		t.Errorf("run returned %v after a clean shutdown", err)
 	}
+	// The bookkeeping still waiting when the server stopped is done, and its
+	// lines written, before run returns.
+	if logs := gw.logs.String(); !strings.Contains(logs, "msg=request method=POST path=/v1/chat/completions status=200") {
+		t.Errorf("run returned without the stream's access log line:\n%s", logs)
+	}
 }
 
 // endlessStream starts a gateway with env in front of an upstream whose
