@@ -26,10 +26,11 @@ test: fmt-check vet lint chart-check alloc-budgets
 
 .PHONY: alloc-budgets
 
-## alloc-budgets: the pipeline's hot paths against the allocations per request committed in
-## pipeline/testdata/allocs.txt (TestAllocationBudgets; -update writes new figures)
+## alloc-budgets: the hot paths of the pipeline and of the whole handler against the allocations per request
+## committed in pipeline/testdata/allocs.txt and proxy/testdata/allocs.txt (TestAllocationBudgets; -update writes
+## new figures)
 alloc-budgets:
-	$(GO) test -count=1 -run '^TestAllocationBudgets$$' ./pipeline
+	$(GO) test -count=1 -run '^TestAllocationBudgets$$' ./pipeline ./proxy
 
 vet:
 	$(GO) vet -tags e2e $(PKGS)
