@@ -17,8 +17,8 @@ import (
 )
 
 // Queue holds functions and runs them in the order they were queued, in
-// batches: at most Delay after the first of a batch was queued, at once
-// when Max are waiting (which bounds the memory a stalled batch can hold),
+// batches: a delay after the first of a batch was queued, at once when a
+// maximum are waiting (which bounds the memory a stalled batch can hold),
 // or when Flush is called. Batches never run concurrently. It is safe for
 // concurrent use.
 type Queue struct {
