@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,13 +43,27 @@ var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // real API does before it answers, and replies at once with
 // workload.Completion, or with streamEvents when the request asks for a
 // stream.
-func upstream(w http.ResponseWriter, r *http.Request) {
+//
+// Loopback carries a request body as fast as the processes copy it, which no
+// path from a gateway to a provider does. Given a rate, the upstream answers
+// no sooner than a path of that rate, one for each request, would have
+// carried the body to it from the moment its headers arrived; what a proxy
+// saves by forwarding fewer bytes then shows as it would to a user.
+type upstream struct {
+	bitsPerSecond float64 // zero: loopback's own pace
+}
+
+func (u upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	buf := bodyBuffers.Get().(*bytes.Buffer)
 	defer bodyBuffers.Put(buf)
 	buf.Reset()
 	if _, err := buf.ReadFrom(r.Body); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
+	}
+	if u.bitsPerSecond > 0 {
+		waitUntil(start.Add(carried(buf.Len(), u.bitsPerSecond)))
 	}
 	if !gjson.GetBytes(buf.Bytes(), "stream").Bool() {
 		w.Header().Set("Content-Type", "application/json")
@@ -65,6 +80,25 @@ func upstream(w http.ResponseWriter, r *http.Request) {
 		if err := rc.Flush(); err != nil {
 			return
 		}
+	}
+}
+
+// carried is how long a path of the given rate takes to carry n bytes.
+func carried(n int, bitsPerSecond float64) time.Duration {
+	return time.Duration(float64(n) * 8 / bitsPerSecond * float64(time.Second))
+}
+
+// waitUntil returns at t, give or take a few microseconds. A sleeping
+// goroutine in an otherwise idle process, as the upstream is at one client,
+// wakes up to a millisecond late, which would blur a path's pace over a body
+// of a few hundred kilobytes; so it sleeps until a millisecond before t and
+// yields for the rest.
+func waitUntil(t time.Time) {
+	if d := time.Until(t) - time.Millisecond; d > 0 {
+		time.Sleep(d)
+	}
+	for time.Now().Before(t) {
+		runtime.Gosched()
 	}
 }
 

@@ -12,7 +12,7 @@
 // memory are read from /proc apart from the load's. Run it from the module
 // root:
 //
-//	go run ./bench/loadbench [-duration 3s | -requests N] [-concurrency 1,64] [-rounds 1]
+//	go run ./bench/loadbench [-duration 3s | -requests N] [-concurrency 1,64] [-rounds 1] [-upstream-mbit 0]
 package main
 
 import (
@@ -58,6 +58,7 @@ type options struct {
 	missTokens            int
 	requestFile, treeFile string
 	notesFile             string
+	upstreamMbit          float64
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -96,8 +97,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&opts.requestFile, "request", "testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
 		"GenericAgent request that carries the observation")
 	fs.StringVar(&opts.notesFile, "notes", workload.NotesFile, "text of the nopage case's requests")
+	fs.Float64Var(&opts.upstreamMbit, "upstream-mbit", 0,
+		"megabits per second at which each request body reaches the upstream, as over a path to a provider (0: loopback's own pace)")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
+	}
+	if opts.upstreamMbit < 0 {
+		return opts, fmt.Errorf("-upstream-mbit %v: want 0 or more", opts.upstreamMbit)
 	}
 	if opts.rounds < 1 {
 		return opts, fmt.Errorf("-rounds %d: want at least 1", opts.rounds)
@@ -133,7 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	up, err := serveFake(http.HandlerFunc(upstream))
+	up, err := serveFake(upstream{bitsPerSecond: opts.upstreamMbit * 1e6})
 	if err != nil {
 		return err
 	}

@@ -120,15 +120,16 @@ func TestCheckRejectsWhatTheCaseDoesNotExpect(t *testing.T) {
 }
 
 // TestRunEndToEnd builds focusgate and the bare proxy and runs every case
-// briefly: the report must have a row for each run, and focusgate must have
-// asked the retriever once for the whole run.
+// briefly, over a path of 1 Gbit/s to the upstream: the report must have a
+// row for each run, and focusgate must have asked the retriever once for the
+// whole run.
 func TestRunEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateways")
 	}
 	var out bytes.Buffer
 	err := run(t.Context(), []string{
-		"-requests", "20", "-warmup", "0", "-concurrency", "1,4", "-rounds", "2",
+		"-requests", "20", "-warmup", "0", "-concurrency", "1,4", "-rounds", "2", "-upstream-mbit", "1000",
 		"-tree", "../../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt",
 		"-request", "../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
 		"-notes", filepath.Join("../..", workload.NotesFile),
@@ -149,7 +150,53 @@ func TestRunEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	if !strings.Contains(report, "a path of 1000 Mbit/s") {
+		t.Errorf("the report does not say the path's rate:\n%s", report)
+	}
 	if !strings.Contains(report, "retriever calls in the whole run: 1)") {
 		t.Errorf("the report does not show a single retriever call:\n%s", report)
+	}
+}
+
+func TestCarried(t *testing.T) {
+	for _, tc := range []struct {
+		bytes         int
+		bitsPerSecond float64
+		want          time.Duration
+	}{
+		{125_000, 1e9, time.Millisecond},
+		{189_576, 1e8, 15_166_080 * time.Nanosecond},
+		{0, 1e8, 0},
+	} {
+		if got := carried(tc.bytes, tc.bitsPerSecond); got != tc.want {
+			t.Errorf("carried(%d, %g) = %v, want %v", tc.bytes, tc.bitsPerSecond, got, tc.want)
+		}
+	}
+}
+
+// TestUpstreamAnswersAtTheLinksPace sends the upstream a body that a path of
+// 8 Mbit/s carries in 100 ms: however fast or loaded the machine, the answer
+// cannot come sooner.
+func TestUpstreamAnswersAtThePathsPace(t *testing.T) {
+	up, err := serveFake(upstream{bitsPerSecond: 8e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = up.Close() })
+	body := bytes.Repeat([]byte("x"), 100_000)
+	start := time.Now()
+	resp, err := http.Post(up.URL, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Errorf("the answer came %v after the request, sooner than the 100 ms the path takes to carry its body", took)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("status %d, want 200", resp.StatusCode)
 	}
 }

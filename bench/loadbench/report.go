@@ -68,6 +68,10 @@ func (r report) write(w io.Writer) error {
 	}
 	p("Each run: %s of warm-up, then %s, with every client sending its next request when its last is answered. ", r.opts.warmup, run)
 	p("Latency runs from sending a request to reading the last byte of its answer. ")
+	if r.opts.upstreamMbit > 0 {
+		p("The upstream answers no sooner than a path of %g Mbit/s, one for each request, would have carried the request body to it, "+
+			"from the moment the request's headers arrive; every other hop is loopback. ", r.opts.upstreamMbit)
+	}
 	p("Added latency is the proxy's percentile minus direct's. ")
 	p("CPU per request and peak RSS are the proxy process's, from /proc, during the run.\n\n")
 	for _, name := range r.opts.cases {
