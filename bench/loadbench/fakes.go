@@ -88,19 +88,24 @@ func carried(n int, bitsPerSecond float64) time.Duration {
 	return time.Duration(float64(n) * 8 / bitsPerSecond * float64(time.Second))
 }
 
-// waitUntil returns at t, give or take a few microseconds. A sleeping
-// goroutine in an otherwise idle process, as the upstream is at one client,
-// wakes up to a millisecond late, which would blur a path's pace over a body
-// of a few hundred kilobytes; so it sleeps until a millisecond before t and
-// yields for the rest.
+// waitUntil returns at t, give or take a few microseconds, without holding a
+// core for long. A sleeping goroutine in a process as idle as the upstream's
+// at one client wakes up to a millisecond late (the runtime's poller waits in
+// whole milliseconds), which would blur a path's pace over a body of a few
+// hundred kilobytes; so the thread sleeps until shortly before t (threadSleep)
+// and yields for the rest.
 func waitUntil(t time.Time) {
-	if d := time.Until(t) - time.Millisecond; d > 0 {
-		time.Sleep(d)
+	if d := time.Until(t) - yieldFor; d > 0 {
+		threadSleep(d)
 	}
 	for time.Now().Before(t) {
 		runtime.Gosched()
 	}
 }
+
+// yieldFor is how long before its time waitUntil stops sleeping: more than
+// threadSleep is late, about 80 µs here.
+const yieldFor = 150 * time.Microsecond
 
 // streamEvents is a short chat-completion stream: a role, eight content
 // deltas, a finish reason and the terminator, each flushed on its own.
