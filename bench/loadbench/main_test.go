@@ -174,7 +174,7 @@ func TestCarried(t *testing.T) {
 	}
 }
 
-// TestUpstreamAnswersAtTheLinksPace sends the upstream a body that a path of
+// TestUpstreamAnswersAtThePathsPace sends the upstream a body that a path of
 // 8 Mbit/s carries in 100 ms: however fast or loaded the machine, the answer
 // cannot come sooner.
 func TestUpstreamAnswersAtThePathsPace(t *testing.T) {
