@@ -123,6 +123,9 @@ type conversation struct {
 	// validated or searched again.
 	known []knownString
 	model string // the last top-level "model" string
+	// turnTexts holds, by unit, each assistant unit's text as history shows it
+	// (see turnText), made once it is first needed.
+	turnTexts []turn
 
 	// The memory held beyond the body, charged to reserve (see account).
 	reserve           func(int64) bool

@@ -15,6 +15,7 @@ const (
 	unitSize     = int64(unsafe.Sizeof(unit{}))
 	callSize     = int64(unsafe.Sizeof(call{}))
 	answerSize   = int64(unsafe.Sizeof(nearestAnswer{}))
+	turnSize     = int64(unsafe.Sizeof(turn{}))
 )
 
 // note records n bytes the conversation has come to hold, charged at the

@@ -426,36 +426,72 @@ func (c *conversation) first(r role, ui int) string {
 // assistantTurns is the history of last resort: what the assistant said and the
 // tools it called before unit ui, the newest first when it is too long.
 func (c *conversation) assistantTurns(ui int) string {
-	var turns []string
+	var turns []int // the units of the history, newest first
+	size := 0
 	// Every turn looked at costs at least one byte of the budget, so that a long
 	// conversation of empty turns is not walked to its start for every observation.
 	for i, budget := ui-1, MaxHistoryBytes; i >= 0 && budget > 0; i-- {
-		u := &c.units[i]
-		if u.role != roleAssistant {
+		if c.units[i].role != roleAssistant {
 			continue
 		}
-		var parts []string
-		for si := u.first; si < u.end; si++ {
-			parts = append(parts, c.segText(si))
-		}
-		for _, fn := range u.calls {
-			args := c.body[fn.args.start:fn.args.end]
-			if fn.raw {
-				parts = append(parts, c.decode(fn.name)+"("+string(args)+")")
-			} else {
-				parts = append(parts, c.decode(fn.name)+"("+c.decode(fn.args)+")")
-			}
-		}
-		t := joinText(parts...)
+		t := c.turnText(i)
 		if t != "" {
-			turns = append(turns, t)
+			turns = append(turns, i)
+			size += len(t) + len("\n\n")
 		}
 		budget -= len(t) + 1
 	}
-	for i, j := 0, len(turns)-1; i < j; i, j = i+1, j-1 {
-		turns[i], turns[j] = turns[j], turns[i]
+	switch len(turns) {
+	case 0:
+		return ""
+	case 1:
+		return c.turnTexts[turns[0]].text
 	}
-	return strings.Join(turns, "\n\n")
+	var b strings.Builder
+	b.Grow(size)
+	for k := len(turns) - 1; k >= 0; k-- {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(c.turnTexts[turns[k]].text)
+	}
+	return b.String()
+}
+
+// turn is an assistant unit's text and calls as history shows them.
+type turn struct {
+	text string
+	made bool
+}
+
+// turnText is an assistant unit's turn, made once per request: every later
+// observation's history walks back over the same turns, and a tool loop has
+// a page after each.
+func (c *conversation) turnText(ui int) string {
+	if c.turnTexts == nil {
+		c.turnTexts = make([]turn, len(c.units))
+		c.note(int64(len(c.units)) * turnSize)
+	}
+	if t := &c.turnTexts[ui]; t.made {
+		return t.text
+	}
+	u := &c.units[ui]
+	var parts []string
+	for si := u.first; si < u.end; si++ {
+		parts = append(parts, c.segText(si))
+	}
+	for _, fn := range u.calls {
+		args := c.body[fn.args.start:fn.args.end]
+		if fn.raw {
+			parts = append(parts, c.decode(fn.name)+"("+string(args)+")")
+		} else {
+			parts = append(parts, c.decode(fn.name)+"("+c.decode(fn.args)+")")
+		}
+	}
+	text := joinText(parts...)
+	c.note(int64(len(text))) // held with the request, like the decoded segments
+	c.turnTexts[ui] = turn{text: text, made: true}
+	return text
 }
 
 // joinText joins the non-blank texts, trimmed, with blank lines.

@@ -248,3 +248,72 @@ func describeObs(o Observation) string {
 	return fmt.Sprintf("%s %s lines=%d focus=%q goal=%q history=%q text=%q",
 		o.Path, o.Format, len(o.Lines), o.FocusedBID, o.Goal, o.History, strings.Clone(o.Text))
 }
+
+// longToolLoop is a Playwright MCP tool loop of the given steps, each a call
+// and its snapshot: a page of about 4 KB whose refs and products are the
+// step's own.
+func longToolLoop(tb testing.TB, steps int) []byte {
+	tb.Helper()
+	msgs := []any{map[string]any{"role": "system", "content": loopSystem}, map[string]any{"role": "user", "content": loopTask}}
+	for i := range steps {
+		var items strings.Builder
+		for k := range 40 {
+			fmt.Fprintf(&items, "      - listitem [ref=e%d]:\n        - link \"Product %d of step %d\" [ref=e%d] [cursor=pointer]\n",
+				1000*i+20+2*k, k, i, 1000*i+21+2*k)
+		}
+		page := pwResult("await page.goto('http://127.0.0.1:8123/');", "Page "+strconv.Itoa(i), 1000*i)
+		page = strings.Replace(page, "    - button \"Add to cart\"", items.String()+"    - button \"Add to cart\"", 1)
+		id := "c" + strconv.Itoa(i)
+		msgs = append(msgs, toolCall(id, "browser_navigate", `{"url":"http://127.0.0.1:8123/"}`, nil), toolResult(id, page))
+	}
+	return mustJSON(tb, map[string]any{"model": "gpt-4.1", "messages": msgs, "tools": []any{}})
+}
+
+// BenchmarkFindToolLoop measures a tool loop's request as the gateway sees
+// it at every step: every page but the newest read before, by a Finder
+// that remembers them. The cost per page must not grow with the steps.
+func BenchmarkFindToolLoop(b *testing.B) {
+	for _, steps := range []int{10, 40, 160} {
+		body := longToolLoop(b, steps)
+		f := NewFinder(256 << 20)
+		if obs, err := f.Find(body, focusgate.APIChat, Options{All: true}); err != nil || len(obs) != steps {
+			b.Fatalf("Find = %d observations, %v; want %d", len(obs), err, steps)
+		}
+		b.Run(strconv.Itoa(steps), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.Find(body, focusgate.APIChat, Options{All: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*steps), "ns/page")
+		})
+	}
+}
+
+// Every page of a tool loop gets as its history the calls before it, up to
+// MaxHistoryBytes. Each observation made the text of every turn before it
+// again, so a request of n steps cost the square of n, and an agent's
+// session grew dearer with every step. Ten times the steps must cost about
+// ten times the allocations.
+func TestToolLoopHistoriesAreLinear(t *testing.T) {
+	const small, large = 20, 200
+	var mallocs [2]uint64
+	for i, steps := range []int{small, large} {
+		body := longToolLoop(t, steps)
+		var obs []Observation
+		var err error
+		mallocs[i], _ = allocated(func() { obs, err = Find(body, focusgate.APIChat, Options{All: true}) })
+		if err != nil || len(obs) != steps {
+			t.Fatalf("%d steps: %d observations, %v", steps, len(obs), err)
+		}
+		if want := strings.Repeat(navigate+"\n\n", steps-1) + navigate; obs[steps-1].History != keepTail(want, MaxHistoryBytes) {
+			t.Errorf("%d steps: the newest page's history is %q", steps, obs[steps-1].History)
+		}
+	}
+	const most = 1.2 * large / small
+	if r := float64(mallocs[1]) / float64(mallocs[0]); r > most {
+		t.Errorf("%d steps made %.1f times the allocations of %d (%d, %d), want at most %.0f", large, r, small, mallocs[1], mallocs[0], most)
+	}
+}
