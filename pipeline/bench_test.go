@@ -135,10 +135,11 @@ var wrapperStacks = []struct {
 // hotPaths are the requests the gateway's budgets are about (see
 // BENCHMARKS.md): ordinary chat bodies with no page (1.2 KB, and 16 KB of
 // list items or of prose, each new), a cache hit on an 80k-token page, a
-// miss on a 60k-token page whose lines were all counted before but one,
-// the skips (the inspection budget full, a body that is not JSON, one the
-// gateway could not decode), and a cache hit on a page in each client's
-// wrappers, whose splice writes the page back through them.
+// tool loop's request whose every page is a cache hit, a miss on a
+// 60k-token page whose lines were all counted before but one, the skips
+// (the inspection budget full, a body that is not JSON, one the gateway
+// could not decode), and a cache hit on a page in each client's wrappers,
+// whose splice writes the page back through them.
 func hotPaths() []hotPath {
 	paths := []hotPath{
 		{"passthrough/chat", func(tb testing.TB) (*pipeline.Pipeline, func(uint64) focusgate.Request, outcomeWant) {
@@ -160,6 +161,15 @@ func hotPaths() []hotPath {
 			p, req := benchPipeline(), same(benchTreeOf(tb, 80000).Body)
 			primed(tb, p, req)
 			return p, req, hit
+		}},
+		{"hit/toolloop", func(tb testing.TB) (*pipeline.Pipeline, func(uint64) focusgate.Request, outcomeWant) {
+			// Each step's page was the newest once, and pruned then: the
+			// request re-applies every selection from the cache.
+			p, steps := benchPipeline(), toolLoopSteps(tb)
+			for n := 1; n <= len(steps); n++ {
+				primed(tb, p, same(toolLoop(tb, "gpt-4.1", steps[:n]...)))
+			}
+			return p, same(toolLoop(tb, "gpt-4.1", steps...)), hit
 		}},
 		{"miss/60k", func(tb testing.TB) (*pipeline.Pipeline, func(uint64) focusgate.Request, outcomeWant) {
 			p, steps := benchPipeline(), benchTreeOf(tb, 60000).Steps()
@@ -193,6 +203,21 @@ func hotPaths() []hotPath {
 		}})
 	}
 	return paths
+}
+
+// toolLoopSteps are the steps of a tool loop that has browsed every page of
+// testdata/axtrees, each read by a snapshot tool.
+func toolLoopSteps(tb testing.TB) [][2]string {
+	tb.Helper()
+	files, err := filepath.Glob("../testdata/axtrees/*.txt")
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no pages in testdata/axtrees (%v)", err)
+	}
+	steps := make([][2]string, len(files))
+	for i, f := range files {
+		steps[i] = [2]string{"snapshot", readPage(tb, filepath.Base(f))}
+	}
+	return steps
 }
 
 // BenchmarkRewrite measures the pipeline's work on each hot path, body in,
