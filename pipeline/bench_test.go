@@ -167,9 +167,9 @@ func hotPaths() []hotPath {
 			// request re-applies every selection from the cache.
 			p, steps := benchPipeline(), toolLoopSteps(tb)
 			for n := 1; n <= len(steps); n++ {
-				primed(tb, p, same(toolLoop(tb, "gpt-4.1", steps[:n]...)))
+				primed(tb, p, same(workload.ToolLoop("gpt-4.1", steps[:n]...)))
 			}
-			return p, same(toolLoop(tb, "gpt-4.1", steps...)), hit
+			return p, same(workload.ToolLoop("gpt-4.1", steps...)), hit
 		}},
 		{"miss/60k", func(tb testing.TB) (*pipeline.Pipeline, func(uint64) focusgate.Request, outcomeWant) {
 			p, steps := benchPipeline(), benchTreeOf(tb, 60000).Steps()
@@ -209,13 +209,9 @@ func hotPaths() []hotPath {
 // testdata/axtrees, each read by a snapshot tool.
 func toolLoopSteps(tb testing.TB) [][2]string {
 	tb.Helper()
-	files, err := filepath.Glob("../testdata/axtrees/*.txt")
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no pages in testdata/axtrees (%v)", err)
-	}
-	steps := make([][2]string, len(files))
-	for i, f := range files {
-		steps[i] = [2]string{"snapshot", readPage(tb, filepath.Base(f))}
+	steps, err := workload.ToolLoopSteps(filepath.Join("..", workload.PagesDir))
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return steps
 }

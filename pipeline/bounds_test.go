@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/internal/budget"
 	"github.com/focusgate/focusgate/pipeline"
 )
@@ -27,7 +28,7 @@ func TestDetectionMemoryCountsAgainstTheBudget(t *testing.T) {
 	}
 	b.WriteString(`]}]}`)
 	parts := b.Bytes()
-	page := toolLoop(t, "gpt-4.1", [2]string{"snapshot", readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")})
+	page := workload.ToolLoop("gpt-4.1", [2]string{"snapshot", readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")})
 
 	for _, tt := range []struct {
 		name   string

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/pipeline"
@@ -43,7 +44,7 @@ func TestAHundredPagesInOneOutputMakeBoundedCalls(t *testing.T) {
 	r := &countingRetriever{}
 	p := fanoutPipeline(r, 16, nil)
 	output := strings.Join(distinctPages(t, 100), "\n\n--- next tab ---\n\n")
-	body := toolLoop(t, "gpt-4.1", [2]string{"snapshot", output})
+	body := workload.ToolLoop("gpt-4.1", [2]string{"snapshot", output})
 	sent, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body})
 	if len(out.Pages) != 100 {
 		t.Fatalf("%d pages found, want 100", len(out.Pages))
@@ -97,7 +98,7 @@ func TestARescueMakesBoundedCalls(t *testing.T) {
 	for _, pg := range distinctPages(t, 40) {
 		steps = append(steps, [2]string{"snapshot", pg})
 	}
-	body := toolLoop(t, "gpt-4.1", steps...)
+	body := workload.ToolLoop("gpt-4.1", steps...)
 	_, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body, Rescue: true})
 	if n := r.calls.Load(); n != 8 {
 		t.Errorf("%d retriever calls, want the bound, 8", n)
@@ -157,7 +158,7 @@ func TestTheGateBoundsCallsInFlight(t *testing.T) {
 	pages := distinctPages(t, 6)
 	done := make(chan focusgate.Outcome, len(pages))
 	for _, pg := range pages {
-		body := toolLoop(t, "gpt-4.1", [2]string{"snapshot", pg})
+		body := workload.ToolLoop("gpt-4.1", [2]string{"snapshot", pg})
 		go func() {
 			_, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body})
 			done <- out

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/bench/workload"
 )
 
 // A held-out request goes as it came, with no retriever call and nothing
@@ -26,7 +27,7 @@ func TestHeldOutRequestsAreOnlyRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			body := toolLoop(t, "gpt-4.1", tt.steps...)
+			body := workload.ToolLoop("gpt-4.1", tt.steps...)
 			for _, held := range []bool{true, false} {
 				got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body, Holdout: held})
 				if out.Repeated != tt.repeated {

@@ -10,32 +10,9 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/pipeline"
 )
-
-// toolLoop is a chat tool loop whose tool results are the given pages, each
-// after a tool call named by the action before it.
-func toolLoop(t testing.TB, model string, steps ...[2]string) []byte {
-	t.Helper()
-	msgs := []map[string]any{
-		{"role": "system", "content": "You drive a web browser with tools."},
-		{"role": "user", "content": "Order a standard laptop with the default configuration"},
-	}
-	for i, s := range steps {
-		id := string(rune('a' + i))
-		msgs = append(msgs,
-			map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{
-				"id": id, "type": "function", "function": map[string]any{"name": s[0], "arguments": "{}"},
-			}}},
-			map[string]any{"role": "tool", "tool_call_id": id, "content": s[1]},
-		)
-	}
-	body, err := json.Marshal(map[string]any{"model": model, "messages": msgs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return body
-}
 
 func readPage(t testing.TB, name string) string {
 	t.Helper()
@@ -57,12 +34,12 @@ func TestRelookGoesOutWhole(t *testing.T) {
 		return p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body})
 	}
 
-	first, out := send(toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}))
+	first, out := send(workload.ToolLoop("gpt-4.1", [2]string{"snapshot", laptop}))
 	if out.Status != focusgate.StatusPruned {
 		t.Fatalf("first look: %s %s, want pruned", out.Status, out.Reason)
 	}
 
-	again := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop})
+	again := workload.ToolLoop("gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop})
 	second, out := send(again)
 	if out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonRelook || !out.Relook {
 		t.Fatalf("second look: %s %s relook=%v, want skipped re-look", out.Status, out.Reason, out.Relook)
@@ -78,7 +55,7 @@ func TestRelookGoesOutWhole(t *testing.T) {
 	}
 	assertSamePrefix(t, first, second)
 
-	moved := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop}, [2]string{"click", ipad})
+	moved := workload.ToolLoop("gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop}, [2]string{"click", ipad})
 	third, out := send(moved)
 	if out.Status != focusgate.StatusPruned || out.Relook {
 		t.Fatalf("new page after an action: %s %s, want pruned", out.Status, out.Reason)
@@ -90,7 +67,7 @@ func TestRelookGoesOutWhole(t *testing.T) {
 
 	// A third look after the whole one is pruned again: the agent saw the
 	// page whole the step before.
-	thrice := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop})
+	thrice := workload.ToolLoop("gpt-4.1", [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop}, [2]string{"snapshot", laptop})
 	if _, out := send(thrice); out.Pages[2].Status != focusgate.StatusPruned {
 		t.Errorf("a look after a whole one: %s %s, want pruned", out.Pages[2].Status, out.Pages[2].Reason)
 	}
@@ -136,17 +113,17 @@ func TestBypassModels(t *testing.T) {
 
 	// A pruned page, stored, then the same conversation with a bypassed
 	// model: nothing is re-applied.
-	if _, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop})}); out.Status != focusgate.StatusPruned {
+	if _, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: workload.ToolLoop("gpt-4.1", [2]string{"snapshot", laptop})}); out.Status != focusgate.StatusPruned {
 		t.Fatalf("gpt-4.1: %s %s, want pruned", out.Status, out.Reason)
 	}
 	for _, model := range []string{"o3", "o3-mini-2025-01-31", "azure/O3-pro", "gpt-5-mini"} {
-		body := toolLoop(t, model, [2]string{"snapshot", laptop}, [2]string{"click", ipad})
+		body := workload.ToolLoop(model, [2]string{"snapshot", laptop}, [2]string{"click", ipad})
 		got, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: body})
 		if out.Status != focusgate.StatusSkipped || out.Reason != focusgate.ReasonBypassModel || !bytes.Equal(got, body) {
 			t.Errorf("%s: %s %s, body changed: %v; want skipped bypass-model and the body as it came", model, out.Status, out.Reason, !bytes.Equal(got, body))
 		}
 	}
-	if _, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: toolLoop(t, "gpt-4.1-mini", [2]string{"click", ipad})}); out.Reason == focusgate.ReasonBypassModel {
+	if _, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: workload.ToolLoop("gpt-4.1-mini", [2]string{"click", ipad})}); out.Reason == focusgate.ReasonBypassModel {
 		t.Errorf("gpt-4.1-mini bypassed by patterns that do not match it")
 	}
 }
@@ -226,12 +203,12 @@ func TestDuplicateModelMembersReadAsTheUpstreamDoes(t *testing.T) {
 	opts := goldenOptions()
 	opts.BypassModels = []string{"o3*"}
 	p := pipeline.New(opts)
-	body := toolLoop(t, "gpt-4.1", [2]string{"snapshot", laptop})
+	body := workload.ToolLoop("gpt-4.1", [2]string{"snapshot", laptop})
 	dup := append(bytes.TrimSuffix(body, []byte("}")), []byte(`,"model":"o3"}`)...)
 	if _, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: dup}); out.Reason != focusgate.ReasonBypassModel {
 		t.Errorf("gpt-4.1 then o3: %s %s, want bypass-model (o3 is what the upstream reads)", out.Status, out.Reason)
 	}
-	dup = append(bytes.TrimSuffix(toolLoop(t, "o3", [2]string{"snapshot", laptop}), []byte("}")), []byte(`,"model":"gpt-4.1"}`)...)
+	dup = append(bytes.TrimSuffix(workload.ToolLoop("o3", [2]string{"snapshot", laptop}), []byte("}")), []byte(`,"model":"gpt-4.1"}`)...)
 	if _, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: dup}); out.Status != focusgate.StatusPruned || out.Model != "gpt-4.1" {
 		t.Errorf("o3 then gpt-4.1: %s %s (model %q), want pruned for gpt-4.1", out.Status, out.Reason, out.Model)
 	}
@@ -255,7 +232,7 @@ func TestReadingOnPastACutIsNotARelook(t *testing.T) {
 
 	p := newGoldenPipeline()
 	send := func(steps ...[2]string) focusgate.Outcome {
-		_, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: toolLoop(t, "gpt-4.1", steps...)})
+		_, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: workload.ToolLoop("gpt-4.1", steps...)})
 		return out
 	}
 	if out := send([2]string{"snapshot", preview}); out.Status != focusgate.StatusPruned {

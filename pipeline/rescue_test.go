@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/cache"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/pipeline"
@@ -64,7 +65,7 @@ func TestRescuePrunesEveryPageAndTheConversationGoesOn(t *testing.T) {
 	}
 	r := &countingRetriever{}
 	p := rescuePipeline(r, nil)
-	body := toolLoop(t, "gpt-4.1", steps(3)...)
+	body := workload.ToolLoop("gpt-4.1", steps(3)...)
 	ctx := context.Background()
 
 	_, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: body})
@@ -89,7 +90,7 @@ func TestRescuePrunesEveryPageAndTheConversationGoesOn(t *testing.T) {
 		t.Errorf("retriever calls after the rescue: %d, want 3 (the two older pages asked, the newest found stored)", n)
 	}
 
-	next, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: toolLoop(t, "gpt-4.1", steps(4)...)})
+	next, out := p.Rewrite(ctx, focusgate.Request{API: focusgate.APIChat, Body: workload.ToolLoop("gpt-4.1", steps(4)...)})
 	if out.Older.Reapplied != 3 || out.Rescue != "" {
 		t.Errorf("next request: older %+v rescue %q, want the three rescued pages re-applied", out.Older, out.Rescue)
 	}
@@ -106,7 +107,7 @@ func TestRescueStubsPagesTheRetrieverCannotServe(t *testing.T) {
 	page := readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")
 	r := &countingRetriever{fail: true}
 	p := rescuePipeline(r, nil)
-	body := toolLoop(t, "gpt-4.1", [2]string{"snapshot", page})
+	body := workload.ToolLoop("gpt-4.1", [2]string{"snapshot", page})
 
 	sent, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: body})
 	if out.Status != focusgate.StatusFailedOpen || string(sent) != string(body) {
@@ -137,7 +138,7 @@ func TestRescueBeforeTheWindowIsExceeded(t *testing.T) {
 	laptop := readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")
 	ipad := readPage(t, "bgym-pr301_workarena_ipad_pro_form.txt")
 	loop := func(model string) []byte {
-		return toolLoop(t, model, [2]string{"snapshot", laptop}, [2]string{"snapshot", ipad})
+		return workload.ToolLoop(model, [2]string{"snapshot", laptop}, [2]string{"snapshot", ipad})
 	}
 	img, _ := json.Marshal("data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("\x89PNG pixels ", 300_000))))
 	withImage := func(body []byte) []byte {

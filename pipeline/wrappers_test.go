@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/detect"
 )
 
@@ -53,7 +54,7 @@ func numberLines(text, format string) string {
 func jsToolLoop(t testing.TB, steps ...[2]string) []byte {
 	t.Helper()
 	var msgs any
-	if err := json.Unmarshal(toolLoop(t, "gpt-4.1", steps...), &msgs); err != nil {
+	if err := json.Unmarshal(workload.ToolLoop("gpt-4.1", steps...), &msgs); err != nil {
 		t.Fatal(err)
 	}
 	var js bytes.Buffer

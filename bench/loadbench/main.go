@@ -47,7 +47,7 @@ func main() {
 }
 
 // caseNames are the request kinds, in the order they run.
-var caseNames = []string{"passthrough", "stream", "tree", "nopage", "prose", "miss"}
+var caseNames = []string{"passthrough", "stream", "tree", "toolloop", "nopage", "prose", "miss"}
 
 type options struct {
 	duration, warmup      time.Duration
@@ -58,6 +58,7 @@ type options struct {
 	missTokens            int
 	requestFile, treeFile string
 	notesFile             string
+	pagesDir              string
 	upstreamMbit          float64
 }
 
@@ -97,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&opts.requestFile, "request", "testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
 		"GenericAgent request that carries the observation")
 	fs.StringVar(&opts.notesFile, "notes", workload.NotesFile, "text of the nopage case's requests")
+	fs.StringVar(&opts.pagesDir, "pages", workload.PagesDir, "directory of the pages (*.txt) the toolloop case's agent has browsed, one a step")
 	fs.Float64Var(&opts.upstreamMbit, "upstream-mbit", 0,
 		"megabits per second at which each request body reaches the upstream, as over a path to a provider (0: loopback's own pace)")
 	if err := fs.Parse(args); err != nil {
@@ -135,7 +137,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	rep.missTree = missTree
-	rt, err := newRetriever(workload.Keep(tree.Lines))
+	steps, err := workload.ToolLoopSteps(opts.pagesDir)
+	if err != nil {
+		return err
+	}
+	rep.loopSteps = len(steps)
+	// One answer serves every page: its ranges are clipped to each page's
+	// lines, so it is made for the longest.
+	longest := max(tree.Lines, missTree.Lines)
+	for _, s := range steps {
+		longest = max(longest, strings.Count(s[1], "\n")+1)
+	}
+	rt, err := newRetriever(workload.Keep(longest))
 	if err != nil {
 		return err
 	}
@@ -206,13 +219,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		"passthrough": {name: "passthrough", body: workload.Chat(false), answerSize: int64(len(workload.Completion)), gatewayStatus: noObservation},
 		"stream":      {name: "stream", body: workload.Chat(true), answerSize: streamSize(), gatewayStatus: noObservation},
 		"tree":        {name: "tree", body: tree.Body, answerSize: int64(len(workload.Completion)), gatewayStatus: "pruned", cache: "hit"},
+		"toolloop": {name: "toolloop", body: workload.ToolLoop(loopModel, steps...),
+			answerSize: int64(len(workload.Completion)), gatewayStatus: "pruned", cache: "hit"},
 	}
+	rep.loopBody = len(cases["toolloop"].body)
 	rep.retrieverCalls = map[string]int64{}
 	if slices.Contains(opts.cases, "tree") {
 		if rep.treeTokensAfter, err = primeCache(ctx, l, cases["tree"], targets[3], tree.Tokens); err != nil {
 			return err
 		}
 		rep.retrieverCalls["tree"] = rt.calls.Load()
+	}
+	if slices.Contains(opts.cases, "toolloop") {
+		calls := rt.calls.Load()
+		if rep.loopTokensBefore, rep.loopTokensAfter, err = primeToolLoop(ctx, l, steps, targets[3]); err != nil {
+			return err
+		}
+		rep.retrieverCalls["toolloop"] = rt.calls.Load() - calls
 	}
 
 	// Rounds go outermost so that a change in the machine's load between
@@ -249,6 +272,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	rep.loadAfter = loadAverage()
 	return rep.write(stdout)
+}
+
+// loopModel is the model the toolloop case's requests name, dated as agents
+// pin it.
+const loopModel = "gpt-4.1-2025-04-14"
+
+// primeToolLoop sends the toolloop case's request as the agent sent it at
+// each step, one page more each time, so that focusgate asks the retriever
+// about each page when it is the newest and caches its selection: in the
+// whole request, every page is then a cache hit. It returns the tokens of
+// the pages focusgate counted in the whole request and forwarded.
+func primeToolLoop(ctx context.Context, l *loader, steps [][2]string, fg target) (before, after int, err error) {
+	c := bodyCase{name: "toolloop", answerSize: int64(len(workload.Completion)), gatewayStatus: "pruned"}
+	var resp *http.Response
+	for n := 1; n <= len(steps); n++ {
+		c.body = workload.ToolLoop(loopModel, steps[:n]...)
+		if resp, err = l.send(ctx, c, fg); err != nil {
+			return 0, 0, fmt.Errorf("toolloop request of %d steps: %w", n, err)
+		}
+	}
+	if before, err = strconv.Atoi(resp.Header.Get(proxy.HeaderTokensBefore)); err != nil {
+		return 0, 0, fmt.Errorf("toolloop: %s: %w", proxy.HeaderTokensBefore, err)
+	}
+	if after, err = strconv.Atoi(resp.Header.Get(proxy.HeaderTokensAfter)); err != nil {
+		return 0, 0, fmt.Errorf("toolloop: %s: %w", proxy.HeaderTokensAfter, err)
+	}
+	return before, after, nil
 }
 
 // primeCache sends the tree case's request once, which makes focusgate ask

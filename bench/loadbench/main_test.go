@@ -133,6 +133,7 @@ func TestRunEndToEnd(t *testing.T) {
 		"-tree", "../../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt",
 		"-request", "../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
 		"-notes", filepath.Join("../..", workload.NotesFile),
+		"-pages", filepath.Join("../..", workload.PagesDir),
 	}, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)

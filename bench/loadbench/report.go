@@ -22,6 +22,9 @@ type report struct {
 	loadBefore, loadAfter string
 	tree, missTree        workload.Tree
 	treeTokensAfter       int
+	loopSteps, loopBody   int
+	loopTokensBefore      int
+	loopTokensAfter       int
 	noPage, prose         []byte           // the nopage and prose cases' first requests
 	retrieverCalls        map[string]int64 // by case, warm-ups included
 	results               []result
@@ -86,6 +89,12 @@ func (r report) write(w io.Writer) error {
 			p("- tree: a %s-byte GenericAgent request whose observation has %s lines and %s tokens; "+
 				"focusgate forwards it pruned to %s tokens from its cached selection (retriever calls in the whole run: %d).\n",
 				grouped(len(r.tree.Body)), grouped(r.tree.Lines), grouped(r.tree.Tokens), grouped(r.treeTokensAfter), r.retrieverCalls["tree"])
+		case "toolloop":
+			p("- toolloop: a %s-byte chat request of an agent that drives a browser through a snapshot tool, as Playwright MCP's "+
+				"clients send it: %d steps, each a real page of `%s` (%s tokens in all), every earlier one included; "+
+				"focusgate forwards them pruned to %s tokens, each from the selection it cached when that page was the newest "+
+				"(retriever calls in the whole run: %d).\n",
+				grouped(r.loopBody), r.loopSteps, r.opts.pagesDir, grouped(r.loopTokensBefore), grouped(r.loopTokensAfter), r.retrieverCalls["toolloop"])
 		case "nopage":
 			p("- nopage: %s-byte chat requests with no page, but markdown notes (`%s`) of list items, check boxes and links "+
 				"that look like element ids; each differs from the others in its first words, so focusgate searches each anew.\n",

@@ -17,6 +17,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,6 +145,58 @@ func chat(stream bool, system, user string) []byte {
 		panic(err) // a fixed value of plain types always marshals
 	}
 	return b
+}
+
+// ToolLoop returns the chat-completion request of an agent that drives a
+// browser through tools, as the clients of Playwright MCP and
+// chrome-devtools-mcp send it: a system prompt and the task, then a tool call
+// and its result for each step, every earlier one included. A step is the
+// tool's name and what it returned.
+func ToolLoop(model string, steps ...[2]string) []byte {
+	msgs := []map[string]any{
+		{"role": "system", "content": "You drive a web browser with tools."},
+		{"role": "user", "content": "Order a standard laptop with the default configuration"},
+	}
+	for i, s := range steps {
+		id := string(rune('a' + i))
+		msgs = append(msgs,
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{
+				"id": id, "type": "function", "function": map[string]any{"name": s[0], "arguments": "{}"},
+			}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": s[1]},
+		)
+	}
+	b, err := json.Marshal(map[string]any{"model": model, "messages": msgs})
+	if err != nil {
+		panic(err) // maps of strings always marshal
+	}
+	return b
+}
+
+// PagesDir is, relative to the repository's root, the directory of the real
+// accessibility trees that ToolLoopSteps reads.
+const PagesDir = "testdata/axtrees"
+
+// ToolLoopSteps returns the steps of a tool loop that has browsed every page
+// in dir (see PagesDir), in the order of their file names, each read by a
+// snapshot tool.
+func ToolLoopSteps(dir string) ([][2]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no pages (*.txt) in %s", dir)
+	}
+	steps := make([][2]string, len(files))
+	for i, f := range files {
+		page, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		steps[i] = [2]string{"snapshot", string(page)}
+	}
+	return steps, nil
 }
 
 // Tree is a GenericAgent request whose observation was cut to a token budget.
