@@ -207,3 +207,34 @@ func Model(body []byte) string {
 func FirstModel(body []byte) string {
 	return gjson.GetBytes(body, "model").String()
 }
+
+// leadingBytes is how much of a body LeadingModel reads: enough for the
+// members an agent sends before its conversation (the model, its settings, a
+// note), little enough to cost nothing beside detection.
+const leadingBytes = 4 << 10
+
+// errLooked ends LeadingModel's walk at the model.
+var errLooked = errors.New("model read")
+
+// LeadingModel is FirstModel for a body about to be searched: the first
+// "model" member if it ends within the body's first leadingBytes, else "".
+// Agents that name the model first (Claude Code, Codex, the Node SDKs) are
+// answered from their first bytes, so that a request whose model is not
+// pruned skips detection. The Python SDKs of OpenAI and Anthropic, and
+// Stagehand, name it after the conversation: finding it there would scan the
+// whole body once more before detection, which reads the model in its own
+// walk.
+func LeadingModel(body []byte) string {
+	head := body[:min(len(body), leadingBytes)]
+	var model string
+	_, _ = eachMember(head, skipSpace(head, 0), 0, func(key []byte, v int) (int, error) {
+		if string(key) != "model" {
+			return skipValue(head, v, 1)
+		}
+		if lit, _, ok, _ := stringOrSkip(head, v, 1); ok {
+			model = string(word(head, lit))
+		}
+		return v, errLooked
+	})
+	return model
+}

@@ -56,8 +56,8 @@ func (benchRetriever) Select(_ context.Context, q prune.Query) (prune.Selection,
 }
 
 // benchPipeline is the pipeline cmd/focusgate builds with its default
-// memory settings, over an in-process cache and a retriever that answers at
-// once.
+// memory settings and economics gate, over an in-process cache and a
+// retriever that answers at once.
 func benchPipeline(configure ...func(*pipeline.Options)) *pipeline.Pipeline {
 	pr := prune.New(prune.Config{
 		RetrieverModel:   "gpt-4.1-mini",
@@ -68,7 +68,8 @@ func benchPipeline(configure ...func(*pipeline.Options)) *pipeline.Pipeline {
 		AppliedMemoBytes: 8 << 20,
 	}, benchRetriever{}, cache.New(cache.NewMemory(64<<20, 24*time.Hour), nil))
 	opts := pipeline.Options{Pruner: pr, Finder: detect.NewFinder(32 << 20), Mode: focusgate.ModeRemove,
-		Variant: focusgate.VariantLine, RetrieverModel: "gpt-4.1-mini", Budget: time.Hour}
+		Variant: focusgate.VariantLine, RetrieverModel: "gpt-4.1-mini", Budget: time.Hour,
+		SkipUneconomic: true, ExpectedReduction: 0.5}
 	for _, c := range configure {
 		c(&opts)
 	}

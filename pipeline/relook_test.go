@@ -196,6 +196,43 @@ func TestCountTokensOfOneMessagePassesThroughWhateverTheSystemHolds(t *testing.T
 	}
 }
 
+// A bypassed model at the head of a body, where Claude Code and Codex name
+// it, is read before the body is searched, and the request is skipped
+// without reading the rest. One named after the conversation, as the Python
+// SDKs of OpenAI and Anthropic name it, is read by detection's own walk, and
+// the request is skipped all the same.
+func TestBypassedModelIsReadWhereverTheAgentNamesIt(t *testing.T) {
+	laptop := readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")
+	opts := goldenOptions()
+	opts.BypassModels = []string{"o3*"}
+	p := pipeline.New(opts)
+	const named = `,"model":"o3"}`
+	trailing := workload.ToolLoop("o3", [2]string{"snapshot", laptop})
+	if !bytes.HasSuffix(trailing, []byte(named)) {
+		t.Fatalf("the tool loop does not end with %s", named)
+	}
+	leading := append([]byte(`{"model":"o3",`), trailing[1:len(trailing)-len(named)]...)
+	leading = append(leading, '}')
+	tests := []struct {
+		name   string
+		body   []byte
+		reason focusgate.Reason
+	}{
+		{"after the conversation", trailing, focusgate.ReasonBypassModel},
+		{"first", leading, focusgate.ReasonBypassModel},
+		{"first, the conversation cut short", leading[:len(leading)/2], focusgate.ReasonBypassModel},
+		{"after a conversation cut short", trailing[:len(trailing)/2], focusgate.ReasonNotJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: tt.body})
+			if out.Status != focusgate.StatusSkipped || out.Reason != tt.reason || !bytes.Equal(got, tt.body) {
+				t.Errorf("%s %s, body changed: %v; want skipped %s and the body as it came", out.Status, out.Reason, !bytes.Equal(got, tt.body), tt.reason)
+			}
+		})
+	}
+}
+
 // The model a request is priced and bypassed by is the one the upstream
 // reads: of duplicate members, the last.
 func TestDuplicateModelMembersReadAsTheUpstreamDoes(t *testing.T) {

@@ -75,23 +75,26 @@ func (p *Pipeline) plan(ctx context.Context, req focusgate.Request, tab *budget.
 	}
 	body := req.Body
 	// The model decides whether the request is pruned at all (a bypassed or
-	// uneconomic model is not). When those checks are on, a quick look at
-	// the body's first "model" member decides before detection, so that
-	// skipped requests skip it too; a skip is confirmed against the model as
-	// the upstream reads it (the last of duplicate members). Detection reads
-	// that model in its own walk, and the checks run again when it differs.
+	// uneconomic model is not). When those checks are on, a look at the
+	// body's leading members decides before detection, so that skipped
+	// requests skip it too; a skip is confirmed against the model as the
+	// upstream reads it (the last of duplicate members). Detection reads
+	// that model in its own walk, and the checks run after it when the look
+	// found no model (it came too late in the body) or another one.
 	// A model the path names (Gemini's) is the model, whatever the body says.
-	checked := p.modelChecks(pl)
-	if checked {
+	looked := false // the checks ran on the model the look found
+	if p.modelChecks(pl) {
 		first := req.Model
 		if first == "" {
-			first = modelOf(req, detect.FirstModel(body))
+			first = modelOf(req, detect.LeadingModel(body))
 		}
-		if reason, skip := p.skipModel(&pl, first); skip {
-			if req.Model != "" || modelOf(req, detect.Model(body)) == pl.model {
-				out := skipped(reason)
-				out.Model = pl.model
-				return pl, out, false
+		if looked = first != ""; looked {
+			if reason, skip := p.skipModel(&pl, first); skip {
+				if req.Model != "" || modelOf(req, detect.Model(body)) == pl.model {
+					out := skipped(reason)
+					out.Model = pl.model
+					return pl, out, false
+				}
 			}
 		}
 	}
@@ -134,7 +137,7 @@ func (p *Pipeline) plan(ctx context.Context, req focusgate.Request, tab *budget.
 	}
 
 	model := modelOf(req, read.Model)
-	if !checked || model != pl.model {
+	if !looked || model != pl.model {
 		if reason, skip := p.skipModel(&pl, model); skip {
 			out := skipped(reason)
 			out.Model = model
