@@ -28,8 +28,10 @@ type claimer interface {
 // goroutine and no hand-off between goroutines, which on a busy host cost more
 // than the look-up itself.
 type holder interface {
-	// held returns the value stored under key when it is in memory here.
-	held(key string) ([]byte, bool)
+	// held returns the value stored under key when it is in memory here;
+	// else ErrNotFound when the store is this memory, so that nothing is
+	// stored under key, or ErrNotHeld when the store may hold it elsewhere.
+	held(key string) ([]byte, error)
 }
 
 var (
@@ -102,7 +104,7 @@ func (c *Cache) Fetch(ctx context.Context, key string, compute func(context.Cont
 		return nil, "", err
 	}
 	if c.holder != nil {
-		if val, ok := c.holder.held(key); ok {
+		if val, err := c.holder.held(key); err == nil {
 			return val, focusgate.CacheHit, nil
 		}
 	}

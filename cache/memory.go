@@ -59,9 +59,8 @@ func (m *Memory) Get(_ context.Context, key string) ([]byte, error) {
 	return e.val, nil
 }
 
-func (m *Memory) held(key string) ([]byte, bool) {
-	val, err := m.Get(context.Background(), key)
-	return val, err == nil
+func (m *Memory) held(key string) ([]byte, error) {
+	return m.Get(context.Background(), key)
 }
 
 // Set stores a copy of val under key, evicting least recently used entries

@@ -327,12 +327,15 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 	return val, nil
 }
 
-// held answers from the in-process front alone.
-func (r *Redis) held(key string) ([]byte, bool) {
-	if r.front == nil {
-		return nil, false
+// held answers from the in-process front alone: what it does not hold,
+// Redis may.
+func (r *Redis) held(key string) ([]byte, error) {
+	if r.front != nil {
+		if val, err := r.front.held(key); err == nil {
+			return val, nil
+		}
 	}
-	return r.front.held(key)
+	return nil, ErrNotHeld
 }
 
 // remember keeps val in the in-process front, when there is one.

@@ -295,6 +295,10 @@ func (newestOnly) Reapply(_ context.Context, in prune.Input) prune.Result {
 	return prune.Result{Text: in.Tree.Text, Status: focusgate.StatusSkipped, Reason: focusgate.ReasonNotCached}
 }
 
+func (n newestOnly) ReapplyHeld(ctx context.Context, in prune.Input) (prune.Result, bool) {
+	return n.Reapply(ctx, in), true
+}
+
 // send runs request k of c through p.
 func (c *conversation) send(p *pipeline.Pipeline, k int, mode string) ([]byte, focusgate.Outcome) {
 	return rewrite(p, focusgate.Request{API: c.api, Body: c.body(k), Mode: mode})
@@ -376,13 +380,19 @@ func reduction(c *conversation, sent [][]byte) float64 {
 func TestToolLoopForwardsEveryEarlierTurnUnchanged(t *testing.T) {
 	for _, api := range []focusgate.API{focusgate.APIChat, focusgate.APIResponses} {
 		c := newConversation(t, api, orderLaptop)
-		for _, store := range []string{"memory", "redis"} {
+		// Without its in-process front, Redis holds no selection in this
+		// process: every older page's look-up waits on it.
+		for _, store := range []string{"memory", "redis", "redis-without-front"} {
 			t.Run(fmt.Sprintf("%s/%s", api, store), func(t *testing.T) {
 				rt := newRetriever(t, keep(loopNeedles...))
 				model := "gpt-4.1-mini"
 				var st cache.Store = cache.NewMemory(16<<20, time.Hour)
-				if store == "redis" {
-					st = cachetest.NewStore(t, redistest.Shared(t))
+				if store != "memory" {
+					st = cachetest.NewStore(t, redistest.Shared(t), func(o *cache.RedisOptions) {
+						if store == "redis-without-front" {
+							o.FrontBytes = -1
+						}
+					})
 					model += "-" + t.Name() + time.Now().Format(time.RFC3339Nano) // keys of its own on a shared server
 				}
 				sent, older := run(t, loopPipeline(loopPruner(rt, model, st)), rt, c)

@@ -29,6 +29,10 @@ func (p panickingPruner) Reapply(ctx context.Context, in prune.Input) prune.Resu
 	return p.Prune(ctx, in)
 }
 
+func (p panickingPruner) ReapplyHeld(ctx context.Context, in prune.Input) (prune.Result, bool) {
+	return p.Prune(ctx, in), true
+}
+
 var _ pipeline.Pruner = panickingPruner{}
 
 // A defect that panics on a shape of request panics on every such request:

@@ -32,6 +32,10 @@ type Pruner interface {
 	// when it was the newest, without asking the retriever, so that it is
 	// forwarded byte-identical to that earlier request.
 	Reapply(ctx context.Context, in prune.Input) prune.Result
+	// ReapplyHeld is Reapply when the selection is held in this process's
+	// memory; it returns false, and prunes nothing, when finding it would
+	// wait.
+	ReapplyHeld(ctx context.Context, in prune.Input) (prune.Result, bool)
 }
 
 var _ Pruner = (*prune.Pruner)(nil)

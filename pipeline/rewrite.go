@@ -316,13 +316,50 @@ func (p *Pipeline) prunePages(ctx context.Context, pl plan) []page {
 		i := todo[0]
 		pages[i].res = p.prunePage(ctx, pl, obs[i], asks(i), noCall[i])
 	} else {
+		// Pages are pruned here, on the goroutine whose stack detection
+		// has grown, unless they would wait on each other: a goroutine of
+		// their own would grow its stack again and hand its result back,
+		// which costs more than a held page's few microseconds of work. So
+		// an older page whose selection this process holds (a tool loop's
+		// older pages, mostly) is re-applied here, and one whose look-up
+		// would wait (on Redis, past its in-process front) goes beside. The
+		// pages that ask the retriever go beside too when there are several,
+		// so that their calls overlap; a lone one is pruned here last, which
+		// puts the held pages' work (well under a millisecond) before its
+		// call.
 		var g errgroup.Group
 		g.SetLimit(maxParallelPages)
-		for _, i := range todo {
+		beside := func(i int) {
 			g.Go(func() error {
 				pages[i].res = p.prunePage(ctx, pl, obs[i], asks(i), noCall[i])
 				return nil
 			})
+		}
+		var asking []int
+		for _, i := range todo {
+			if asks(i) {
+				asking = append(asking, i)
+			}
+		}
+		if len(asking) > 1 {
+			for _, i := range asking {
+				beside(i)
+			}
+		}
+		for _, i := range todo {
+			if asks(i) {
+				continue
+			}
+			res, held := p.reapplyHeld(ctx, pl, obs[i])
+			if !held {
+				beside(i)
+				continue
+			}
+			pages[i].res = res
+		}
+		if len(asking) == 1 {
+			i := asking[0]
+			pages[i].res = p.prunePage(ctx, pl, obs[i], true, noCall[i])
 		}
 		_ = g.Wait()
 	}
@@ -416,16 +453,37 @@ func currentFrom(obs []detect.Observation) int {
 // retriever, unless noCall forbids a call; an older one with the selection
 // stored when it was the newest.
 func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation, asks, noCall bool) (res prune.Result) {
-	// A panic here would end the process, not just this request.
-	defer func() {
-		if v := recover(); v != nil {
-			p.logPanic(ctx, v)
-			res = prune.Result{Text: o.Text, Status: focusgate.StatusFailedOpen, Reason: focusgate.ReasonInternalError}
-		}
-	}()
+	defer p.recoverPage(ctx, o, &res)
+	in := pageInput(pl, o, noCall)
+	if asks {
+		return pl.retrieval.Pruner.Prune(ctx, in)
+	}
+	return pl.retrieval.Pruner.Reapply(ctx, in)
+}
+
+// reapplyHeld is prunePage for an older page whose selection this process
+// holds in memory; it returns false, having pruned nothing, when finding the
+// selection would wait.
+func (p *Pipeline) reapplyHeld(ctx context.Context, pl plan, o detect.Observation) (res prune.Result, held bool) {
+	defer p.recoverPage(ctx, o, &res)
+	return pl.retrieval.Pruner.ReapplyHeld(ctx, pageInput(pl, o, false))
+}
+
+// recoverPage turns a panic in pruning page o into the page going out as it
+// came: on a goroutine of its own, the panic would end the process, not just
+// this request.
+func (p *Pipeline) recoverPage(ctx context.Context, o detect.Observation, res *prune.Result) {
+	if v := recover(); v != nil {
+		p.logPanic(ctx, v)
+		*res = prune.Result{Text: o.Text, Status: focusgate.StatusFailedOpen, Reason: focusgate.ReasonInternalError}
+	}
+}
+
+// pageInput is what the pruner is given for page o of plan pl.
+func pageInput(pl plan, o detect.Observation, noCall bool) prune.Input {
 	tree := prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID)
 	tree.Known = o.Known
-	in := prune.Input{
+	return prune.Input{
 		Tree:       tree,
 		Goal:       o.Goal,
 		History:    o.History,
@@ -438,10 +496,6 @@ func (p *Pipeline) prunePage(ctx context.Context, pl plan, o detect.Observation,
 		// The whole page is what the upstream refused.
 		StubsOnFailure: pl.rescue,
 	}
-	if asks {
-		return pl.retrieval.Pruner.Prune(ctx, in)
-	}
-	return pl.retrieval.Pruner.Reapply(ctx, in)
 }
 
 // reapply prunes an observation with its stored selection, if any.

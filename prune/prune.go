@@ -105,6 +105,9 @@ type Cache interface {
 	// Lookup returns the value stored under key without computing it, or
 	// an error (cache.ErrNotFound when there is none).
 	Lookup(ctx context.Context, key string) ([]byte, error)
+	// LookupHeld is Lookup from this process's memory alone: it never
+	// waits, and says cache.ErrNotHeld when only the store could answer.
+	LookupHeld(key string) ([]byte, error)
 }
 
 // deleter is implemented by caches that can forget a value, such as

@@ -51,6 +51,11 @@ func (c *mapCache) Fetch(ctx context.Context, key string, compute func(context.C
 	return v, focusgate.CacheMiss, nil
 }
 
+// LookupHeld answers as Lookup does: the map is this process's memory.
+func (c *mapCache) LookupHeld(key string) ([]byte, error) {
+	return c.Lookup(context.Background(), key)
+}
+
 func (c *mapCache) Lookup(_ context.Context, key string) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

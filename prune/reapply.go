@@ -22,17 +22,40 @@ import (
 // When nothing is stored, or the store fails, the original goes on with
 // Status StatusSkipped and Reason ReasonNotCached; Cache is CacheHit only when a selection was
 // found.
-func (p *Pruner) Reapply(ctx context.Context, in Input) (res Result) {
-	res = Result{Text: in.Tree.Text}
+func (p *Pruner) Reapply(ctx context.Context, in Input) Result {
+	res, _ := p.reapply(ctx, in, false)
+	return res
+}
+
+// ReapplyHeld is Reapply for a page whose selection this process holds in
+// memory (cache.Cache.LookupHeld): it never waits on the store. When finding
+// the selection would wait (it is not in Redis's in-process front), it
+// returns false and nothing that shows was done: the caller then calls
+// Reapply, which repeats the preparation before it waits.
+func (p *Pruner) ReapplyHeld(ctx context.Context, in Input) (Result, bool) {
+	return p.reapply(ctx, in, true)
+}
+
+func (p *Pruner) reapply(ctx context.Context, in Input, heldOnly bool) (res Result, done bool) {
+	res, done = Result{Text: in.Tree.Text}, true
 	defer p.recoverPanic(ctx, in, &res)
 	j, ok := p.prepare(ctx, in, &res)
 	if !ok {
-		return res
+		return res, done
 	}
 	if p.cache == nil {
-		return skip(res, focusgate.ReasonNotCached)
+		return skip(res, focusgate.ReasonNotCached), done
 	}
-	raw, err := p.cache.Lookup(ctx, j.key)
+	var raw []byte
+	var err error
+	if heldOnly {
+		raw, err = p.cache.LookupHeld(j.key)
+	} else {
+		raw, err = p.cache.Lookup(ctx, j.key)
+	}
+	if errors.Is(err, cache.ErrNotHeld) {
+		return res, false
+	}
 	if err != nil {
 		if !errors.Is(err, cache.ErrNotFound) {
 			// Stores count and log their own failures; this is only the
@@ -40,20 +63,20 @@ func (p *Pruner) Reapply(ctx context.Context, in Input) (res Result) {
 			p.log.LogAttrs(ctx, slog.LevelDebug, "prune: selection look-up failed, older observation left as it is",
 				slog.Any("error", err))
 		}
-		return skip(res, focusgate.ReasonNotCached)
+		return skip(res, focusgate.ReasonNotCached), done
 	}
 	memoKey, f, ok := p.remembered(in, j, raw)
 	if ok {
 		res.Cache = focusgate.CacheHit
-		return p.result(f, res)
+		return p.result(f, res), done
 	}
 	sel, err := decodeSelection(raw)
 	if err != nil {
 		// Prune repairs it the next time this page is the newest.
 		p.log.LogAttrs(ctx, slog.LevelDebug, "prune: stored selection does not decode, older observation left as it is",
 			slog.Any("error", err))
-		return skip(res, focusgate.ReasonNotCached)
+		return skip(res, focusgate.ReasonNotCached), done
 	}
 	res.Cache = focusgate.CacheHit
-	return p.finish(ctx, in, j, sel, memoKey, res)
+	return p.finish(ctx, in, j, sel, memoKey, res), done
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/cache"
 )
 
 // failingLookup is a cache whose store is down for look-ups.
@@ -85,6 +86,11 @@ func TestReapplyRepeatsThePrunedText(t *testing.T) {
 				tt.edit(&in)
 			}
 			res := New(cfg, r, later).Reapply(context.Background(), in)
+			// The caches here are this process's memory: what Reapply
+			// finds, ReapplyHeld finds without waiting.
+			if held, ok := New(cfg, r, later).ReapplyHeld(context.Background(), in); !ok || held.Text != res.Text || held.Status != res.Status || held.Reason != res.Reason || held.Cache != res.Cache {
+				t.Errorf("ReapplyHeld: %s %q cache=%q, held %v; want Reapply's %s %q cache=%q", held.Status, held.Reason, held.Cache, ok, res.Status, res.Reason, res.Cache)
+			}
 			if res.Status != tt.status || res.Reason != tt.reason || res.Cache != tt.cached {
 				t.Errorf("Reapply: %s %q cache=%q; want %s %q cache=%q", res.Status, res.Reason, res.Cache, tt.status, tt.reason, tt.cached)
 			}
@@ -105,6 +111,34 @@ func TestReapplyRepeatsThePrunedText(t *testing.T) {
 				t.Errorf("retriever called %d times, want 1 (for the newest only)", calls)
 			}
 		})
+	}
+}
+
+// farCache holds its values in a store elsewhere, as Redis does for the
+// selections its in-process front does not hold: a look-up waits on the
+// network.
+type farCache struct {
+	countingLookups
+}
+
+func (*farCache) LookupHeld(string) ([]byte, error) { return nil, cache.ErrNotHeld }
+
+// ReapplyHeld does nothing when the selection is not held in this process,
+// and leaves the look-up that waits to Reapply.
+func TestReapplyHeldLeavesTheWaitToReapply(t *testing.T) {
+	in := laptopInput(t)
+	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) { return ParseAnswer(laptopAnswer, q.Lines) })
+	far := &farCache{}
+	cfg := Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000}
+	p := New(cfg, r, far)
+	if first := p.Prune(context.Background(), in); first.Status != focusgate.StatusPruned {
+		t.Fatalf("newest: %s %q, want pruned", first.Status, first.Reason)
+	}
+	if res, held := p.ReapplyHeld(context.Background(), in); held || far.lookups != 0 {
+		t.Errorf("ReapplyHeld: %s %q, held %v after %d look-ups; want not held, and no look-up that waits", res.Status, res.Reason, held, far.lookups)
+	}
+	if res := p.Reapply(context.Background(), in); res.Status != focusgate.StatusPruned || res.Cache != focusgate.CacheHit || far.lookups != 1 {
+		t.Errorf("Reapply: %s %q cache=%q after %d look-ups; want pruned from one look-up", res.Status, res.Reason, res.Cache, far.lookups)
 	}
 }
 
