@@ -1,10 +1,12 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -135,8 +137,8 @@ var wrapperStacks = []struct {
 
 // hotPaths are the requests the gateway's budgets are about (see
 // BENCHMARKS.md): ordinary chat bodies with no page (1.2 KB, and 16 KB of
-// list items or of prose, each new), a cache hit on an 80k-token page, a
-// tool loop's request whose every page is a cache hit, a miss on a
+// list items or of prose, each new), a cache hit on an 80k-token page (with
+// the model named first, and after the conversation), a tool loop's request whose every page is a cache hit, a miss on a
 // 60k-token page whose lines were all counted before but one, the skips
 // (the inspection budget full, a body that is not JSON, one the gateway
 // could not decode), and a cache hit on a page in each client's wrappers,
@@ -160,6 +162,11 @@ func hotPaths() []hotPath {
 		}},
 		{"hit/80k", func(tb testing.TB) (*pipeline.Pipeline, func(uint64) focusgate.Request, outcomeWant) {
 			p, req := benchPipeline(), same(benchTreeOf(tb, 80000).Body)
+			primed(tb, p, req)
+			return p, req, hit
+		}},
+		{"hit/80k/model-last", func(tb testing.TB) (*pipeline.Pipeline, func(uint64) focusgate.Request, outcomeWant) {
+			p, req := benchPipeline(), same(modelLast(tb, benchTreeOf(tb, 80000).Body))
 			primed(tb, p, req)
 			return p, req, hit
 		}},
@@ -204,6 +211,26 @@ func hotPaths() []hotPath {
 		}})
 	}
 	return paths
+}
+
+// modelLast is body with its "model" member moved after the others, where
+// the Python SDKs of OpenAI and Anthropic write it (after "messages"), as
+// AgentLab and browser-use send their requests.
+func modelLast(tb testing.TB, body []byte) []byte {
+	tb.Helper()
+	model := detect.Model(body)
+	at := bytes.Index(body, []byte(`"model"`))
+	end := bytes.Index(body[at:], []byte(`",`))
+	if model == "" || at < 0 || end < 0 {
+		tb.Fatal("the body has no \"model\" member followed by another")
+	}
+	out := append(slices.Clip(body[:at]), bytes.TrimLeft(body[at+end+2:], " \n")...)
+	out = bytes.TrimSuffix(bytes.TrimRight(out, " \n"), []byte("}"))
+	out = append(out, `, "model": "`+model+`"}`...)
+	if detect.Model(out) != model || bytes.Index(out, []byte(`"model"`)) < len(out)-len(model)-20 {
+		tb.Fatal("the model was not moved last")
+	}
+	return out
 }
 
 // toolLoopSteps are the steps of a tool loop that has browsed every page of
