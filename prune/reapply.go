@@ -37,14 +37,15 @@ func (p *Pruner) ReapplyHeld(ctx context.Context, in Input) (Result, bool) {
 }
 
 func (p *Pruner) reapply(ctx context.Context, in Input, heldOnly bool) (res Result, done bool) {
+	// A panic leaves a result to forward, so it counts as done.
 	res, done = Result{Text: in.Tree.Text}, true
 	defer p.recoverPanic(ctx, in, &res)
 	j, ok := p.prepare(ctx, in, &res)
 	if !ok {
-		return res, done
+		return res, true
 	}
 	if p.cache == nil {
-		return skip(res, focusgate.ReasonNotCached), done
+		return skip(res, focusgate.ReasonNotCached), true
 	}
 	var raw []byte
 	var err error
@@ -63,20 +64,20 @@ func (p *Pruner) reapply(ctx context.Context, in Input, heldOnly bool) (res Resu
 			p.log.LogAttrs(ctx, slog.LevelDebug, "prune: selection look-up failed, older observation left as it is",
 				slog.Any("error", err))
 		}
-		return skip(res, focusgate.ReasonNotCached), done
+		return skip(res, focusgate.ReasonNotCached), true
 	}
 	memoKey, f, ok := p.remembered(in, j, raw)
 	if ok {
 		res.Cache = focusgate.CacheHit
-		return p.result(f, res), done
+		return p.result(f, res), true
 	}
 	sel, err := decodeSelection(raw)
 	if err != nil {
 		// Prune repairs it the next time this page is the newest.
 		p.log.LogAttrs(ctx, slog.LevelDebug, "prune: stored selection does not decode, older observation left as it is",
 			slog.Any("error", err))
-		return skip(res, focusgate.ReasonNotCached), done
+		return skip(res, focusgate.ReasonNotCached), true
 	}
 	res.Cache = focusgate.CacheHit
-	return p.finish(ctx, in, j, sel, memoKey, res), done
+	return p.finish(ctx, in, j, sel, memoKey, res), true
 }
