@@ -380,17 +380,18 @@ func reduction(c *conversation, sent [][]byte) float64 {
 func TestToolLoopForwardsEveryEarlierTurnUnchanged(t *testing.T) {
 	for _, api := range []focusgate.API{focusgate.APIChat, focusgate.APIResponses} {
 		c := newConversation(t, api, orderLaptop)
-		// Without its in-process front, Redis holds no selection in this
-		// process: every older page's look-up waits on it.
-		for _, store := range []string{"memory", "redis", "redis-without-front"} {
+		// cachetest's Redis has no in-process front, so every older page's
+		// look-up waits on Redis; with the gateway's front, they are held
+		// here.
+		for _, store := range []string{"memory", "redis", "redis-with-front"} {
 			t.Run(fmt.Sprintf("%s/%s", api, store), func(t *testing.T) {
 				rt := newRetriever(t, keep(loopNeedles...))
 				model := "gpt-4.1-mini"
 				var st cache.Store = cache.NewMemory(16<<20, time.Hour)
 				if store != "memory" {
 					st = cachetest.NewStore(t, redistest.Shared(t), func(o *cache.RedisOptions) {
-						if store == "redis-without-front" {
-							o.FrontBytes = -1
+						if store == "redis-with-front" {
+							o.FrontBytes = 8 << 20
 						}
 					})
 					model += "-" + t.Name() + time.Now().Format(time.RFC3339Nano) // keys of its own on a shared server

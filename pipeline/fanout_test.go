@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/bench/workload"
 	"github.com/focusgate/focusgate/cache"
+	"github.com/focusgate/focusgate/cache/cachetest"
 	"github.com/focusgate/focusgate/detect"
+	"github.com/focusgate/focusgate/internal/redistest"
 	"github.com/focusgate/focusgate/pipeline"
 	"github.com/focusgate/focusgate/prune"
 )
@@ -177,5 +180,77 @@ func TestTheGateBoundsCallsInFlight(t *testing.T) {
 	}
 	if m := r.most.Load(); m > 2 {
 		t.Errorf("%d calls were in flight at once, want at most 2", m)
+	}
+}
+
+// reapplyCounter counts how a pruner's older pages were re-applied: from
+// this process's memory, or by a look-up that may wait on the store.
+type reapplyCounter struct {
+	pipeline.Pruner
+	held, waited atomic.Int32
+}
+
+func (c *reapplyCounter) Reapply(ctx context.Context, in prune.Input) prune.Result {
+	c.waited.Add(1)
+	return c.Pruner.Reapply(ctx, in)
+}
+
+func (c *reapplyCounter) ReapplyHeld(ctx context.Context, in prune.Input) (prune.Result, bool) {
+	res, held := c.Pruner.ReapplyHeld(ctx, in)
+	if held {
+		c.held.Add(1)
+	}
+	return res, held
+}
+
+// A tool loop's older pages whose selections this process holds (in its
+// memory store, or in Redis's in-process front) are re-applied without a
+// look-up that waits; without a front, each is looked up in Redis. Either
+// way every older page goes out as it did when it was the newest.
+func TestHeldPagesAreReappliedWithoutWaiting(t *testing.T) {
+	pages := distinctPages(t, 4)
+	steps := make([][2]string, len(pages))
+	for i, page := range pages {
+		steps[i] = [2]string{"snapshot", page}
+	}
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) cache.Store
+		held  bool
+	}{
+		{"memory", func(*testing.T) cache.Store { return cache.NewMemory(16<<20, time.Hour) }, true},
+		{"redis with its front", func(t *testing.T) cache.Store {
+			return cachetest.NewStore(t, redistest.Shared(t), func(o *cache.RedisOptions) { o.FrontBytes = 8 << 20 })
+		}, true},
+		{"redis without a front", func(t *testing.T) cache.Store { return cachetest.NewStore(t, redistest.Shared(t)) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := "gpt-4.1-mini-" + t.Name() + time.Now().Format(time.RFC3339Nano) // keys of its own on a shared server
+			pr := &reapplyCounter{Pruner: prune.New(prune.Config{RetrieverModel: model, MinTokens: 1000, UseHistory: true},
+				&countingRetriever{}, cache.New(tc.store(t), nil))}
+			opts := goldenOptions()
+			opts.Pruner, opts.RetrieverModel = pr, model
+			p := pipeline.New(opts)
+			var sent []byte
+			for n := 1; n <= len(steps); n++ {
+				got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: workload.ToolLoop("gpt-4.1", steps[:n]...)})
+				if out.Status != focusgate.StatusPruned {
+					t.Fatalf("step %d: %s %s, want pruned", n, out.Status, out.Reason)
+				}
+				sent = got
+			}
+			pr.held.Store(0)
+			pr.waited.Store(0)
+			got, out := p.Rewrite(context.Background(), focusgate.Request{API: focusgate.APIChat, Body: workload.ToolLoop("gpt-4.1", steps...)})
+			if !bytes.Equal(got, sent) || out.Older.Reapplied != len(steps)-1 {
+				t.Errorf("the same request again: %d older pages re-applied, forwarded the same: %v; want %d and the same bytes",
+					out.Older.Reapplied, bytes.Equal(got, sent), len(steps)-1)
+			}
+			held, waited := int(pr.held.Load()), int(pr.waited.Load())
+			if want := len(steps) - 1; tc.held && (held != want || waited != 0) || !tc.held && (held != 0 || waited != want) {
+				t.Errorf("%d older pages re-applied from memory, %d by a look-up that waits; want all %d %s", held, waited, want,
+					map[bool]string{true: "from memory", false: "by a look-up that waits"}[tc.held])
+			}
+		})
 	}
 }
