@@ -31,9 +31,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/pricing"
 )
 
@@ -148,10 +147,12 @@ func (h *Holdout) Assign(req focusgate.Request) focusgate.Ticket {
 	m.Write([]byte(key))
 	sum := m.Sum(nil)
 	// A model the route names (Gemini's path) is the model; the body's
-	// "model" member is read only when there is none.
+	// "model" member is read only when there is none, and only among its
+	// leading members: the pipeline's outcome names the model the upstream
+	// reads, which the step takes instead (see proxy's recordStep).
 	model := req.Model
 	if model == "" {
-		model = gjson.GetBytes(req.Body, "model").String()
+		model = detect.LeadingModel(req.Body)
 	}
 	t := focusgate.Ticket{OK: true, Model: model}
 	copy(t.ID[:], sum)

@@ -80,8 +80,8 @@ func TestConversationKeyPerAPI(t *testing.T) {
 func TestGeminiKey(t *testing.T) {
 	first := `{"systemInstruction":{"parts":[{"text":"You are Gemini CLI."}]},"contents":[{"role":"user","parts":[{"text":"Open the docs."}]}]}`
 	late := `{"systemInstruction":{"parts":[{"text":"You are Gemini CLI."}]},"contents":[{"role":"user","parts":[{"text":"Open the docs."}]},{"role":"model","parts":[{"functionCall":{"name":"browser_snapshot"}}]},{"role":"user","parts":[{"functionResponse":{"response":{"output":"- Page Snapshot:"}}}]}]}`
-	i1, u1 := geminiKey([]byte(first))
-	i2, u2 := geminiKey([]byte(late))
+	i1, u1 := geminiKey(first)
+	i2, u2 := geminiKey(late)
 	if i1 != "You are Gemini CLI." || u1 != "Open the docs." || i1 != i2 || u1 != u2 {
 		t.Errorf("gemini keys: %q %q, then %q %q", i1, u1, i2, u2)
 	}

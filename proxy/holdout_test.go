@@ -18,6 +18,7 @@ import (
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/proxy"
+	"github.com/focusgate/focusgate/prune"
 )
 
 // withHoldout gives the gateway a holdout of the given share whose ended
@@ -394,12 +395,14 @@ func TestGeminiConversationsAreCountedUnderTheirModel(t *testing.T) {
 }
 
 // What the holdout keeps of a client's names is cut: a 1 MB model name and
-// User-Agent cost an open conversation a few dozen bytes.
+// User-Agent cost an open conversation a few dozen bytes. The model is the
+// one the pipeline read, as in the gateway.
 func TestHoldoutKeepsNamesCut(t *testing.T) {
 	var tally *holdout.Tally
 	var h *holdout.Holdout
 	ended := &conversations{}
-	gw := newGateway(t, nil, withHoldout(0.5, &tally, &h, ended))
+	pruner := prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini"}, nil, nil) // the body holds no page to prune
+	gw := newGateway(t, nil, withHoldout(0.5, &tally, &h, ended), func(o *gatewayOptions) { o.Pruner = pruner })
 	long := strings.Repeat("x", 1<<20)
 	body := fmt.Appendf(nil, `{"model":%q,"messages":[{"role":"user","content":"Book a room."}]}`, long)
 	io.Copy(io.Discard, post(t, gw.URL+"/v1/chat/completions", body, map[string]string{"User-Agent": long}).Body)
