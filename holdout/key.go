@@ -18,6 +18,8 @@ import (
 // cache_control markers, images, tool calls) are not part of it.
 //
 // keyers says, per API, where that text is. A new API is one more entry.
+// Each returns the instructions and the goal of the first user turn (see
+// goalOf), reading the body in place.
 var keyers = map[focusgate.API]func(body string) (instructions, firstUser string){
 	focusgate.APIChat:      chatKey,
 	focusgate.APIResponses: responsesKey,
@@ -46,7 +48,6 @@ func conversationKey(api focusgate.API, body []byte) (string, bool) {
 	// The keyers read the body in place; what they return is copied into
 	// the key below.
 	instructions, firstUser := keyer(unsafe.String(unsafe.SliceData(body), len(body)))
-	firstUser = goalOf(firstUser)
 	if instructions == "" && firstUser == "" {
 		return "", false
 	}
@@ -65,14 +66,7 @@ var goalMarks = []string{"\n## Goal:", "\n# Goal", "OBJECTIVE:"}
 // the end of an OBJECTIVE: line), else the whole turn.
 func goalOf(s string) string {
 	for _, mark := range goalMarks {
-		// i is where the mark starts in "\n"+s, a text whose first line
-		// counts as after a newline, found without copying s to make it.
-		i := -1
-		if first, ok := strings.CutPrefix(mark, "\n"); ok && strings.HasPrefix(s, first) {
-			i = 0
-		} else if j := strings.Index(s, mark); j >= 0 {
-			i = j + 1
-		}
+		i := markAt(s, mark)
 		if i < 0 {
 			continue
 		}
@@ -89,18 +83,30 @@ func goalOf(s string) string {
 	return s
 }
 
+// markAt is where mark starts in "\n"+s, a text whose first line counts as
+// after a newline, found without copying s to make it; -1 when it does not.
+func markAt(s, mark string) int {
+	if first, ok := strings.CutPrefix(mark, "\n"); ok && strings.HasPrefix(s, first) {
+		return 0
+	}
+	if j := strings.Index(s, mark); j >= 0 {
+		return j + 1
+	}
+	return -1
+}
+
 // chatKey reads a chat-completions body: the system and developer messages
-// before the first user message, and that message's text.
+// before the first user message, and that message's goal.
 func chatKey(body string) (string, string) {
 	var system []string
 	first := ""
-	gjson.Get(body, "messages").ForEach(func(_, m gjson.Result) bool {
-		switch m.Get("role").String() {
+	elements(body, member(body, 0, "messages"), func(m string) bool {
+		switch gjson.Get(m, "role").String() {
 		case "system", "developer":
-			system = append(system, text(m.Get("content")))
+			system = append(system, text(gjson.Get(m, "content")))
 			return true
 		case "user":
-			first = text(m.Get("content"))
+			first = goalText(value(m, member(m, 0, "content")))
 			return false
 		}
 		return true
@@ -111,35 +117,35 @@ func chatKey(body string) (string, string) {
 // responsesKey reads a Responses body. A request that names its
 // conversation (the API's conversation object) is known by that id; others
 // by their instructions, the system and developer items before the first
-// user item, and that item's text. A request chained to an earlier one with
+// user item, and that item's goal. A request chained to an earlier one with
 // previous_response_id carries only its new items: it is known by the first
 // user item it carries, and by nothing when it carries none (see README,
 // "Holdout").
 func responsesKey(body string) (string, string) {
-	conv := gjson.Get(body, "conversation")
+	at := members(body, 0, "conversation", "instructions", "input", "previous_response_id")
+	conv := gjson.Parse(value(body, at[0]))
 	if id := conv.Get("id").String(); id != "" {
 		return "conversation", id
 	}
 	if conv.Type == gjson.String && conv.String() != "" {
 		return "conversation", conv.String()
 	}
-	system := []string{gjson.Get(body, "instructions").String()}
-	input := gjson.Get(body, "input")
-	if input.Type == gjson.String {
-		return strings.Join(system, "\n"), input.String()
+	system := []string{gjson.Parse(value(body, at[1])).String()}
+	if input := value(body, at[2]); strings.HasPrefix(input, `"`) {
+		return strings.Join(system, "\n"), goalOf(gjson.Parse(input).String())
 	}
 	first := ""
-	input.ForEach(func(_, item gjson.Result) bool {
-		switch item.Get("role").String() {
+	elements(body, at[2], func(item string) bool {
+		switch gjson.Get(item, "role").String() {
 		case "system", "developer":
-			system = append(system, text(item.Get("content")))
+			system = append(system, text(gjson.Get(item, "content")))
 		case "user":
-			first = text(item.Get("content"))
+			first = goalText(value(item, member(item, 0, "content")))
 			return false
 		}
 		return true
 	})
-	if first == "" && gjson.Get(body, "previous_response_id").String() != "" {
+	if first == "" && gjson.Parse(value(body, at[3])).String() != "" {
 		// A chained step without its first turn: its instructions alone
 		// would lump every conversation of the agent into one.
 		return "", ""
@@ -149,33 +155,87 @@ func responsesKey(body string) (string, string) {
 
 // messagesKey reads an Anthropic Messages body, or a Bedrock Converse one:
 // system (a string, or text blocks, Converse's without a type), and the
-// text of the first user message (its text blocks: not its tool results,
+// goal of the first user message (its text blocks: not its tool results,
 // images or cache points).
 func messagesKey(body string) (string, string) {
+	at := members(body, 0, "messages", "system")
 	first := ""
-	gjson.Get(body, "messages").ForEach(func(_, m gjson.Result) bool {
-		if m.Get("role").String() == "user" {
-			first = text(m.Get("content"))
+	elements(body, at[0], func(m string) bool {
+		if gjson.Get(m, "role").String() == "user" {
+			first = goalText(value(m, member(m, 0, "content")))
 			return false
 		}
 		return true
 	})
-	return text(gjson.Get(body, "system")), first
+	return text(gjson.Parse(value(body, at[1]))), first
 }
 
 // geminiKey reads a Gemini generateContent body: systemInstruction, and the
-// text of the first user turn of contents (a turn without a role is the
+// goal of the first user turn of contents (a turn without a role is the
 // user's).
 func geminiKey(body string) (string, string) {
+	at := members(body, 0, "contents", "systemInstruction")
 	first := ""
-	gjson.Get(body, "contents").ForEach(func(_, c gjson.Result) bool {
-		if role := c.Get("role").String(); role == "" || role == "user" {
-			first = text(c.Get("parts"))
+	elements(body, at[0], func(c string) bool {
+		if role := gjson.Get(c, "role").String(); role == "" || role == "user" {
+			first = goalText(value(c, member(c, 0, "parts")))
 			return false
 		}
 		return true
 	})
-	return text(gjson.Get(body, "systemInstruction.parts")), first
+	return text(gjson.Get(value(body, at[1]), "parts")), first
+}
+
+// goalText is goalOf the text of content, a first user turn's content in
+// raw JSON (see text). A list of parts is read one part at a time, and once
+// the goal section is known, the parts after it are not decoded: in
+// AgentLab's prompt they are the page and the history.
+func goalText(content string) string {
+	if !strings.HasPrefix(content, "[") {
+		return goalOf(text(gjson.Parse(content)))
+	}
+	var b strings.Builder
+	parts, goal, known := 0, "", false
+	elements(content, 0, func(p string) bool {
+		v := member(p, 0, "text")
+		if v < 0 || p[v] != '"' {
+			return true
+		}
+		if parts > 0 {
+			if goal, known = goalEnds(b.String(), p[v:]); known {
+				return false
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString(gjson.Parse(p[v:]).String())
+		parts++
+		return true
+	})
+	if known {
+		return goal
+	}
+	return goalOf(b.String())
+}
+
+// goalEnds says whether the goal section of the text acc + "\n" + next is
+// known before next, a part's text as a raw JSON string, is decoded: the
+// first goal mark goalOf looks for is in acc, and its section ends there or
+// where next starts, with a heading.
+func goalEnds(acc, next string) (string, bool) {
+	mark := goalMarks[0]
+	i := markAt(acc, mark)
+	if i < 0 {
+		return "", false
+	}
+	switch rest := acc[i-1+len(mark):]; {
+	case strings.Contains(rest, "\n#"):
+		return goalOf(acc), true
+	case strings.HasPrefix(next, `"#`):
+		return goalOf(acc + "\n#"), true
+	case strings.HasPrefix(next, `"\n#`):
+		return goalOf(acc + "\n\n#"), true
+	}
+	return "", false
 }
 
 // text is the text of a content value as the APIs write it: a string, or a
