@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -412,18 +413,23 @@ func (c *conversation) observations(opts Options) []Observation {
 			}
 		}
 	} else {
+		want := max(opts.Newest, 1)
 	newest:
 		for ui := len(c.units) - 1; ui >= 0; ui-- {
 			for si := c.units[ui].end - 1; si >= c.units[ui].first; si-- {
 				if c.account() != nil {
 					return nil
 				}
-				if fs := c.trees(ui, si); len(fs) > 0 {
-					found = append(found, fs[len(fs)-1])
+				fs := c.trees(ui, si)
+				for k := len(fs) - 1; k >= 0 && len(found) < want; k-- {
+					found = append(found, fs[k])
+				}
+				if len(found) == want {
 					break newest
 				}
 			}
 		}
+		slices.Reverse(found)
 	}
 	if len(found) == 0 {
 		return nil

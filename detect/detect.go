@@ -78,6 +78,10 @@ type Observation struct {
 // Options tune Find.
 type Options struct {
 	All bool // select every observation, not only the newest
+	// Newest, without All, is how many of the newest observations to
+	// select (one when zero). The older pages are then never decoded or
+	// searched, which matters to a caller that remembers nothing of them.
+	Newest int
 	// Reserve, when set, is asked for the memory detection is about to hold
 	// beyond the body itself: its index of the body's strings and turns,
 	// decoded text and found lines. A body of many small parts costs several

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,6 +196,14 @@ func TestFindRequests(t *testing.T) {
 			}
 			if got, want := goldenOf(newest)[0], goldenOf(all)[len(all)-1]; got != want {
 				t.Errorf("default selection %+v is not the newest of all %+v", got, want)
+			}
+			// The newest two, oldest first, are the last two of all.
+			two, err := Find(body, apiOf(path), Options{Newest: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := goldenOf(two), goldenOf(all[max(len(all)-2, 0):]); !slices.Equal(got, want) {
+				t.Errorf("the newest two %+v are not the last two of all %+v", got, want)
 			}
 			for _, o := range all {
 				checkRaw(t, body, o)

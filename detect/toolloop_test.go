@@ -3,6 +3,7 @@ package detect
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -315,5 +316,22 @@ func TestToolLoopHistoriesAreLinear(t *testing.T) {
 	const most = 1.2 * large / small
 	if r := float64(mallocs[1]) / float64(mallocs[0]); r > most {
 		t.Errorf("%d steps made %.1f times the allocations of %d (%d, %d), want at most %.0f", large, r, small, mallocs[1], mallocs[0], most)
+	}
+}
+
+// The newest two pages of a long loop are the last two of all of them, found
+// from the end.
+func TestNewestTwoOfALoop(t *testing.T) {
+	body := longToolLoop(t, 6)
+	all, err := Find(body, focusgate.APIChat, Options{All: true})
+	if err != nil || len(all) != 6 {
+		t.Fatalf("Find = %d observations, %v; want 6", len(all), err)
+	}
+	two, err := Find(body, focusgate.APIChat, Options{Newest: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := goldenOf(two), goldenOf(all[4:]); !slices.Equal(got, want) {
+		t.Errorf("the newest two:\n%+v\nwant the last two of all:\n%+v", got, want)
 	}
 }

@@ -138,7 +138,8 @@ var wrapperStacks = []struct {
 // hotPaths are the requests the gateway's budgets are about (see
 // BENCHMARKS.md): ordinary chat bodies with no page (1.2 KB, and 16 KB of
 // list items or of prose, each new), a cache hit on an 80k-token page (with
-// the model named first, and after the conversation), a tool loop's request whose every page is a cache hit, a miss on a
+// the model named first, and after the conversation), a tool loop's request
+// whose every page is a cache hit, the same request held out, a miss on a
 // 60k-token page whose lines were all counted before but one, the skips
 // (the inspection budget full, a body that is not JSON, one the gateway
 // could not decode), and a cache hit on a page in each client's wrappers,
@@ -178,6 +179,14 @@ func hotPaths() []hotPath {
 				primed(tb, p, same(workload.ToolLoop("gpt-4.1", steps[:n]...)))
 			}
 			return p, same(workload.ToolLoop("gpt-4.1", steps...)), hit
+		}},
+		{"holdout/toolloop", func(tb testing.TB) (*pipeline.Pipeline, func(uint64) focusgate.Request, outcomeWant) {
+			// A held-out conversation's request is read for the comparison
+			// of the arms, and nothing of it is remembered.
+			body := workload.ToolLoop("gpt-4.1", toolLoopSteps(tb)...)
+			return benchPipeline(), func(uint64) focusgate.Request {
+				return focusgate.Request{API: focusgate.APIChat, Body: body, Holdout: true}
+			}, outcomeWant{status: focusgate.StatusSkipped, reason: focusgate.ReasonHoldout}
 		}},
 		{"miss/60k", func(tb testing.TB) (*pipeline.Pipeline, func(uint64) focusgate.Request, outcomeWant) {
 			p, steps := benchPipeline(), benchTreeOf(tb, 60000).Steps()

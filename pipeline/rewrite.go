@@ -154,9 +154,10 @@ func (p *Pipeline) plan(ctx context.Context, req focusgate.Request, tab *budget.
 func (p *Pipeline) heldOut(req focusgate.Request, tab *budget.Tab) focusgate.Outcome {
 	out := skipped(focusgate.ReasonHoldout)
 	// A nil Finder remembers nothing: no page of a held-out conversation
-	// is kept, not even in the memory of pages seen.
+	// is kept, not even in the memory of pages seen. So every page it
+	// looks at is searched anew, and it looks only at the newest two.
 	var forgetful *detect.Finder
-	read, err := forgetful.Read(req.Body, req.API, detect.Options{All: true, Reserve: tab.Acquire})
+	read, err := forgetful.Read(req.Body, req.API, detect.Options{Newest: 2, Reserve: tab.Acquire})
 	if err != nil {
 		return out
 	}
