@@ -46,6 +46,12 @@ type Request struct {
 	// goes as it came, and is only read for the comparison of the arms
 	// (its model, and whether its newest page repeats the one before).
 	Holdout bool
+	// WantModel says the outcome must name the model even when the request
+	// is skipped before its model is read (busy, shutting down, past the
+	// deadline): the holdout prices the step by it, and a step without one
+	// leaves its whole conversation out of the dollar comparison. The
+	// model is then read from the body, a pass over it.
+	WantModel bool
 	// Rescue asks for every page of the conversation pruned: the upstream
 	// refused the request as longer than its model's context window. Older
 	// pages without a stored selection are asked of the retriever, in

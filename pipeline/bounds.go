@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/internal/budget"
 )
 
@@ -43,6 +44,9 @@ func (p *Pipeline) Rewrite(ctx context.Context, req focusgate.Request) ([]byte, 
 	}
 	if out.Model == "" {
 		out.Model = req.Model
+		if out.Model == "" && req.WantModel && req.Unread == "" {
+			out.Model = modelOf(req, detect.Model(req.Body))
+		}
 	}
 	return body, out
 }

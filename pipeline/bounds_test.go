@@ -8,6 +8,7 @@ import (
 
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/bench/workload"
+	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/internal/budget"
 	"github.com/focusgate/focusgate/pipeline"
 )
@@ -55,5 +56,52 @@ func TestDetectionMemoryCountsAgainstTheBudget(t *testing.T) {
 				t.Errorf("%d bytes of the budget still held after the request", n)
 			}
 		})
+	}
+}
+
+// A request skipped before its model is read (over the budget, shutting
+// down) names no model, unless the caller wants one: the holdout prices
+// each step by it. Its body names the model after the conversation, as the
+// Python SDKs write it, and an Azure deployment stands for the model.
+func TestASkippedRequestNamesItsModelWhenAsked(t *testing.T) {
+	body := workload.ToolLoop("team-deployment", [2]string{"snapshot", readPage(t, "bgym-pr301_workarena_standard_laptop_form.txt")})
+	if m := detect.LeadingModel(body); m != "" {
+		t.Fatalf("the body names its model among its leading members (%q); the test needs it last", m)
+	}
+	for _, tt := range []struct {
+		name   string
+		opts   func(*pipeline.Options)
+		stop   bool
+		reason focusgate.Reason
+	}{
+		{"busy", func(o *pipeline.Options) { o.InspectBudgetBytes = 1 << 10 }, false, focusgate.ReasonBusy},
+		{"shutting down", func(*pipeline.Options) {}, true, focusgate.ReasonShutdown},
+	} {
+		for _, want := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/want model %v", tt.name, want), func(t *testing.T) {
+				opts := goldenOptions()
+				tt.opts(&opts)
+				p := pipeline.New(opts)
+				if tt.stop {
+					p.Stop()
+				}
+				req := focusgate.Request{API: focusgate.APIChat, Body: body, WantModel: want,
+					Aliases: map[string]string{"team-deployment": "gpt-4.1"}}
+				got, out := p.Rewrite(context.Background(), req)
+				if out.Status != focusgate.StatusSkipped || out.Reason != tt.reason {
+					t.Fatalf("%s %s, want skipped %s", out.Status, out.Reason, tt.reason)
+				}
+				if !bytes.Equal(got, body) {
+					t.Error("the skipped body did not come back as it went in")
+				}
+				wantModel := ""
+				if want {
+					wantModel = "gpt-4.1"
+				}
+				if out.Model != wantModel {
+					t.Errorf("model %q, want %q", out.Model, wantModel)
+				}
+			})
+		}
 	}
 }

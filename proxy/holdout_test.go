@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/focusgate/focusgate"
+	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/holdout"
 	"github.com/focusgate/focusgate/proxy"
 	"github.com/focusgate/focusgate/prune"
@@ -413,5 +414,41 @@ func TestHoldoutKeepsNamesCut(t *testing.T) {
 	}
 	if c := ended.ended[0]; len(c.Model) > focusgate.MaxNameBytes || len(c.Agent) > focusgate.MaxNameBytes || !strings.HasPrefix(c.Model, "xxxx") {
 		t.Errorf("kept a model of %d bytes and an agent of %d, want at most %d each", len(c.Model), len(c.Agent), focusgate.MaxNameBytes)
+	}
+}
+
+// A step skipped before the pipeline read its model (here: the inspection
+// budget is full) is priced all the same when its body names the model
+// after the conversation, as the Python SDKs write it: a step without a
+// model would leave its whole conversation out of the dollar comparison,
+// in whichever arm it is.
+func TestBusyStepsArePricedByTheModelNamedLast(t *testing.T) {
+	for _, share := range []float64{0, 1} {
+		var tally *holdout.Tally
+		var h *holdout.Holdout
+		ended := &conversations{}
+		gw := newGateway(t, usageUpstream(&recorder{}), withHoldout(share, &tally, &h, ended), func(o *gatewayOptions) {
+			o.Pruner = prune.New(prune.Config{RetrieverModel: "gpt-4.1-mini"}, nil, nil)
+			o.InspectBudgetBytes = 1 << 10
+		})
+		body := fmt.Appendf(nil, `{"messages":[{"role":"user","content":%q}],"model":"gpt-4.1"}`, "Book a room. "+strings.Repeat("The hotel's page. ", 400))
+		if m := detect.LeadingModel(body); m != "" {
+			t.Fatalf("the body names its model among its leading members (%q); the test needs it last", m)
+		}
+		for range 2 {
+			resp := post(t, gw.URL+"/v1/chat/completions", body, nil)
+			io.Copy(io.Discard, resp.Body)
+			if got := resp.Header.Get(proxy.HeaderStatus); share == 0 && got != "skipped; reason=busy" {
+				t.Fatalf("share %v: status %q, want skipped; reason=busy", share, got)
+			}
+		}
+		gw.settle()
+		h.Flush()
+		if len(ended.ended) != 1 {
+			t.Fatalf("share %v: %d conversations, want 1", share, len(ended.ended))
+		}
+		if c := ended.ended[0]; c.Model != "gpt-4.1" || c.Steps != 2 || !c.Priced || c.USD <= 0 {
+			t.Errorf("share %v: conversation of model %q, %d steps, priced %v, $%v; want gpt-4.1, 2 steps, priced", share, c.Model, c.Steps, c.Priced, c.USD)
+		}
 	}
 }
