@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/tidwall/gjson"
@@ -205,11 +206,160 @@ func Model(body []byte) string {
 	return model
 }
 
-// FirstModel returns the first "model" member of a request body without
-// walking the rest: a quick look for decisions taken before detection, to be
-// confirmed with Model or Read, since a later duplicate would override it.
-func FirstModel(body []byte) string {
+// QuickModel returns the model of a request body that is not searched, for
+// the outcome's model label: its first "model" member when the body names it
+// first (LeadingModel), else its last when the body names it after its
+// conversation (TrailingModel), else its first, which a scan finds without
+// walking the members after it. In a valid body without
+// duplicate members it is the model as Model reads it. The Python SDKs of
+// OpenAI and Anthropic, and Stagehand, name the model last: a forward scan
+// would walk their whole conversation to find it.
+func QuickModel(body []byte) string {
+	if model := LeadingModel(body); model != "" {
+		return model
+	}
+	if model, sure := TrailingModel(body); sure {
+		return model
+	}
 	return gjson.GetBytes(body, "model").String()
+}
+
+// trailingBytes is how far from a body's end TrailingModel reads it: enough
+// for the settings an agent sends after its conversation (the model,
+// sampling settings, tool choice), little enough to cost nothing.
+const trailingBytes = 4 << 10
+
+// TrailingModel reads a request body's top-level members backwards from its
+// end, over the members that start within its last trailingBytes, for the
+// last "model" member: the one the upstream reads. sure says the answer is
+// the body's: a string model was found, or the whole object was read
+// without one. Reading backwards relies on the body being valid JSON, so
+// the answer is for labels, not decisions: bytes that are not JSON may give
+// any answer, and a model that is not a string, or members that start
+// earlier, are left to a forward scan (sure is false).
+func TrailingModel(body []byte) (model string, sure bool) {
+	floor := max(0, len(body)-trailingBytes)
+	i := lastNonSpace(body, len(body)-1, 0)
+	if i < 0 || body[i] != '}' {
+		return "", false
+	}
+	// The object's first member follows its brace, and nothing but space
+	// comes before that brace.
+	opening := func(brace int) bool { return lastNonSpace(body, brace-1, 0) < 0 }
+	i = lastNonSpace(body, i-1, floor)
+	for i >= floor {
+		if body[i] == '{' {
+			return "", opening(i)
+		}
+		v := valueStart(body, i, floor)
+		colon := lastNonSpace(body, v-1, floor)
+		if v < 0 || colon < 0 || body[colon] != ':' {
+			return "", false
+		}
+		k := lastNonSpace(body, colon-1, floor)
+		if k < 0 || body[k] != '"' {
+			return "", false
+		}
+		ks := openingQuote(body, k, floor)
+		if ks < 0 {
+			return "", false
+		}
+		key, _, err := scanString(body, ks)
+		if err != nil {
+			return "", false
+		}
+		if string(word(body, key)) == "model" {
+			lit, _, ok, err := stringOrSkip(body, v, 1)
+			if err != nil || !ok {
+				return "", false
+			}
+			return string(word(body, lit)), true
+		}
+		p := lastNonSpace(body, ks-1, floor)
+		switch {
+		case p >= 0 && body[p] == ',':
+			i = lastNonSpace(body, p-1, floor)
+		case p >= 0 && body[p] == '{':
+			return "", opening(p)
+		default:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// lastNonSpace returns the offset of the last byte of b[floor:i+1] that is
+// not JSON whitespace, or -1.
+func lastNonSpace(b []byte, i, floor int) int {
+	for ; i >= floor; i-- {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return i
+		}
+	}
+	return -1
+}
+
+// openingQuote returns the offset of the quote that opens the string literal
+// whose closing quote is b[q], or -1 when it is not within b[floor:]. In
+// valid JSON every quote a string holds is escaped, so the string opens at
+// the nearest quote before q that an even run of backslashes precedes.
+func openingQuote(b []byte, q, floor int) int {
+	for j := q; ; {
+		j = bytes.LastIndexByte(b[floor:j], '"')
+		if j < 0 {
+			return -1
+		}
+		j += floor
+		k := j
+		for k > floor && b[k-1] == '\\' {
+			k--
+		}
+		if (j-k)%2 == 0 {
+			return j
+		}
+	}
+}
+
+// valueStart returns the offset at which the JSON value whose last byte is
+// b[end] starts, reading backwards no further than floor; -1 when it does
+// not start within b[floor:]. Brackets are matched by count, which is enough
+// for valid JSON.
+func valueStart(b []byte, end, floor int) int {
+	if end < floor {
+		return -1
+	}
+	switch b[end] {
+	case '"':
+		return openingQuote(b, end, floor)
+	case '}', ']':
+		depth := 0
+		for i := end; i >= floor; i-- {
+			switch b[i] {
+			case '"':
+				if i = openingQuote(b, i, floor); i < 0 {
+					return -1
+				}
+			case '}', ']':
+				depth++
+			case '{', '[':
+				if depth--; depth == 0 {
+					return i
+				}
+			}
+		}
+		return -1
+	}
+	i := end
+	for i > floor {
+		switch b[i-1] {
+		case ' ', '\t', '\n', '\r', ',', ':', '[', '{':
+			return i
+		}
+		i--
+	}
+	return -1
 }
 
 // leadingBytes is how much of a body LeadingModel reads: enough for the
@@ -217,18 +367,30 @@ func FirstModel(body []byte) string {
 // note), little enough to cost nothing beside detection.
 const leadingBytes = 4 << 10
 
+// namedWithin is how far into a body LeadingModel looks for the name
+// "model" before it walks the members: agents that name the model first
+// write it in their first hundred bytes, and a body that names it after its
+// conversation would otherwise be walked into that conversation, where the
+// walk is cut off.
+const namedWithin = 512
+
 // errLooked ends LeadingModel's walk at the model.
 var errLooked = errors.New("model read")
 
-// LeadingModel is FirstModel for a body about to be searched: the first
-// "model" member if it ends within the body's first leadingBytes, else "".
-// Agents that name the model first (Claude Code, Codex, the Node SDKs) are
-// answered from their first bytes, so that a request whose model is not
+// LeadingModel is a quick look for decisions taken before detection, to be
+// confirmed with Model or Read, since a later duplicate would override it:
+// the first "model" member if the body's first namedWithin bytes name it
+// plainly (without escapes) and it ends within its first leadingBytes, else
+// "". Agents that name the model first (Claude Code, Codex, the Node SDKs)
+// are answered from their first bytes, so that a request whose model is not
 // pruned skips detection. The Python SDKs of OpenAI and Anthropic, and
 // Stagehand, name it after the conversation: finding it there would scan the
 // whole body once more before detection, which reads the model in its own
 // walk.
 func LeadingModel(body []byte) string {
+	if !bytes.Contains(body[:min(len(body), namedWithin)], []byte(`"model"`)) {
+		return ""
+	}
 	head := body[:min(len(body), leadingBytes)]
 	var model string
 	_, _ = eachMember(head, skipSpace(head, 0), 0, func(key []byte, v int) (int, error) {

@@ -1,12 +1,10 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -161,6 +159,12 @@ func hotPaths() []hotPath {
 			bodies := workload.Prose()
 			return benchPipeline(), func(n uint64) focusgate.Request { return chat(bodies(n)) }, noObservation
 		}},
+		{"passthrough/prose/model-last", func(tb testing.TB) (*pipeline.Pipeline, func(uint64) focusgate.Request, outcomeWant) {
+			// The Python SDKs of OpenAI and Anthropic name the model after
+			// the conversation.
+			bodies := workload.Renumbered(modelLast(tb, workload.Prose()(0)))
+			return benchPipeline(), func(n uint64) focusgate.Request { return chat(bodies(n)) }, noObservation
+		}},
 		{"hit/80k", func(tb testing.TB) (*pipeline.Pipeline, func(uint64) focusgate.Request, outcomeWant) {
 			p, req := benchPipeline(), same(benchTreeOf(tb, 80000).Body)
 			primed(tb, p, req)
@@ -227,17 +231,9 @@ func hotPaths() []hotPath {
 // AgentLab and browser-use send their requests.
 func modelLast(tb testing.TB, body []byte) []byte {
 	tb.Helper()
-	model := detect.Model(body)
-	at := bytes.Index(body, []byte(`"model"`))
-	end := bytes.Index(body[at:], []byte(`",`))
-	if model == "" || at < 0 || end < 0 {
-		tb.Fatal("the body has no \"model\" member followed by another")
-	}
-	out := append(slices.Clip(body[:at]), bytes.TrimLeft(body[at+end+2:], " \n")...)
-	out = bytes.TrimSuffix(bytes.TrimRight(out, " \n"), []byte("}"))
-	out = append(out, `, "model": "`+model+`"}`...)
-	if detect.Model(out) != model || bytes.Index(out, []byte(`"model"`)) < len(out)-len(model)-20 {
-		tb.Fatal("the model was not moved last")
+	out, err := workload.ModelLast(body)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return out
 }

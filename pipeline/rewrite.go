@@ -51,9 +51,13 @@ func (p *Pipeline) plan(ctx context.Context, req focusgate.Request, tab *budget.
 		pl.credential = req.Credential
 	}
 	// A request skipped before detection reads its model is reported with
-	// the model its body names first, which costs a short scan.
+	// the model its path names, else the one its body names first or last
+	// (detect.QuickModel), which costs a short scan.
 	quickModel := func(out focusgate.Outcome) focusgate.Outcome {
-		out.Model = modelOf(req, detect.FirstModel(req.Body))
+		out.Model = req.Model
+		if out.Model == "" {
+			out.Model = modelOf(req, detect.QuickModel(req.Body))
+		}
 		return out
 	}
 	if req.Mode != "" {

@@ -60,6 +60,7 @@ type options struct {
 	notesFile             string
 	pagesDir              string
 	upstreamMbit          float64
+	modelLast             bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -101,6 +102,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&opts.pagesDir, "pages", workload.PagesDir, "directory of the pages (*.txt) the toolloop case's agent has browsed, one a step")
 	fs.Float64Var(&opts.upstreamMbit, "upstream-mbit", 0,
 		"megabits per second at which each request body reaches the upstream, as over a path to a provider (0: loopback's own pace)")
+	fs.BoolVar(&opts.modelLast, "model-last", false,
+		"name the model after the conversation in the tree, nopage and prose cases' requests, as the Python SDKs of OpenAI and Anthropic write it")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
@@ -203,6 +206,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	noPage, prose := workload.NoPage(string(notes)), workload.Prose()
+	if opts.modelLast {
+		if tree.Body, err = workload.ModelLast(tree.Body); err != nil {
+			return err
+		}
+		for _, bodies := range []*func(uint64) []byte{&noPage, &prose} {
+			last, err := workload.ModelLast((*bodies)(0))
+			if err != nil {
+				return err
+			}
+			*bodies = workload.Renumbered(last)
+		}
+	}
 	rep.noPage, rep.prose = noPage(0), prose(0)
 	const noObservation = "skipped; reason=no-observation"
 	cases := map[string]bodyCase{

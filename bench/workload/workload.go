@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/focusgate/focusgate"
 	"github.com/focusgate/focusgate/detect"
 	"github.com/focusgate/focusgate/prune"
@@ -71,15 +73,57 @@ const NotesFile = "detect/testdata/negative/sprint_notes.md"
 // focusgate's memory of the texts it has searched, as the newest message of
 // a chat is.
 func NoPage(notes string) func(n uint64) []byte {
-	const first = "Request 0. "
-	b := chat(false, "You are a helpful project assistant.", first+"Summarise what is still open, by owner.\n\n"+notes)
-	at := bytes.Index(b, []byte(first)) + len("Request ")
-	head, tail := b[:at], b[at+1:]
+	return Renumbered(chat(false, "You are a helpful project assistant.", firstWords+"Summarise what is still open, by owner.\n\n"+notes))
+}
+
+// firstWords open the user's message of NoPage's and Prose's requests.
+const firstWords = "Request 0. "
+
+// Renumbered returns requests like one of NoPage's or Prose's (or that
+// request with its model moved by ModelLast): the nth says "Request n." in
+// its first words.
+func Renumbered(body []byte) func(n uint64) []byte {
+	at := bytes.Index(body, []byte(firstWords)) + len("Request ")
+	if at < len("Request ") {
+		panic("workload: the request does not say " + firstWords)
+	}
+	head, tail := body[:at], body[at+1:]
 	return func(n uint64) []byte {
-		out := make([]byte, 0, len(b)+20)
+		out := make([]byte, 0, len(body)+20)
 		out = strconv.AppendUint(append(out, head...), n, 10)
 		return append(out, tail...)
 	}
+}
+
+// ModelLast returns body, a JSON object, with its "model" member moved to
+// its end, after the conversation, where the Python SDKs of OpenAI and
+// Anthropic (AgentLab, browser-use) and Stagehand write it. The other
+// members keep their bytes and order.
+func ModelLast(body []byte) ([]byte, error) {
+	var start, end int
+	var member []byte
+	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+		if k.String() != "model" {
+			return true
+		}
+		start, end = k.Index, v.Index+len(v.Raw)
+		member = body[start:end]
+		return false
+	})
+	closing := bytes.LastIndexByte(body, '}')
+	if member == nil || closing < end {
+		return nil, errors.New("workload: the body is not an object with a \"model\" member")
+	}
+	rest := bytes.TrimLeft(body[end:closing], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ',' {
+		return nil, errors.New("workload: the \"model\" member is already last")
+	}
+	out := make([]byte, 0, len(body)+1)
+	out = append(out, body[:start]...)
+	out = append(out, bytes.TrimLeft(rest[1:], " \t\r\n")...)
+	out = append(out, ',')
+	out = append(out, member...)
+	return append(out, body[closing:]...), nil
 }
 
 // proseSentences are what Prose writes its paragraphs of: ordinary

@@ -172,3 +172,39 @@ func TestStepsChangeThePageInItsFirstLine(t *testing.T) {
 		}
 	}
 }
+
+// ModelLast moves the model after the conversation and keeps every other
+// member's bytes and order; a renumbered request keeps the move.
+func TestModelLast(t *testing.T) {
+	for _, tt := range []struct{ name, body, want string }{
+		{"first", `{"model":"gpt-4.1","messages":[],"temperature":0}`, `{"messages":[],"temperature":0,"model":"gpt-4.1"}`},
+		{"spaced", "{\n  \"model\": \"gpt-4.1\",\n  \"messages\": []\n}", "{\n  \"messages\": []\n,\"model\": \"gpt-4.1\"}"},
+		{"between", `{"stream":true,"model":"o3","messages":[{"role":"user","content":"model"}]}`, `{"stream":true,"messages":[{"role":"user","content":"model"}],"model":"o3"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ModelLast([]byte(tt.body))
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("ModelLast = %s, %v; want %s", got, err, tt.want)
+			}
+			if !json.Valid(got) || detect.Model(got) != detect.Model([]byte(tt.body)) {
+				t.Errorf("%s is not the same request with its model last", got)
+			}
+		})
+	}
+	for _, body := range []string{`{"messages":[]}`, `{"messages":[],"model":"gpt-4.1"}`, `[1]`} {
+		if _, err := ModelLast([]byte(body)); err == nil {
+			t.Errorf("ModelLast(%s) did not fail", body)
+		}
+	}
+	bodies := Renumbered(must(ModelLast(Prose()(0))))
+	if b := bodies(7); !json.Valid(b) || !bytes.Contains(b, []byte("Request 7.")) || !bytes.HasSuffix(b, []byte(`,"model":"gpt-4.1-2025-04-14"}`)) {
+		t.Errorf("the seventh renumbered request is not the prose request with its model last: ...%s", b[len(b)-60:])
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
