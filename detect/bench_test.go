@@ -130,3 +130,24 @@ func BenchmarkBlocks(b *testing.B) {
 		Blocks(text)
 	}
 }
+
+// BenchmarkQuickModel reads the model of a 16 KB chat body that holds no
+// page, named first (Claude Code, Codex, the Node SDKs) and after the
+// conversation (the Python SDKs of OpenAI and Anthropic, Stagehand).
+func BenchmarkQuickModel(b *testing.B) {
+	conversation := `"messages":[{"role":"user","content":"` + strings.Repeat("The service forwards every request. ", 450) + `"}]`
+	for _, tc := range []struct{ name, body string }{
+		{"named-first", `{"model":"gpt-4.1",` + conversation + `,"temperature":0}`},
+		{"named-last", `{` + conversation + `,"temperature":0,"model":"gpt-4.1"}`},
+	} {
+		body := []byte(tc.body)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if QuickModel(body) != "gpt-4.1" {
+					b.Fatal("the model was not read")
+				}
+			}
+		})
+	}
+}
