@@ -50,7 +50,8 @@ type Request struct {
 	// is skipped before its model is read (busy, shutting down, past the
 	// deadline): the holdout prices the step by it, and a step without one
 	// leaves its whole conversation out of the dollar comparison. The
-	// model is then read from the body, a pass over it.
+	// model is then read from the body (detect.Model): from its end, where
+	// the agents that name it late write it, else by a scan.
 	WantModel bool
 	// Rescue asks for every page of the conversation pruned: the upstream
 	// refused the request as longer than its model's context window. Older

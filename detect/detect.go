@@ -194,8 +194,18 @@ func MayHoldPage(body []byte) bool {
 
 // Model returns a request body's "model" as the upstream reads it (the last
 // of duplicate members, escaped names included), or "" when there is none.
-// It scans every top-level member; Read reports the same in its own walk.
+// It reads the members at the body's end first (TrailingModel), where the
+// Python SDKs name the model, and scans every top-level member only when
+// they do not answer. Read reports the same in its own walk.
 func Model(body []byte) string {
+	if model, sure := TrailingModel(body); sure {
+		return model
+	}
+	return scanModel(body)
+}
+
+// scanModel is Model by a scan of every top-level member.
+func scanModel(body []byte) string {
 	var model string
 	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
 		if k.String() == "model" {

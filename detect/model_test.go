@@ -128,7 +128,14 @@ func FuzzTrailingModel(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got, sure := TrailingModel(body)
-		if !sure || !json.Valid(body) {
+		if !json.Valid(body) {
+			return
+		}
+		// Model answers from the end when it can, as a scan would.
+		if m, scanned := Model(body), scanModel(body); m != scanned {
+			t.Errorf("Model(%q) = %q, a scan reads %q", body, m, scanned)
+		}
+		if !sure {
 			return
 		}
 		if got != "" && !utf8.ValidString(got) {
