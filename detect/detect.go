@@ -220,10 +220,10 @@ func scanModel(body []byte) string {
 // the outcome's model label: its first "model" member when the body names it
 // first (LeadingModel), else its last when the body names it after its
 // conversation (TrailingModel), else its first, which a scan finds without
-// walking the members after it. In a valid body without
-// duplicate members it is the model as Model reads it. The Python SDKs of
-// OpenAI and Anthropic, and Stagehand, name the model last: a forward scan
-// would walk their whole conversation to find it.
+// walking the members after it. In a valid body without duplicate members it
+// is the model as Model reads it. The Python SDKs of OpenAI and Anthropic,
+// and Stagehand, name the model after the conversation: a forward scan would
+// walk the whole conversation to find it.
 func QuickModel(body []byte) string {
 	if model := LeadingModel(body); model != "" {
 		return model
@@ -389,8 +389,8 @@ var errLooked = errors.New("model read")
 
 // LeadingModel is a quick look for decisions taken before detection, to be
 // confirmed with Model or Read, since a later duplicate would override it:
-// the first "model" member if the body's first namedWithin bytes name it
-// plainly (without escapes) and it ends within its first leadingBytes, else
+// the first "model" member if the body's first namedWithin bytes hold its
+// name unescaped and it ends within the body's first leadingBytes, else
 // "". Agents that name the model first (Claude Code, Codex, the Node SDKs)
 // are answered from their first bytes, so that a request whose model is not
 // pruned skips detection. The Python SDKs of OpenAI and Anthropic, and

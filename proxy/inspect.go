@@ -79,8 +79,8 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 		// The arm is decided before anything else is done to the body.
 		ticket := s.opts.Holdout.Assign(req)
 		req.Holdout = ticket.Arm == focusgate.ArmHoldout
-		// The step is priced by the model the pipeline reports; a ticket
-		// has one only when the body names it among its leading members.
+		// The step is priced by the model the pipeline reports; the ticket
+		// has one only when the route or the body's leading members name it.
 		req.WantModel = ticket.OK && !req.Sizing && ticket.Model == ""
 		if ticket.OK && !req.Sizing {
 			meter = &usage.Meter{}
