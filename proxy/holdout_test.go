@@ -386,12 +386,19 @@ func TestGeminiConversationsAreCountedUnderTheirModel(t *testing.T) {
 		}
 		gw.settle()
 		h.Flush()
-		if len(ended.ended) != 1 {
-			t.Fatalf("share %v: %d conversations, want 1", share, len(ended.ended))
-		}
-		if c := ended.ended[0]; c.Model != "gemini-2.5-flash" || c.Steps != 2 || !c.Priced || c.USD <= 0 {
-			t.Errorf("share %v: conversation of model %q, %d steps, priced %v, $%v; want gemini-2.5-flash, 2 steps, priced", share, c.Model, c.Steps, c.Priced, c.USD)
-		}
+		wantPricedConversation(t, share, ended, "gemini-2.5-flash", 2)
+	}
+}
+
+// wantPricedConversation requires ended to hold one conversation, of model
+// and steps, priced.
+func wantPricedConversation(t *testing.T, share float64, ended *conversations, model string, steps int) {
+	t.Helper()
+	if len(ended.ended) != 1 {
+		t.Fatalf("share %v: %d conversations, want 1", share, len(ended.ended))
+	}
+	if c := ended.ended[0]; c.Model != model || c.Steps != steps || !c.Priced || c.USD <= 0 {
+		t.Errorf("share %v: conversation of model %q, %d steps, priced %v, $%v; want %s, %d steps, priced", share, c.Model, c.Steps, c.Priced, c.USD, model, steps)
 	}
 }
 
@@ -444,11 +451,6 @@ func TestBusyStepsArePricedByTheModelNamedLast(t *testing.T) {
 		}
 		gw.settle()
 		h.Flush()
-		if len(ended.ended) != 1 {
-			t.Fatalf("share %v: %d conversations, want 1", share, len(ended.ended))
-		}
-		if c := ended.ended[0]; c.Model != "gpt-4.1" || c.Steps != 2 || !c.Priced || c.USD <= 0 {
-			t.Errorf("share %v: conversation of model %q, %d steps, priced %v, $%v; want gpt-4.1, 2 steps, priced", share, c.Model, c.Steps, c.Priced, c.USD)
-		}
+		wantPricedConversation(t, share, ended, "gpt-4.1", 2)
 	}
 }
