@@ -13,7 +13,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"io"
 	"sync"
 )
 
@@ -41,25 +40,30 @@ type deleter interface {
 // entries. Secrets must never be passed: the key is stored in clear in Redis.
 func Key(parts ...string) string {
 	h := sha256.New()
-	var n [8]byte
-	for _, p := range parts {
-		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
-		h.Write(n[:])
-		writeString(h, p)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// writeString hashes s through a pooled buffer: []byte(s) would copy the
-// whole of s, and a key covers a page of a hundred kilobytes or more.
-func writeString(h io.Writer, s string) {
 	buf := hashBuffers.Get().(*[4096]byte)
 	defer hashBuffers.Put(buf)
-	for len(s) > 0 {
-		n := copy(buf[:], s)
-		h.Write(buf[:n])
-		s = s[n:]
+	// The parts are copied into buf, not written one by one: most are
+	// short (a model's name, a hash), and a page is written a buffer at a
+	// time; []byte(part) would copy the whole of it.
+	b := buf[:0]
+	for _, p := range parts {
+		if cap(b)-len(b) < 8 {
+			h.Write(b)
+			b = b[:0]
+		}
+		b = binary.BigEndian.AppendUint64(b, uint64(len(p)))
+		for len(p) > 0 {
+			if len(b) == cap(b) {
+				h.Write(b)
+				b = b[:0]
+			}
+			n := copy(b[len(b):cap(b)], p)
+			b, p = b[:len(b)+n], p[n:]
+		}
 	}
+	h.Write(b)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 var hashBuffers = sync.Pool{New: func() any { return new([4096]byte) }}

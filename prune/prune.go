@@ -271,7 +271,7 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 		}
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
-	memoKey, f, ok := p.remembered(in, j, raw)
+	f, ok := p.remembered(j, raw)
 	if ok {
 		return p.result(f, res)
 	}
@@ -299,7 +299,7 @@ func (p *Pruner) prune(ctx context.Context, in Input) (res Result) {
 	if r := reasoning.Load(); r != nil && res.Cache == focusgate.CacheMiss {
 		res.Reasoning = *r
 	}
-	return p.finish(ctx, in, j, sel, memoKey, res)
+	return p.finish(ctx, in, j, sel, raw, res)
 }
 
 // stored is the selection stored under key, or ErrCallLimit when there is
@@ -335,6 +335,7 @@ type job struct {
 	mode focusgate.Mode
 	q    Query // without Numbered, which only the retriever needs
 	key  string
+	tok  tokenizer
 }
 
 // prepare checks the input, counts its tokens and builds the cache key. It
@@ -354,7 +355,8 @@ func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool)
 		*res = p.failOpen(ctx, *res, focusgate.ReasonBadInput, err)
 		return job{}, false
 	}
-	res.TokensBefore, err = p.cfg.Counter.countTree(ctx, in.Model, in.Tree)
+	tok := tokenizerOf(in.Model)
+	res.TokensBefore, err = p.cfg.Counter.countTree(ctx, tok, in.Tree)
 	if err != nil {
 		*res = p.failOpen(ctx, *res, Reason(err), err)
 		return job{}, false
@@ -377,7 +379,7 @@ func (p *Pruner) prepare(ctx context.Context, in Input, res *Result) (job, bool)
 		q.History, history = in.History, p.textKey(in.History)
 	}
 	key := cache.Key(keyVersion, p.cfg.RetrieverModel, string(variant), p.textKey(q.Goal), history, p.pageKey(in.Tree))
-	return job{mode: mode, q: q, key: key}, true
+	return job{mode: mode, q: q, key: key, tok: tok}, true
 }
 
 // pageKey is textKey of a page's text, taken from and recorded in what is
@@ -406,34 +408,40 @@ func (p *Pruner) textKey(text string) string {
 	return k
 }
 
-// remembered returns the key under which the outcome of applying raw, a
-// selection as stored, for j is remembered, and the outcome if it is. That
-// outcome depends on the page and the query (both in the cache key), the
-// selection, the mode and the tokenizer that counts the result.
-func (p *Pruner) remembered(in Input, j job, raw []byte) (string, finished, bool) {
-	if p.applieds == nil {
-		return "", finished{}, false
-	}
-	key := j.key + "\x00" + string(j.mode) + "\x00" + encodingFor(in.Model) + "\x00" + string(raw)
-	f, ok := p.applieds.Get(key)
-	return key, f, ok
+// remembered returns the outcome of applying raw, a selection as stored,
+// for j, if it is remembered. That outcome depends on the page and the query
+// (both in the cache key), the selection, the mode and the tokenizer that
+// counts the result: memoKey appends them all. The key is made in a buffer
+// of the stack, and only a miss, which finish remembers, makes it a string:
+// a request re-applies a selection to each of its older pages, dozens in a
+// tool loop.
+func (p *Pruner) remembered(j job, raw []byte) (finished, bool) {
+	var buf [256]byte
+	return p.applieds.GetBytes(memoKey(buf[:0], j, raw))
+}
+
+func memoKey(b []byte, j job, raw []byte) []byte {
+	b = append(append(b, j.key...), 0)
+	b = append(append(b, j.mode...), 0)
+	b = append(append(b, j.tok.encoding...), 0)
+	return append(b, raw...)
 }
 
 // finish applies a selection, as the cache holds it, in the job's mode,
-// and remembers the outcome under memoKey.
-func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, memoKey string, res Result) Result {
+// and remembers the outcome (see remembered).
+func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, raw []byte, res Result) Result {
 	a, err := apply(in.Tree, sel, j.mode)
 	if err != nil {
 		res.Ranges, res.FlaggedLines = sel.Ranges, sel.Flagged
 		return p.failOpen(ctx, res, focusgate.ReasonPostprocessError, err)
 	}
-	after, err := p.cfg.Counter.CountContext(ctx, in.Model, a.text)
+	after, err := p.cfg.Counter.countScaled(ctx, j.tok, a.text)
 	if err != nil {
 		res.Ranges, res.FlaggedLines = sel.Ranges, sel.Flagged
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
 	f := finished{sel: sel, a: a, after: after}
-	p.applieds.Put(memoKey, f, f.size())
+	p.applieds.PutBytes(memoKey(nil, j, raw), f, f.size())
 	return p.result(f, res)
 }
 

@@ -528,7 +528,7 @@ func TestWhatIsKnownOfAPageIsNotWorkedOutAgain(t *testing.T) {
 	if first.Status != focusgate.StatusPruned {
 		t.Fatalf("first request: %s (%s), want pruned", first.Status, first.Reason)
 	}
-	encoding := encodingFor(in.Model)
+	encoding := tokenizerOf(in.Model).encoding
 	if n, ok := in.Tree.Known.Count(encoding); !ok || n != first.TokensBefore {
 		t.Errorf("known count %d (%v), want the page's %d", n, ok, first.TokensBefore)
 	}

@@ -66,7 +66,7 @@ func (p *Pruner) reapply(ctx context.Context, in Input, heldOnly bool) (res Resu
 		}
 		return skip(res, focusgate.ReasonNotCached), true
 	}
-	memoKey, f, ok := p.remembered(in, j, raw)
+	f, ok := p.remembered(j, raw)
 	if ok {
 		res.Cache = focusgate.CacheHit
 		return p.result(f, res), true
@@ -79,5 +79,5 @@ func (p *Pruner) reapply(ctx context.Context, in Input, heldOnly bool) (res Resu
 		return skip(res, focusgate.ReasonNotCached), true
 	}
 	res.Cache = focusgate.CacheHit
-	return p.finish(ctx, in, j, sel, memoKey, res), true
+	return p.finish(ctx, in, j, sel, raw, res), true
 }

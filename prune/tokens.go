@@ -26,16 +26,32 @@ var encodings = map[string]func() (*bpe, error){
 	cl100k: sync.OnceValues(func() (*bpe, error) { return loadBPE(cl100k+".tiktoken", cl100kPattern) }),
 }
 
-// encodingFor picks the encoding of a model: o200k_base for the GPT-4o
+// tokenizer is how a model's tokens are counted: o200k_base for the GPT-4o
 // generation and later, and for Gemini (see geminiScale), cl100k_base for
 // GPT-4 and GPT-3.5, for Claude (see claudeScale) and for every model it does
-// not know, whose tokenizer is unknown anyway.
-func encodingFor(model string) string {
-	switch focusgate.FamilyOf(model) {
+// not know, whose tokenizer is unknown anyway; and the factor its counts are
+// scaled by (see familyScale). A page's is worked out once, not at each count.
+type tokenizer struct {
+	encoding string
+	scale    float64 // 0 for none
+}
+
+func tokenizerOf(model string) tokenizer {
+	family := focusgate.FamilyOf(model)
+	t := tokenizer{encoding: cl100k, scale: familyScale[family]}
+	switch family {
 	case focusgate.FamilyGPT4o, focusgate.FamilyReasoning, focusgate.FamilyGemini:
-		return o200k
+		t.encoding = o200k
 	}
-	return cl100k
+	return t
+}
+
+// scaled is a count of the model's encoding scaled to the model's family.
+func (t tokenizer) scaled(n int) int {
+	if t.scale != 0 {
+		return int(float64(n)*t.scale + 0.5)
+	}
+	return n
 }
 
 // Counter counts tokens the way the action model's tokenizer does, cheaply
@@ -119,42 +135,37 @@ var familyScale = map[focusgate.Family]float64{focusgate.FamilyClaude: claudeSca
 // request (seconds for a 10 MB page), so a request past its deadline must
 // not keep a core busy with it.
 func (c *Counter) CountContext(ctx context.Context, model, text string) (int, error) {
-	n, err := c.count(ctx, model, text)
+	return c.countScaled(ctx, tokenizerOf(model), text)
+}
+
+// countScaled is CountContext for a model's tokenizer.
+func (c *Counter) countScaled(ctx context.Context, tok tokenizer, text string) (int, error) {
+	n, err := c.count(ctx, tok.encoding, text)
 	if err != nil {
 		return n, err
 	}
-	return scaled(model, n), nil
+	return tok.scaled(n), nil
 }
 
-// countTree is CountContext of a page's text, taken from and recorded in
+// countTree is countScaled of a page's text, taken from and recorded in
 // what is known of it.
-func (c *Counter) countTree(ctx context.Context, model string, t Tree) (int, error) {
-	name := encodingFor(model)
-	n, ok := t.Known.Count(name)
+func (c *Counter) countTree(ctx context.Context, tok tokenizer, t Tree) (int, error) {
+	n, ok := t.Known.Count(tok.encoding)
 	if !ok {
 		var err error
-		if n, err = c.count(ctx, model, t.Text); err != nil {
+		if n, err = c.count(ctx, tok.encoding, t.Text); err != nil {
 			return n, err
 		}
-		t.Known.SetCount(name, n)
+		t.Known.SetCount(tok.encoding, n)
 	}
-	return scaled(model, n), nil
-}
-
-// scaled is a count of the model's encoding scaled to the model's family.
-func scaled(model string, n int) int {
-	if scale, ok := familyScale[focusgate.FamilyOf(model)]; ok {
-		return int(float64(n)*scale + 0.5)
-	}
-	return n
+	return tok.scaled(n), nil
 }
 
 // checkEvery is how many chunks are encoded between two looks at the
 // context: a few milliseconds of work.
 const checkEvery = 256
 
-func (c *Counter) count(ctx context.Context, model, text string) (int, error) {
-	name := encodingFor(model)
+func (c *Counter) count(ctx context.Context, name, text string) (int, error) {
 	enc, err := encodings[name]()
 	if err != nil {
 		return (len(text) + 3) / 4, nil

@@ -44,7 +44,7 @@ func TestCounterMatchesTiktokenOnAxtrees(t *testing.T) {
 	}
 	c := NewCounter(64 << 20)
 	for _, model := range []string{"gpt-4o", "gpt-4"} {
-		enc := encoding(t, encodingFor(model))
+		enc := encoding(t, tokenizerOf(model).encoding)
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -85,7 +85,7 @@ func TestCounterMatchesTiktokenAtLineEdges(t *testing.T) {
 	}
 	c := NewCounter(1 << 20)
 	for _, model := range []string{"gpt-4o", "gpt-3.5-turbo"} {
-		enc := encoding(t, encodingFor(model))
+		enc := encoding(t, tokenizerOf(model).encoding)
 		for _, text := range texts {
 			if got, want := c.Count(model, text), len(enc.Encode(text, nil, nil)); got != want {
 				t.Errorf("%s Count(%q) = %d, want %d", model, text, got, want)
@@ -114,8 +114,8 @@ func TestEncodingFor(t *testing.T) {
 		{"", cl100k},
 	}
 	for _, tt := range tests {
-		if got := encodingFor(tt.model); got != tt.want {
-			t.Errorf("encodingFor(%q) = %s, want %s", tt.model, got, tt.want)
+		if got := tokenizerOf(tt.model).encoding; got != tt.want {
+			t.Errorf("tokenizerOf(%q).encoding = %s, want %s", tt.model, got, tt.want)
 		}
 	}
 }
