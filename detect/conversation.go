@@ -115,7 +115,7 @@ type conversation struct {
 	// firsts holds, by role, the words of the first unit of that role
 	// that has any.
 	firsts map[role]nearestAnswer
-	seen   *memo.Memo[searched] // the Finder's memory; nil for none
+	seen   *strMemory // the Finder's memory; nil for none
 	// written is the Finder's memory of trees written back, handed to each
 	// observation; nil for none.
 	written *memo.Memo[writing]
@@ -141,28 +141,17 @@ type knownString struct {
 	searched
 }
 
-// rememberFrom is the length from which a string is looked for in the
-// Finder's memory before it is validated: the look-up costs a hash and a
-// comparison of its bytes, a fraction of validating them, and a page the
-// agent sends again is most of the bytes of its later requests.
-const rememberFrom = 4 << 10
-
 // text reads the string literal at c.body[v] that may hold a page, as
 // scanString does. A long one that the Finder searched before is recognised
-// by its bytes, up to the first quote no backslash escapes: bytes that were
-// a valid string are one still, so they are not validated again, and what
-// the search found is kept for found.
+// by its bytes (see strMemory.at): bytes that were a valid string are one
+// still, so they are not validated again, and what the search found is kept
+// for found.
 func (c *conversation) text(v int) (literal, int, error) {
-	b := c.body
-	if c.seen != nil {
-		if q := closingQuote(b, v+1); q-v-1 >= rememberFrom {
-			if r, ok := c.seen.GetBytes(b[v+1 : q]); ok {
-				c.known = append(c.known, knownString{start: v + 1, searched: r})
-				return literal{start: v + 1, end: q}, q + 1, nil
-			}
-		}
+	if r, end, ok := c.seen.at(c.body, v+1); ok {
+		c.known = append(c.known, knownString{start: v + 1, searched: r})
+		return literal{start: v + 1, end: end}, end + 1, nil
 	}
-	return scanString(b, v)
+	return scanString(c.body, v)
 }
 
 // textOrSkip is stringOrSkip for a string that may hold a page (see text).
@@ -190,7 +179,7 @@ func (c *conversation) remembered(start int) (searched, bool) {
 // the skeleton in walk.go.
 var walkers = []*walker{&chatWalker, &responsesWalker, &messagesWalker, &geminiWalker, &converseWalker}
 
-func parseConversation(body []byte, api focusgate.API, seen *memo.Memo[searched], reserve func(int64) bool) (*conversation, error) {
+func parseConversation(body []byte, api focusgate.API, seen *strMemory, reserve func(int64) bool) (*conversation, error) {
 	c := &conversation{body: body, w: walkerOf(api), seen: seen, reserve: reserve}
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
@@ -480,7 +469,7 @@ func (c *conversation) found(ui, si int) []tree {
 	}
 	s := c.state(si)
 	s.scanned = true
-	if r, ok := c.seen.GetBytes(raw); ok {
+	if r, ok := c.seen.get(raw); ok {
 		s.searched, s.decoded = r, true
 		return s.trees
 	}
@@ -511,7 +500,7 @@ func (c *conversation) found(ui, si int) []tree {
 	}
 	size, peeled := searchedSize(text, s.trees)
 	c.note(int64(size - len(text) - peeled)) // the text was noted when decoded, the views as they were peeled
-	c.seen.PutBytes(raw, searched{text: text, trees: s.trees}, size)
+	c.seen.put(raw, searched{text: text, trees: s.trees}, size)
 	return s.trees
 }
 

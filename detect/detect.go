@@ -122,7 +122,7 @@ func Find(body []byte, api focusgate.API, opts Options) ([]Observation, error) {
 //
 // A nil *Finder remembers nothing. A Finder is safe for concurrent use.
 type Finder struct {
-	seen    *memo.Memo[searched]
+	seen    *strMemory
 	written *memo.Memo[writing]
 }
 
@@ -137,7 +137,7 @@ type searched struct {
 // decoded texts and their trees (three quarters), and of trees as they were
 // written back (a quarter).
 func NewFinder(maxBytes int) *Finder {
-	return &Finder{seen: memo.New[searched](maxBytes - maxBytes/4), written: memo.New[writing](maxBytes / 4)}
+	return &Finder{seen: newStrMemory(maxBytes - maxBytes/4), written: memo.New[writing](maxBytes / 4)}
 }
 
 // Find is the package's Find, remembering what it decodes and finds.
@@ -160,7 +160,7 @@ type Request struct {
 
 // Read is Find that also reports the request's model, read in the same walk.
 func (f *Finder) Read(body []byte, api focusgate.API, opts Options) (Request, error) {
-	var seen *memo.Memo[searched]
+	var seen *strMemory
 	var written *memo.Memo[writing]
 	if f != nil {
 		seen, written = f.seen, f.written

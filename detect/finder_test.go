@@ -59,7 +59,7 @@ func TestFinderFindsWhatFindFinds(t *testing.T) {
 			}
 		}
 	}
-	if n := f.seen.Len(); n == 0 {
+	if n := f.seen.m.Len(); n == 0 {
 		t.Fatalf("the Finder remembered nothing of %d bodies", len(paths))
 	}
 }

@@ -140,6 +140,28 @@ func (m *Memo[V]) PutAll(kvs iter.Seq2[string, V]) {
 	}
 }
 
+// Update stores what f makes of the value held for key (ok says whether one
+// is) in one step, under the memo's lock: callers who each add to one value,
+// a list, lose nothing to each other. f returns the new value and what it
+// holds beyond the key, as Put's size; a value too large for the memo is not
+// kept, and neither is what was held before. f must not call the memo.
+func (m *Memo[V]) Update(key []byte, f func(v V, ok bool) (V, int)) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.cur[string(key)]
+	if ok {
+		delete(m.cur, string(key))
+		m.curBytes -= e.size
+	} else if e, ok = m.old[string(key)]; ok {
+		delete(m.old, string(key))
+	}
+	v, size := f(e.v, ok)
+	m.add(string(key), false, v, size)
+}
+
 // add stores v for key unless the current generation has it; clone says
 // whether key must be copied to be the memo's own.
 func (m *Memo[V]) add(key string, clone bool, v V, size int) {

@@ -158,3 +158,74 @@ func TestMemoConcurrentUse(t *testing.T) {
 		t.Errorf("memo holds %d bytes, bound %d", n, bound)
 	}
 }
+
+// TestMemoUpdateLosesNothing has goroutines each add to one list: every
+// addition is in it, and the memo's accounting follows the list's growth.
+func TestMemoUpdateLosesNothing(t *testing.T) {
+	m := New[[]int](1 << 20)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				m.Update([]byte("list"), func(list []int, _ bool) ([]int, int) {
+					list = append(slices.Clip(list), g*100+i)
+					return list, 8 * len(list)
+				})
+			}
+		})
+	}
+	wg.Wait()
+	list, _ := m.Get("list")
+	list = slices.Sorted(slices.Values(list))
+	for i, v := range list {
+		if v != i {
+			t.Fatalf("the list holds %d values, not each of the 800 added once: %v", len(list), list)
+		}
+	}
+	if len(list) != 800 {
+		t.Errorf("the list holds %d values, want the 800 added", len(list))
+	}
+	if n := held(t, m); n != len("list")+8*800+EntryOverhead {
+		t.Errorf("memo holds %d bytes, want the list's %d", n, len("list")+8*800+EntryOverhead)
+	}
+}
+
+func TestMemoUpdate(t *testing.T) {
+	m := New[string](1 << 10)
+	add := func(key, s string) {
+		m.Update([]byte(key), func(v string, ok bool) (string, int) {
+			if ok {
+				v += ","
+			}
+			return v + s, len(v) + len(s)
+		})
+	}
+	add("k", "a")
+	add("k", "b")
+	if v, _ := m.Get("k"); v != "a,b" {
+		t.Errorf("after two updates: %q, want %q", v, "a,b")
+	}
+
+	// The entry moves to the old generation as others fill the current
+	// one; an update finds it there and brings it back.
+	for i := 0; m.old == nil || m.old["k"].v == ""; i++ {
+		m.Put(fmt.Sprint("other", i), "v", 64)
+	}
+	add("k", "c")
+	if v, _ := m.Get("k"); v != "a,b,c" {
+		t.Errorf("after an update of an old entry: %q, want %q", v, "a,b,c")
+	}
+	if _, ok := m.old["k"]; ok {
+		t.Errorf("the old generation still holds the updated entry")
+	}
+
+	// Grown past what a generation holds, the value is forgotten.
+	m.Update([]byte("k"), func(v string, _ bool) (string, int) { return v, 1 << 10 })
+	if _, ok := m.Get("k"); ok {
+		t.Errorf("a value larger than a generation was kept")
+	}
+	held(t, m)
+
+	var none *Memo[string]
+	none.Update([]byte("k"), func(string, bool) (string, int) { t.Error("f called on a nil memo"); return "", 0 })
+}
