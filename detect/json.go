@@ -421,28 +421,6 @@ func eachElement(b []byte, i, depth int, elem func(n, v int) (int, error)) (int,
 	}
 }
 
-// closingQuote returns the offset of the first quote of b at or after i
-// that no backslash escapes, or -1: the end of the string whose content
-// starts at b[i] if that string is valid, which it does not check.
-func closingQuote(b []byte, i int) int {
-	start := i
-	for {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return -1
-		}
-		q += i
-		k := q
-		for k > start && b[k-1] == '\\' {
-			k--
-		}
-		if (q-k)%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
-}
-
 // stringOrSkip consumes the value at b[v]; when it is a string it is returned with ok.
 func stringOrSkip(b []byte, v, depth int) (lit literal, next int, ok bool, err error) {
 	if v < len(b) && b[v] == '"' {

@@ -13,10 +13,21 @@ import (
 const headBytes = 512
 
 // maxSameHead bounds the strings remembered under one head. Snapshots of one
-// site in one conversation can begin alike for longer than a head; each
-// look-up checks a candidate's closing quote before it compares bytes, so a
-// long list costs little.
+// site in one conversation can begin alike for longer than a head; a look-up
+// checks each candidate's length, closing quote and last bytes before it
+// compares the rest, so a long list costs little.
 const maxSameHead = 256
+
+// maxCompares bounds the candidates of one look-up whose bytes are compared
+// whole: strings planted to share a head, a length and an ending with a page
+// would otherwise make each look-up of it compare the page hundreds of times.
+// A string not found within the bound is read and searched as a new one, and
+// put first among its head's.
+const maxCompares = 3
+
+// tailBytes is how much of a candidate's end is compared before the rest:
+// pages that begin alike mostly end differently.
+const tailBytes = 32
 
 // recall is a string the Finder remembers: its bytes as the body holds them
 // (escaped), and what searching it found.
@@ -58,11 +69,18 @@ func (s *strMemory) at(b []byte, start int) (searched, int, bool) {
 		return searched{}, 0, false
 	}
 	list, _ := s.m.GetBytes(b[start : start+headBytes])
+	compares := 0
 	for i := range list {
 		r := &list[i]
 		end := start + len(r.raw)
-		if end < len(b) && b[end] == '"' && string(b[start:end]) == r.raw {
+		if end >= len(b) || b[end] != '"' || !sameTail(b[start:end], r.raw) {
+			continue
+		}
+		if string(b[start:end]) == r.raw {
 			return r.searched, end, true
+		}
+		if compares++; compares == maxCompares {
+			break
 		}
 	}
 	return searched{}, 0, false
@@ -74,12 +92,26 @@ func (s *strMemory) get(raw []byte) (searched, bool) {
 		return searched{}, false
 	}
 	list, _ := s.m.GetBytes(head(raw))
+	compares := 0
 	for i := range list {
-		if list[i].raw == string(raw) {
-			return list[i].searched, true
+		r := &list[i]
+		if len(r.raw) != len(raw) || !sameTail(raw, r.raw) {
+			continue
+		}
+		if r.raw == string(raw) {
+			return r.searched, true
+		}
+		if compares++; compares == maxCompares {
+			break
 		}
 	}
 	return searched{}, false
+}
+
+// sameTail reports whether b and raw, of one length, end alike.
+func sameTail(b []byte, raw string) bool {
+	n := max(len(raw)-tailBytes, 0)
+	return string(b[n:]) == raw[n:]
 }
 
 // put remembers what searching the string raw found; size is what that
@@ -97,15 +129,18 @@ func (s *strMemory) put(raw []byte, v searched, size int) {
 		// Callers share the list they got: it is copied, never changed.
 		kept := make([]recall, 1, min(len(list)+1, maxSameHead))
 		kept[0] = r
-		total := r.size
+		total, compares := r.size, 0
 		for _, o := range list {
 			if len(kept) == cap(kept) || total+o.size > s.perHead {
 				break
 			}
-			if o.raw != r.raw {
-				kept = append(kept, o)
-				total += o.size
+			if compares < maxCompares && len(o.raw) == len(raw) && sameTail(raw, o.raw) {
+				if compares++; o.raw == r.raw {
+					continue // the string put again
+				}
 			}
+			kept = append(kept, o)
+			total += o.size
 		}
 		return kept, total
 	})

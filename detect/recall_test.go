@@ -170,3 +170,34 @@ func FuzzFinderMemory(f *testing.F) {
 		}
 	})
 }
+
+// Strings planted to share a head, a length and an ending with a page cost
+// each look-up of it maxCompares whole comparisons at most; the page, no
+// longer found, is searched anew and put first, and found again after that.
+func TestLookalikesCostBoundedComparisons(t *testing.T) {
+	prefix, suffix := strings.Repeat(`- generic [ref=e1]:\n`, 30), strings.Repeat(`- contentinfo [ref=e9]\n`, 4)
+	page := func(i int) string { return prefix + fmt.Sprintf(`- text: %04d\n`, i) + suffix }
+	s := newStrMemory(64 << 20)
+	s.put([]byte(page(0)), searched{text: "the page"}, 0)
+	for i := 1; i <= maxCompares+2; i++ {
+		s.put([]byte(page(i)), searched{text: "a lookalike"}, 0)
+	}
+	found := func() bool {
+		_, _, atOK := s.at([]byte(`"`+page(0)+`"`), 1)
+		_, getOK := s.get([]byte(page(0)))
+		if atOK != getOK {
+			t.Fatalf("at found the page %v, get %v", atOK, getOK)
+		}
+		return atOK
+	}
+	if found() {
+		t.Errorf("the page was found behind %d lookalikes: more than %d whole comparisons", maxCompares+2, maxCompares)
+	}
+	if _, _, ok := s.at([]byte(`"`+page(maxCompares+2)+`"`), 1); !ok {
+		t.Errorf("the newest lookalike was not found")
+	}
+	s.put([]byte(page(0)), searched{text: "the page"}, 0)
+	if !found() {
+		t.Errorf("the page put again was not found")
+	}
+}
