@@ -449,3 +449,38 @@ func TestARequestNamesItsProvider(t *testing.T) {
 		t.Errorf("requests %+v, want one Messages request to Bedrock", list.Requests)
 	}
 }
+
+// Each page of a request keeps its own line numbers, in the dashboard's own
+// memory: a tool loop's request has dozens of pages, and the gateway reuses
+// what it recorded them from.
+func TestEachPageKeepsItsLineNumbers(t *testing.T) {
+	d := ui.New(ui.Options{})
+	rec := pageRecord()
+	first := rec.Observations[0]
+	rec.Observations = []ui.Observation{first, first, first}
+	rec.Observations[1].Ranges, rec.Observations[1].Kept, rec.Observations[1].Flagged = nil, nil, nil
+	rec.Observations[2].Ranges = []focusgate.Range{{From: 4, To: 9}, {From: 12, To: 12}}
+	rec.Observations[2].Kept = []focusgate.Range{{From: 4, To: 8}}
+	rec.Observations[2].Flagged = []int{9, 10}
+	want := mustJSON([][]any{{[]ui.LineRange{{From: 1, To: 2}}, []ui.LineRange{{From: 1, To: 2}}, []int{3}},
+		{[]ui.LineRange{}, []ui.LineRange{}, []int{}},
+		{[]ui.LineRange{{From: 4, To: 9}, {From: 12, To: 12}}, []ui.LineRange{{From: 4, To: 8}}, []int{9, 10}}})
+	d.Record(rec)
+	for _, o := range rec.Observations {
+		for i := range o.Ranges {
+			o.Ranges[i] = focusgate.Range{}
+		}
+		for i := range o.Flagged {
+			o.Flagged[i] = 0
+		}
+	}
+	var det ui.RequestDetail
+	decode(t, d, "/ui/api/requests/1", &det)
+	var got [][]any
+	for _, p := range det.Pages {
+		got = append(got, []any{p.Ranges, p.Kept, p.Flagged})
+	}
+	if mustJSON(got) != want {
+		t.Errorf("pages' ranges, kept lines and flagged lines:\n got %s\nwant %s", mustJSON(got), want)
+	}
+}

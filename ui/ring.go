@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -49,6 +48,13 @@ func newEntry(r Record, capture bool) *entry {
 	e.rec.Observations = nil
 	e.rec.Model, e.rec.Key = strings.Clone(r.Model), strings.Clone(r.Key)
 	e.obs = make([]storedObs, len(r.Observations))
+	// The line numbers of every page share two arrays: a tool loop's
+	// request re-applies a selection to each of its dozens of pages.
+	nr, nf := 0, 0
+	for _, o := range r.Observations {
+		nr, nf = nr+len(o.Ranges)+len(o.Kept), nf+len(o.Flagged)
+	}
+	ranges, flagged := make([]focusgate.Range, 0, nr), make([]int, 0, nf)
 	for i, o := range r.Observations {
 		s := storedObs{lineCount: len(o.Lines)}
 		if o.FocusedBID != "" {
@@ -61,7 +67,9 @@ func newEntry(r Record, capture bool) *entry {
 		}
 		s.Format, s.Status, s.Reason = o.Format, o.Status, o.Reason
 		s.TokensBefore, s.TokensAfter, s.Cache, s.Retriever = o.TokensBefore, o.TokensAfter, o.Cache, o.Retriever
-		s.Ranges, s.Kept, s.Flagged = slices.Clone(o.Ranges), slices.Clone(o.Kept), slices.Clone(o.Flagged)
+		s.Ranges, ranges = carve(ranges, o.Ranges)
+		s.Kept, ranges = carve(ranges, o.Kept)
+		s.Flagged, flagged = carve(flagged, o.Flagged)
 		if capture {
 			s.Goal, s.History, s.Reasoning = strings.Clone(o.Goal), strings.Clone(o.History), strings.Clone(o.Reasoning)
 			s.Original, s.Forwarded = strings.Clone(o.Original), strings.Clone(o.Forwarded)
@@ -78,6 +86,18 @@ func newEntry(r Record, capture bool) *entry {
 	}
 	e.size = e.measure()
 	return e
+}
+
+// carve copies src to the end of dst, whose room must hold it, and returns
+// the copy, with no room beyond it, and dst grown by it. An empty src gives
+// nil, as slices.Clone does.
+func carve[T any](dst, src []T) (copied, grown []T) {
+	if len(src) == 0 {
+		return nil, dst
+	}
+	n := len(dst)
+	dst = append(dst, src...)
+	return dst[n:len(dst):len(dst)], dst
 }
 
 // measure estimates the entry's memory: structs, slices and string bytes,
