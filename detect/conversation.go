@@ -127,6 +127,7 @@ type conversation struct {
 	// turnTexts holds, by unit, each assistant unit's text as history shows it
 	// (see turnText), made once it is first needed.
 	turnTexts []turn
+	history   turnHistory
 
 	// The memory held beyond the body, charged to reserve (see account).
 	reserve           func(int64) bool

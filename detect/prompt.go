@@ -229,11 +229,18 @@ func (c *conversation) describe(f located, o *Observation) {
 		goal = c.userText(f.unit)
 	}
 	history, ok := section(text, ctx.histories, at)
+	owned := false
 	if !ok {
-		history = c.assistantTurns(f.unit)
+		history, owned = c.assistantTurns(f.unit)
 	}
+	// Each is copied out of the text it was cut from, so that what keeps
+	// it (a retriever call others wait for) keeps no more; a history from
+	// the text of the request's turns stays in it (see turnsFrom).
 	o.Goal = strings.Clone(keepHead(strings.TrimSpace(goal), MaxGoalBytes))
-	o.History = strings.Clone(keepTail(strings.TrimSpace(history), MaxHistoryBytes))
+	o.History = keepTail(strings.TrimSpace(history), MaxHistoryBytes)
+	if !owned {
+		o.History = strings.Clone(o.History)
+	}
 
 	if o.FocusedBID == "" && u.end-u.first > 1 {
 		// The first statement after the tree, else the last before it,
@@ -424,10 +431,11 @@ func (c *conversation) first(r role, ui int) string {
 }
 
 // assistantTurns is the history of last resort: what the assistant said and the
-// tools it called before unit ui, the newest first when it is too long.
-func (c *conversation) assistantTurns(ui int) string {
-	var turns []int // the units of the history, newest first
-	size := 0
+// tools it called before unit ui, the newest first when it is too long. owned
+// says it is a slice of the text all the request's histories share (see
+// turnsFrom), which is not copied for each.
+func (c *conversation) assistantTurns(ui int) (history string, owned bool) {
+	first, last := -1, -1 // the oldest and newest units of the history
 	// Every turn looked at costs at least one byte of the budget, so that a long
 	// conversation of empty turns is not walked to its start for every observation.
 	for i, budget := ui-1, MaxHistoryBytes; i >= 0 && budget > 0; i-- {
@@ -436,32 +444,80 @@ func (c *conversation) assistantTurns(ui int) string {
 		}
 		t := c.turnText(i)
 		if t != "" {
-			turns = append(turns, i)
-			size += len(t) + len("\n\n")
+			if last < 0 {
+				last = i
+			}
+			first = i
 		}
 		budget -= len(t) + 1
 	}
-	switch len(turns) {
-	case 0:
-		return ""
-	case 1:
-		return c.turnTexts[turns[0]].text
+	switch {
+	case last < 0:
+		return "", false
+	case first == last:
+		return c.turnTexts[first].text, false
 	}
-	var b strings.Builder
-	b.Grow(size)
-	for k := len(turns) - 1; k >= 0; k-- {
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
+	return c.turnsFrom(first, last), true
+}
+
+// turnsFrom returns the turns of the assistant units from first to last,
+// oldest first, joined by blank lines. The turns are written once per
+// request into one text that the histories of a tool loop's pages, each
+// the turns before it, are all taken from: written for each page, they
+// copied up to MaxHistoryBytes a page. The text holds no more than the
+// request's turns, which a history kept past the request keeps with it. It
+// starts anew where a history starts after it ends; a history that starts
+// before it, which pages described in order never do, is written on its
+// own. Every assistant unit from first to last was made by assistantTurns'
+// walk.
+func (c *conversation) turnsFrom(first, last int) string {
+	h := &c.history
+	switch {
+	case !h.started || first > h.units:
+		*h = turnHistory{started: true, first: first, units: first}
+	case first < h.first:
+		return c.joinTurns(first, last)
+	}
+	for ; h.units <= last; h.units++ {
+		t := &c.turnTexts[h.units]
+		if t.text == "" {
+			continue // not an assistant's, or empty
 		}
-		b.WriteString(c.turnTexts[turns[k]].text)
+		if h.b.Len() > 0 {
+			h.b.WriteString("\n\n")
+		}
+		t.at = h.b.Len()
+		h.b.WriteString(t.text)
+		c.note(int64(len(t.text) + 2))
 	}
-	return b.String()
+	lt := &c.turnTexts[last]
+	return h.b.String()[c.turnTexts[first].at : lt.at+len(lt.text)]
+}
+
+// joinTurns is turnsFrom written on its own.
+func (c *conversation) joinTurns(first, last int) string {
+	var parts []string
+	for i := first; i <= last; i++ {
+		if t := c.turnTexts[i].text; t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // turn is an assistant unit's text and calls as history shows them.
 type turn struct {
 	text string
 	made bool
+	at   int // where text starts in the conversation's history, once written there
+}
+
+// turnHistory is the text of a request's assistant turns from unit first up
+// to unit units, joined by blank lines (see turnsFrom).
+type turnHistory struct {
+	b            strings.Builder
+	started      bool
+	first, units int
 }
 
 // turnText is an assistant unit's turn, made once per request: every later

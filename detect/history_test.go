@@ -1,0 +1,96 @@
+package detect
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/focusgate/focusgate"
+)
+
+// A page's history of last resort is the assistant's turns before it, as
+// many as MaxHistoryBytes holds, oldest first, joined by blank lines. The
+// histories of a request's pages are taken from one text of its turns;
+// whatever order the pages are described in, each is what joining its own
+// turns gives, and one taken from that text is not the body's memory.
+func TestHistoriesAreTheTurnsBeforeEachPage(t *testing.T) {
+	bodyOf := func(sizes ...int) []byte {
+		msgs := []message{{Role: "system", Content: "You drive a browser."}, {Role: "user", Content: "Buy it."}}
+		for i, n := range sizes {
+			msgs = append(msgs, message{Role: "assistant", Content: strings.Repeat(string(rune('a'+i)), n)},
+				message{Role: "user", Content: "### Page\n" + strings.Repeat("- item\n", i+1)})
+		}
+		return chatBody(t, msgs...)
+	}
+	varied := bodyOf(40, 0, 300, 3000, 0, 9000, 60, 5000, 2000, 10, 0, 700, 4000, 30, 30, 30)
+	// Turns of 5,000 bytes: each history is the two turns before its page.
+	// The user turn at unit 2k+3 follows the assistant's turn k.
+	even := bodyOf(5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000)
+
+	want := func(c *conversation, ui int) string {
+		var turns []string
+		for i, budget := ui-1, MaxHistoryBytes; i >= 0 && budget > 0; i-- {
+			if c.units[i].role != roleAssistant {
+				continue
+			}
+			if tt := c.turnText(i); tt != "" {
+				turns = append(turns, tt)
+			}
+			budget -= len(c.turnText(i)) + 1
+		}
+		slices.Reverse(turns)
+		return strings.Join(turns, "\n\n")
+	}
+	for _, tt := range []struct {
+		name  string
+		body  []byte
+		order []int // the units whose histories are asked for, in turn
+	}{
+		{"in order", varied, units(t, varied, "in order")},
+		{"newest first", varied, units(t, varied, "newest first")},
+		{"shuffled", varied, units(t, varied, "shuffled")},
+		{"twice in order", varied, append(units(t, varied, "in order"), units(t, varied, "in order")...)},
+		{"every third", varied, []int{2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 32}},
+		{"after a gap, then inside it", even, []int{5, 13, 9}},
+		{"evenly, in order", even, units(t, even, "in order")},
+	} {
+		c := mustParse(t, tt.body)
+		for _, ui := range tt.order {
+			got, owned := c.assistantTurns(ui)
+			if w := want(mustParse(t, tt.body), ui); got != w {
+				t.Fatalf("%s, unit %d: history of %d bytes, want %d: %.60q…", tt.name, ui, len(got), len(w), got)
+			}
+			if p, b := uintptr(unsafe.Pointer(unsafe.StringData(got))), uintptr(unsafe.Pointer(&tt.body[0])); owned && p >= b && p < b+uintptr(len(tt.body)) {
+				t.Fatalf("%s, unit %d: a history said to be the conversation's own is the body's memory", tt.name, ui)
+			}
+		}
+	}
+}
+
+// units lists every unit of body's conversation and the end, in order,
+// newest first or shuffled.
+func units(t *testing.T, body []byte, order string) []int {
+	n := len(mustParse(t, body).units)
+	all := make([]int, n+1)
+	for i := range all {
+		all[i] = i
+	}
+	switch order {
+	case "newest first":
+		slices.Reverse(all)
+	case "shuffled":
+		rand.New(rand.NewPCG(1, 2)).Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	}
+	return all
+}
+
+func mustParse(t *testing.T, body []byte) *conversation {
+	t.Helper()
+	c, err := parseConversation(body, focusgate.APIChat, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
