@@ -473,13 +473,13 @@ func (c *conversation) assistantTurns(ui int) (history string, owned bool) {
 func (c *conversation) turnsFrom(first, last int) string {
 	h := &c.history
 	switch {
-	case !h.started || first > h.units:
-		*h = turnHistory{started: true, first: first, units: first}
+	case !h.started || first > h.next:
+		*h = turnHistory{started: true, first: first, next: first}
 	case first < h.first:
 		return c.joinTurns(first, last)
 	}
-	for ; h.units <= last; h.units++ {
-		t := &c.turnTexts[h.units]
+	for ; h.next <= last; h.next++ {
+		t := &c.turnTexts[h.next]
 		if t.text == "" {
 			continue // not an assistant's, or empty
 		}
@@ -512,12 +512,12 @@ type turn struct {
 	at   int // where text starts in the conversation's history, once written there
 }
 
-// turnHistory is the text of a request's assistant turns from unit first up
-// to unit units, joined by blank lines (see turnsFrom).
+// turnHistory is the text of a request's assistant turns from unit first
+// up to unit next, joined by blank lines (see turnsFrom).
 type turnHistory struct {
-	b            strings.Builder
-	started      bool
-	first, units int
+	b           strings.Builder
+	started     bool
+	first, next int
 }
 
 // turnText is an assistant unit's turn, made once per request: every later

@@ -420,6 +420,7 @@ func (p *Pruner) remembered(j job, raw []byte) (finished, bool) {
 	return p.applieds.GetBytes(memoKey(buf[:0], j, raw))
 }
 
+// memoKey appends to b the key of applying raw for j (see remembered).
 func memoKey(b []byte, j job, raw []byte) []byte {
 	b = append(append(b, j.key...), 0)
 	b = append(append(b, j.mode...), 0)
