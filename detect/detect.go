@@ -3,6 +3,7 @@ package detect
 import (
 	"bytes"
 	"errors"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -204,16 +205,19 @@ func Model(body []byte) string {
 	return scanModel(body)
 }
 
-// scanModel is Model by a scan of every top-level member.
+// scanModel is Model by a scan of every top-level member. It reads the body
+// in place: gjson.ParseBytes copies it whole, and Model is asked on the
+// inspection's busy path, when memory is short. The model is copied out of
+// the body, whose buffer the gateway reuses.
 func scanModel(body []byte) string {
 	var model string
-	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+	gjson.Parse(asString(body)).ForEach(func(k, v gjson.Result) bool {
 		if k.String() == "model" {
 			model = v.String()
 		}
 		return true
 	})
-	return model
+	return strings.Clone(model)
 }
 
 // QuickModel returns the model of a request body that is not searched, for

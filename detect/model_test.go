@@ -3,6 +3,7 @@ package detect
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -196,4 +197,31 @@ func firstMember(body []byte, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Model reads a body whose model neither its start nor its end names by a
+// scan of its members, in place: the skips of the busy path ask it when
+// memory is short, and a copy of a large body is what they are spared.
+func TestModelReadsTheBodyInPlace(t *testing.T) {
+	var msgs strings.Builder
+	for i := range 400 {
+		fmt.Fprintf(&msgs, `{"role":"user","content":"step %d: %s"},`, i, strings.Repeat("text ", 100))
+	}
+	body := []byte(`{"max_tokens":1024,"messages":[` + strings.TrimSuffix(msgs.String(), ",") + `],"model":"claude-sonnet-4-5",` +
+		`"system":"` + strings.Repeat("You drive a browser. ", 400) + `"}`)
+	if _, sure := TrailingModel(body); sure {
+		t.Fatalf("the body's end names its model: the scan is not what is measured")
+	}
+	var model string
+	_, n := allocated(func() { model = Model(body) })
+	if model != "claude-sonnet-4-5" {
+		t.Fatalf("Model = %q", model)
+	}
+	if n > 4096 {
+		t.Errorf("Model allocated %d bytes for a body of %d", n, len(body))
+	}
+	body[bytes.Index(body, []byte("claude"))] = 'X' // the gateway reuses the body's buffer
+	if model != "claude-sonnet-4-5" {
+		t.Errorf("the model read changed with the body's buffer: %q", model)
+	}
 }
