@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -39,8 +40,7 @@ type span struct{ start, end int }
 // outside ``` fences, with the end of the section each one opens: a heading's ends at
 // the next heading of the same or a higher level, a label's at the next label or
 // heading, a tag's at its closing tag, and every section at the next tree.
-func scanMarks(text string, trees []span) []mark {
-	var marks []mark
+func scanMarks(marks []mark, text string, trees []span) []mark {
 	fenced := false
 	rest := trees
 	for p := 0; p < len(text); {
@@ -63,7 +63,7 @@ func scanMarks(text string, trees []span) []mark {
 			level := len(line) - len(strings.TrimLeft(line, "#"))
 			if level <= 6 && level < len(line) && line[level] == ' ' {
 				title := strings.TrimSuffix(strings.TrimSpace(line[level:]), ":")
-				marks = append(marks, mark{kind: heading, level: level, name: strings.ToLower(title), at: p, body: next})
+				marks = append(marks, mark{kind: heading, level: level, name: title, at: p, body: next})
 			}
 		case 'A' <= line[0] && line[0] <= 'Z':
 			j := 1
@@ -165,7 +165,7 @@ func endSections(marks []mark, trees []span, textLen int) {
 func isGoal(m mark) bool {
 	switch m.kind {
 	case heading:
-		return m.name == "goal"
+		return strings.EqualFold(m.name, "goal")
 	case label:
 		return m.name == "OBJECTIVE"
 	case field:
@@ -181,7 +181,7 @@ func isGoal(m mark) bool {
 func isHistory(m mark) bool {
 	switch m.kind {
 	case heading:
-		return strings.HasPrefix(m.name, "history")
+		return len(m.name) >= len("history") && strings.EqualFold(m.name[:len("history")], "history")
 	case label:
 		return m.name == "PREVIOUS ACTION" || m.name == "PREVIOUS ACTIONS" || m.name == "INTERACTION HISTORY"
 	case tagOpen:
@@ -283,6 +283,13 @@ func (c *conversation) focusStatements(ui int) []span {
 	return ctx.focus
 }
 
+// markBuffers holds the slices scanMarks appends to, for reuse.
+var markBuffers = sync.Pool{New: func() any { return new([]mark) }}
+
+// maxPooledMarks bounds the slices markBuffers keeps: a prompt of ten
+// thousand headings need not pin their room.
+const maxPooledMarks = 1024
+
 // structure finds, once per unit, its goal and history sections and its text
 // outside its trees.
 func (c *conversation) structure(ui int) *unitContext {
@@ -300,8 +307,17 @@ func (c *conversation) structure(ui int) *unitContext {
 			trees = append(trees, span{at, at})
 		}
 	}
-	marks := scanMarks(text, trees)
+	// The marks are kept only as far as the goals and histories among them,
+	// which filterMarks copies: a prompt that describes its actions at
+	// length has hundreds, and a tool loop's request a few for each page.
+	buf := markBuffers.Get().(*[]mark)
+	marks := scanMarks((*buf)[:0], text, trees)
 	ctx.goals, ctx.histories = filterMarks(marks, isGoal), filterMarks(marks, isHistory)
+	if cap(marks) <= maxPooledMarks {
+		clear(marks) // their names are the request's text
+		*buf = marks[:0]
+		markBuffers.Put(buf)
+	}
 	parts := make([]string, 0, len(trees)+1)
 	rest := 0
 	for _, t := range trees {
