@@ -96,8 +96,10 @@ type unitContext struct {
 	bases []int  // offset of each segment in text
 
 	goals, histories []mark // sections outside the unit's trees
-	around           string // the unit's text outside its trees
 	structured       bool
+
+	around     string // the unit's text outside its trees (see around)
+	aroundMade bool
 
 	focus       []span // the statements of a focused element in text (see focusStatements)
 	focusListed bool

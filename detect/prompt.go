@@ -290,8 +290,7 @@ var markBuffers = sync.Pool{New: func() any { return new([]mark) }}
 // thousand headings need not pin their room.
 const maxPooledMarks = 1024
 
-// structure finds, once per unit, its goal and history sections and its text
-// outside its trees.
+// structure finds, once per unit, its goal and history sections.
 func (c *conversation) structure(ui int) *unitContext {
 	u, ctx := &c.units[ui], c.context(ui)
 	if ctx.structured {
@@ -318,14 +317,32 @@ func (c *conversation) structure(ui int) *unitContext {
 		*buf = marks[:0]
 		markBuffers.Put(buf)
 	}
-	parts := make([]string, 0, len(trees)+1)
+	return ctx
+}
+
+// around returns, once per unit, its text outside its trees, each piece
+// between them trimmed and the pieces joined as joinText joins them. Only a
+// goal of last resort reads it (words), so it is made when one is asked for,
+// not with the unit's structure.
+func (c *conversation) around(ui int) string {
+	u, ctx := &c.units[ui], c.context(ui)
+	if ctx.aroundMade {
+		return ctx.around
+	}
+	ctx.aroundMade = true
+	text, _ := c.unitText(ui)
+	var buf [4]string // a unit holds a tree or two
+	parts := buf[:0]
 	rest := 0
-	for _, t := range trees {
-		parts = append(parts, text[rest:t.start])
-		rest = t.end
+	for si := u.first; si < u.end; si++ {
+		for _, f := range c.trees(ui, si) {
+			at := c.point(f)
+			parts = append(parts, text[rest:at])
+			rest = at
+		}
 	}
 	ctx.around = joinText(append(parts, text[rest:])...)
-	return ctx
+	return ctx.around
 }
 
 // nearestAnswer keeps, per unit, the answer of a search through the units before it.
@@ -420,7 +437,7 @@ func (c *conversation) words(i int, r role) (string, bool) {
 	if c.units[i].role != r {
 		return "", false
 	}
-	around := c.structure(i).around
+	around := c.around(i)
 	return around, around != ""
 }
 
