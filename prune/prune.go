@@ -9,6 +9,7 @@
 package prune
 
 import (
+	"bytes"
 	"context"
 
 	"encoding/json"
@@ -156,6 +157,7 @@ type Pruner struct {
 
 // finished is a stored selection applied to a page in a mode and counted.
 type finished struct {
+	raw   []byte // the selection as stored, which sel decodes
 	sel   Selection
 	a     applied
 	after int
@@ -164,7 +166,7 @@ type finished struct {
 // size approximates what f holds, for the memo's budget.
 func (f *finished) size() int {
 	const rangeSize, pieceSize = 16, 24
-	return len(f.a.text) + pieceSize*len(f.a.pieces) + rangeSize*(len(f.a.kept)+len(f.sel.Ranges)) + 8*len(f.sel.Flagged)
+	return len(f.raw) + len(f.a.text) + pieceSize*len(f.a.pieces) + rangeSize*(len(f.a.kept)+len(f.sel.Ranges)) + 8*len(f.sel.Flagged)
 }
 
 // New returns a Pruner. A nil cache means no caching: every call asks the
@@ -410,22 +412,27 @@ func (p *Pruner) textKey(text string) string {
 
 // remembered returns the outcome of applying raw, a selection as stored,
 // for j, if it is remembered. That outcome depends on the page and the query
-// (both in the cache key), the selection, the mode and the tokenizer that
-// counts the result: memoKey appends them all. The key is made in a buffer
-// of the stack, and only a miss, which finish remembers, makes it a string:
-// a request re-applies a selection to each of its older pages, dozens in a
-// tool loop.
+// (both in the cache key), the mode and the tokenizer that counts the result,
+// which memoKey appends, and on the selection, which the outcome keeps: a
+// selection of a large page is kilobytes, too long for a key made in a
+// buffer of the stack, and a request re-applies a selection to each of its
+// older pages, dozens in a tool loop. A key holds the outcome of the last
+// selection applied under it.
 func (p *Pruner) remembered(j job, raw []byte) (finished, bool) {
 	var buf [256]byte
-	return p.applieds.GetBytes(memoKey(buf[:0], j, raw))
+	f, ok := p.applieds.GetBytes(memoKey(buf[:0], j))
+	if !ok || !bytes.Equal(f.raw, raw) {
+		return finished{}, false
+	}
+	return f, true
 }
 
-// memoKey appends to b the key of applying raw for j (see remembered).
-func memoKey(b []byte, j job, raw []byte) []byte {
+// memoKey appends to b the key of applying a selection for j (see
+// remembered).
+func memoKey(b []byte, j job) []byte {
 	b = append(append(b, j.key...), 0)
 	b = append(append(b, j.mode...), 0)
-	b = append(append(b, j.tok.encoding...), 0)
-	return append(b, raw...)
+	return append(b, j.tok.encoding...)
 }
 
 // finish applies a selection, as the cache holds it, in the job's mode,
@@ -441,8 +448,8 @@ func (p *Pruner) finish(ctx context.Context, in Input, j job, sel Selection, raw
 		res.Ranges, res.FlaggedLines = sel.Ranges, sel.Flagged
 		return p.failOpen(ctx, res, Reason(err), err)
 	}
-	f := finished{sel: sel, a: a, after: after}
-	p.applieds.PutBytes(memoKey(nil, j, raw), f, f.size())
+	f := finished{raw: bytes.Clone(raw), sel: sel, a: a, after: after}
+	p.applieds.PutBytes(memoKey(nil, j), f, f.size())
 	return p.result(f, res)
 }
 

@@ -2,6 +2,7 @@ package prune
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -111,6 +112,59 @@ func TestReapplyRepeatsThePrunedText(t *testing.T) {
 				t.Errorf("retriever called %d times, want 1 (for the newest only)", calls)
 			}
 		})
+	}
+}
+
+// A Pruner remembers what applying a stored selection gave, and a selection
+// stored anew under the same key (written by another replica, or repaired)
+// is applied anew: the remembered outcome is of the selection, not only of
+// its key.
+func TestASelectionStoredAnewIsAppliedAnew(t *testing.T) {
+	const otherAnswer = "<answer>[(61,61), (100,110)]</answer>"
+	in := laptopInput(t)
+	in.Mode = focusgate.ModeAncestors
+	r := retrieverFunc(func(_ context.Context, q Query) (Selection, error) { return ParseAnswer(laptopAnswer, q.Lines) })
+	c := &mapCache{}
+	p := New(Config{RetrieverModel: "gpt-4.1-mini", MinTokens: 1000, AppliedMemoBytes: 1 << 20}, r, c)
+	first := p.Prune(context.Background(), in)
+	if first.Status != focusgate.StatusPruned {
+		t.Fatalf("newest: %s %q, want pruned", first.Status, first.Reason)
+	}
+	if again := p.Reapply(context.Background(), in); again.Text != first.Text {
+		t.Fatalf("re-applied before the selection changed: other text than the newest's")
+	}
+
+	other := mustParse(t, otherAnswer, len(in.Tree.Lines))
+	raw, err := json.Marshal(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	if len(c.m) != 1 {
+		t.Fatalf("the cache holds %d selections, want 1", len(c.m))
+	}
+	for k := range c.m {
+		c.m[k] = raw
+	}
+	c.mu.Unlock()
+
+	want, err := Apply(in.Tree, other, in.Mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want == first.Text {
+		t.Fatal("the two selections give one text: the test cannot tell them apart")
+	}
+	for name, res := range map[string]Result{
+		"Reapply": p.Reapply(context.Background(), in),
+		"Prune":   p.Prune(context.Background(), in),
+	} {
+		if res.Status != focusgate.StatusPruned || res.Cache != focusgate.CacheHit {
+			t.Errorf("%s: %s %q cache=%q, want pruned from the cache", name, res.Status, res.Reason, res.Cache)
+		}
+		if res.Text != want {
+			t.Errorf("%s gave the text of the selection stored before (%d bytes), want the new one's (%d bytes)", name, len(res.Text), len(want))
+		}
 	}
 }
 
