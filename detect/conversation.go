@@ -238,26 +238,30 @@ func (c *conversation) forget(top string) {
 
 // segPath is the gjson path of segment s of unit u.
 func (c *conversation) segPath(u *unit, s *segment) string {
-	p := u.top
+	var buf [128]byte
+	p := append(buf[:0], u.top...)
 	if u.index >= 0 {
-		p += "." + strconv.Itoa(u.index)
+		p = strconv.AppendInt(append(p, '.'), int64(u.index), 10)
 	}
 	if s.field != "" {
-		p += "." + s.field
+		p = append(append(p, '.'), s.field...)
 	}
 	if s.part >= 0 {
-		p += "." + strconv.Itoa(int(s.part))
+		p = strconv.AppendInt(append(p, '.'), int64(s.part), 10)
 	}
 	if s.result {
-		p += "." + c.w.turn.holds.parts.nested
+		p = append(append(p, '.'), c.w.turn.holds.parts.nested...)
 	}
 	if s.sub >= 0 {
-		p += "." + strconv.Itoa(int(s.sub))
+		p = strconv.AppendInt(append(p, '.'), int64(s.sub), 10)
 	}
 	if s.leaf != "" {
-		p += "." + s.leaf
+		p = append(append(p, '.'), s.leaf...)
 	}
-	return p
+	if len(p) == len(u.top) {
+		return u.top
+	}
+	return string(p)
 }
 
 func (c *conversation) decode(lit literal) string {
@@ -380,17 +384,27 @@ type located struct {
 	t         *tree
 }
 
-// trees lists the trees of segment si of unit ui in text order.
-func (c *conversation) trees(ui, si int) []located {
+// appendTrees appends the trees of segment si of unit ui to dst, in text
+// order.
+func (c *conversation) appendTrees(dst []located, ui, si int) []located {
 	ts := c.found(ui, si)
-	if len(ts) == 0 {
-		return nil
-	}
-	found := make([]located, len(ts))
 	for k := range ts {
-		found[k] = located{unit: ui, seg: si, t: &ts[k]}
+		dst = append(dst, located{unit: ui, seg: si, t: &ts[k]})
 	}
-	return found
+	return dst
+}
+
+// points appends to dst where each tree of unit ui was in its text (see
+// unitText), in text order.
+func (c *conversation) points(dst []int, ui int) []int {
+	u := &c.units[ui]
+	for si := u.first; si < u.end; si++ {
+		ts := c.found(ui, si)
+		for k := range ts {
+			dst = append(dst, c.point(located{unit: ui, seg: si, t: &ts[k]}))
+		}
+	}
+	return dst
 }
 
 func (c *conversation) observations(opts Options) []Observation {
@@ -401,7 +415,7 @@ func (c *conversation) observations(opts Options) []Observation {
 				if c.account() != nil {
 					return nil
 				}
-				found = append(found, c.trees(ui, si)...)
+				found = c.appendTrees(found, ui, si)
 			}
 		}
 	} else {
@@ -412,9 +426,9 @@ func (c *conversation) observations(opts Options) []Observation {
 				if c.account() != nil {
 					return nil
 				}
-				fs := c.trees(ui, si)
-				for k := len(fs) - 1; k >= 0 && len(found) < want; k-- {
-					found = append(found, fs[k])
+				ts := c.found(ui, si)
+				for k := len(ts) - 1; k >= 0 && len(found) < want; k-- {
+					found = append(found, located{unit: ui, seg: si, t: &ts[k]})
 				}
 				if len(found) == want {
 					break newest

@@ -94,3 +94,31 @@ func mustParse(t *testing.T, body []byte) *conversation {
 	}
 	return c
 }
+
+// Texts are joined trimmed, blank ones left out, with a blank line between
+// them: the goals and histories of last resort are made so, and they are
+// parts of cache keys, so the join is pinned here. A lone text is returned
+// as it lies in its string, without a copy.
+func TestJoinText(t *testing.T) {
+	tests := []struct {
+		texts []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"", " \n\t"}, ""},
+		{[]string{"  Buy it.\n"}, "Buy it."},
+		{[]string{"", "click('a12')", "  "}, "click('a12')"},
+		{[]string{"Buy it.", "\n", " fill('b3', \"x\")\n"}, "Buy it.\n\nfill('b3', \"x\")"},
+		{[]string{"a", "b", "c"}, "a\n\nb\n\nc"},
+		{[]string{"\u00a0wide\u3000", "x"}, "wide\n\nx"},
+	}
+	for _, tt := range tests {
+		if got := joinText(tt.texts...); got != tt.want {
+			t.Errorf("joinText(%q) = %q, want %q", tt.texts, got, tt.want)
+		}
+	}
+	lone := []string{"", " the task \n", "\n"}
+	if n := testing.AllocsPerRun(10, func() { joinText(lone...) }); n != 0 {
+		t.Errorf("joining one text allocated %v times, want 0", n)
+	}
+}

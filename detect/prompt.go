@@ -292,19 +292,18 @@ const maxPooledMarks = 1024
 
 // structure finds, once per unit, its goal and history sections.
 func (c *conversation) structure(ui int) *unitContext {
-	u, ctx := &c.units[ui], c.context(ui)
+	ctx := c.context(ui)
 	if ctx.structured {
 		return ctx
 	}
 	ctx.structured = true
 	text, _ := c.unitText(ui)
 	// The trees are cut out of the text: each is the point it was at.
-	var trees []span
-	for si := u.first; si < u.end; si++ {
-		for _, f := range c.trees(ui, si) {
-			at := c.point(f)
-			trees = append(trees, span{at, at})
-		}
+	var points [4]int // a unit holds a tree or two
+	var spans [4]span
+	trees := spans[:0]
+	for _, at := range c.points(points[:0], ui) {
+		trees = append(trees, span{at, at})
 	}
 	// The marks are kept only as far as the goals and histories among them,
 	// which filterMarks copies: a prompt that describes its actions at
@@ -325,7 +324,7 @@ func (c *conversation) structure(ui int) *unitContext {
 // goal of last resort reads it (words), so it is made when one is asked for,
 // not with the unit's structure.
 func (c *conversation) around(ui int) string {
-	u, ctx := &c.units[ui], c.context(ui)
+	ctx := c.context(ui)
 	if ctx.aroundMade {
 		return ctx.around
 	}
@@ -334,12 +333,10 @@ func (c *conversation) around(ui int) string {
 	var buf [4]string // a unit holds a tree or two
 	parts := buf[:0]
 	rest := 0
-	for si := u.first; si < u.end; si++ {
-		for _, f := range c.trees(ui, si) {
-			at := c.point(f)
-			parts = append(parts, text[rest:at])
-			rest = at
-		}
+	var points [4]int
+	for _, at := range c.points(points[:0], ui) {
+		parts = append(parts, text[rest:at])
+		rest = at
 	}
 	ctx.around = joinText(append(parts, text[rest:])...)
 	return ctx.around
@@ -565,7 +562,8 @@ func (c *conversation) turnText(ui int) string {
 		return t.text
 	}
 	u := &c.units[ui]
-	var parts []string
+	var buf [4]string // a turn is a text, a call or two
+	parts := buf[:0]
 	for si := u.first; si < u.end; si++ {
 		parts = append(parts, c.segText(si))
 	}
@@ -585,13 +583,26 @@ func (c *conversation) turnText(ui int) string {
 
 // joinText joins the non-blank texts, trimmed, with blank lines.
 func joinText(texts ...string) string {
-	var kept []string
+	size, n, only := 0, 0, ""
 	for _, t := range texts {
 		if t = strings.TrimSpace(t); t != "" {
-			kept = append(kept, t)
+			size, n, only = size+len(t), n+1, t
 		}
 	}
-	return strings.Join(kept, "\n\n")
+	if n <= 1 {
+		return only
+	}
+	var b strings.Builder
+	b.Grow(size + len("\n\n")*(n-1))
+	for _, t := range texts {
+		if t = strings.TrimSpace(t); t != "" {
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(t)
+		}
+	}
+	return b.String()
 }
 
 // keepHead keeps at most n bytes from the start of s, cut on a rune boundary.
