@@ -129,7 +129,18 @@ type conversation struct {
 	// turnTexts holds, by unit, each assistant unit's text as history shows it
 	// (see turnText), made once it is first needed.
 	turnTexts []turn
+	turnsMade strings.Builder // the texts of turnTexts that are not a segment's
+	paths     strings.Builder // the paths segPath made
 	history   turnHistory
+
+	lastGoal, lastHistory copied // see describe
+
+	// Room for the states, contexts and lists of calls still to be made,
+	// and the size of the last chunk of each (see chunk).
+	freeStates                             []segState
+	freeContexts                           []unitContext
+	freeCalls                              []call
+	statesChunk, contextsChunk, callsChunk int
 
 	// The memory held beyond the body, charged to reserve (see account).
 	reserve           func(int64) bool
@@ -236,7 +247,8 @@ func (c *conversation) forget(top string) {
 	}
 }
 
-// segPath is the gjson path of segment s of unit u.
+// segPath is the gjson path of segment s of unit u, written into the text
+// the paths of the request's pages share.
 func (c *conversation) segPath(u *unit, s *segment) string {
 	var buf [128]byte
 	p := append(buf[:0], u.top...)
@@ -261,7 +273,9 @@ func (c *conversation) segPath(u *unit, s *segment) string {
 	if len(p) == len(u.top) {
 		return u.top
 	}
-	return string(p)
+	start := c.paths.Len()
+	c.paths.Write(p)
+	return c.paths.String()[start:]
 }
 
 func (c *conversation) decode(lit literal) string {
@@ -284,8 +298,11 @@ func (c *conversation) segText(si int) string {
 func (c *conversation) state(si int) *segState {
 	s := &c.segs[si]
 	if s.state == nil {
-		s.state = &segState{}
-		c.note(segStateSize)
+		if len(c.freeStates) == 0 {
+			c.freeStates = make([]segState, chunk(&c.statesChunk, 16))
+			c.note(int64(len(c.freeStates)) * segStateSize)
+		}
+		s.state, c.freeStates = &c.freeStates[0], c.freeStates[1:]
 	}
 	return s.state
 }
@@ -294,9 +311,24 @@ func (c *conversation) state(si int) *segState {
 func (c *conversation) context(ui int) *unitContext {
 	u := &c.units[ui]
 	if u.ctx == nil {
-		u.ctx = &unitContext{}
+		if len(c.freeContexts) == 0 {
+			c.freeContexts = make([]unitContext, chunk(&c.contextsChunk, 8))
+		}
+		u.ctx, c.freeContexts = &c.freeContexts[0], c.freeContexts[1:]
 	}
 	return u.ctx
+}
+
+// chunk returns the size of the next chunk of a kind of element, twice the
+// last one, *n, from 2 up to most. States, contexts and lists of calls are
+// made a chunk at a time: a tool loop's request has a page, a unit and a
+// call for every step, and made one by one they were a fifth of its
+// allocations.
+// Chunks that start small keep a request of a page or two as small as it
+// was.
+func chunk(n *int, most int) int {
+	*n = min(max(2**n, 2), most)
+	return *n
 }
 
 // unitText is the decoded text of all segments of a unit with their trees
@@ -441,6 +473,7 @@ func (c *conversation) observations(opts Options) []Observation {
 		return nil
 	}
 	obs := make([]Observation, len(found))
+	c.paths.Grow(len(found) * 32) // the pages' paths share one text (see segPath)
 	for i, f := range found {
 		s, t := &c.segs[f.seg], f.t
 		obs[i] = Observation{

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -120,5 +121,96 @@ func TestJoinText(t *testing.T) {
 	lone := []string{"", " the task \n", "\n"}
 	if n := testing.AllocsPerRun(10, func() { joinText(lone...) }); n != 0 {
 		t.Errorf("joining one text allocated %v times, want 0", n)
+	}
+}
+
+// An assistant turn, as history shows it, is its texts and its calls, each
+// name(args), trimmed and joined by blank lines; a call's name is read
+// unescaped, and the arguments of a call that holds them as a JSON value are
+// that value as written. The turns are written into one text the request's
+// turns share, so each is checked after others were written.
+func TestTurnTexts(t *testing.T) {
+	tests := []struct {
+		name string
+		api  focusgate.API
+		turn string // the assistant's message
+		want string
+	}{
+		{"text", focusgate.APIChat, `{"role":"assistant","content":"  I will click.\n"}`, "I will click."},
+		{"empty", focusgate.APIChat, `{"role":"assistant","content":" \n"}`, ""},
+		{"a call", focusgate.APIChat,
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"browser_click","arguments":"{\"ref\":\"e12\"}"}}]}`,
+			`browser_click({"ref":"e12"})`},
+		{"text and calls", focusgate.APIChat,
+			`{"role":"assistant","content":"Next:","tool_calls":[{"type":"function","function":{"name":"a","arguments":"{}"}},{"type":"function","function":{"name":"b","arguments":"\"x\\ny\""}}]}`,
+			"Next:\n\na({})\n\nb(\"x\\ny\")"},
+		{"a name to trim, escaped", focusgate.APIChat,
+			`{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"\n\u00a0go\u0021 ","arguments":"{} "}}]}`,
+			"go! ({} )"},
+		{"a name of blanks", focusgate.APIChat,
+			`{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"  ","arguments":""}}]}`,
+			"()"},
+		{"parts and a raw input", focusgate.APIMessages,
+			`{"role":"assistant","content":[{"type":"text","text":"Looking."},{"type":"text","text":"  "},{"type":"tool_use","id":"t1","name":"browser_snapshot","input":{"full": true}}]}`,
+			`Looking.` + "\n\n" + `browser_snapshot({"full": true})`},
+	}
+	earlier := map[focusgate.API]string{
+		focusgate.APIChat:     `{"role":"assistant","content":"Earlier.","tool_calls":[{"type":"function","function":{"name":"back","arguments":"{}"}}]}`,
+		focusgate.APIMessages: `{"role":"assistant","content":[{"type":"text","text":"Earlier."},{"type":"tool_use","id":"t0","name":"back","input":{}}]}`,
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The turn follows another whose text was written before it.
+			body := `{"model":"m","messages":[{"role":"user","content":"Buy it."},` + earlier[tt.api] +
+				`,{"role":"user","content":"ok"},` + tt.turn + `]}`
+			c, err := parseConversation([]byte(body), tt.api, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := len(c.units) - 1
+			if c.units[last].role != roleAssistant {
+				t.Fatalf("the last unit is not the assistant's: %+v", c.units[last])
+			}
+			if got := c.turnText(1); got != "Earlier.\n\nback({})" {
+				t.Errorf("the earlier turn = %q", got)
+			}
+			if got := c.turnText(last); got != tt.want {
+				t.Errorf("turnText = %q, want %q", got, tt.want)
+			}
+			if got := c.turnText(1); got != "Earlier.\n\nback({})" {
+				t.Errorf("the earlier turn, asked again = %q", got)
+			}
+		})
+	}
+}
+
+// The calls of a request's turns share chunks of room: each turn's calls
+// stay its own, however many turns and calls come after them.
+func TestTurnCallsStayTheirTurns(t *testing.T) {
+	var msgs []string
+	var want []string
+	for i := range 60 {
+		var calls, texts []string
+		for k := range 1 + i%4 {
+			name := fmt.Sprintf("tool_%d_%d", i, k)
+			calls = append(calls, fmt.Sprintf(`{"type":"function","function":{"name":%q,"arguments":"{\"n\":%d}"}}`, name, k))
+			texts = append(texts, fmt.Sprintf(`%s({"n":%d})`, name, k))
+		}
+		list := `"tool_calls":[` + strings.Join(calls, ",") + `]`
+		if i%5 == 0 { // a duplicate list before it: the last one is the turn's
+			list = `"tool_calls":[{"type":"function","function":{"name":"dropped","arguments":"{}"}}],` + list
+		}
+		msgs = append(msgs, `{"role":"assistant",`+list+`}`, `{"role":"user","content":"ok"}`)
+		want = append(want, strings.Join(texts, "\n\n"))
+	}
+	body := `{"model":"m","messages":[{"role":"user","content":"Buy it."},` + strings.Join(msgs, ",") + `]}`
+	c, err := parseConversation([]byte(body), focusgate.APIChat, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(want) - 1; i >= 0; i-- { // the newest first, as pages ask
+		if got := c.turnText(1 + 2*i); got != want[i] {
+			t.Errorf("turn %d = %q, want %q", i, got, want[i])
+		}
 	}
 }

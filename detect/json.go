@@ -461,6 +461,12 @@ func asString(b []byte) string {
 func unquote(raw string) string {
 	var sb strings.Builder
 	sb.Grow(len(raw))
+	unquoteTo(&sb, raw)
+	return sb.String()
+}
+
+// unquoteTo writes what unquote makes of raw to sb.
+func unquoteTo(sb *strings.Builder, raw string) {
 	for len(raw) > 0 {
 		i := strings.IndexByte(raw, '\\')
 		if i < 0 {
@@ -506,7 +512,6 @@ func unquote(raw string) string {
 		}
 		raw = raw[2:]
 	}
-	return sb.String()
 }
 
 // escapeWidth returns the length of the escape that starts esc (at a

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -236,10 +237,10 @@ func (c *conversation) describe(f located, o *Observation) {
 	// Each is copied out of the text it was cut from, so that what keeps
 	// it (a retriever call others wait for) keeps no more; a history from
 	// the text of the request's turns stays in it (see turnsFrom).
-	o.Goal = strings.Clone(keepHead(strings.TrimSpace(goal), MaxGoalBytes))
+	o.Goal = c.lastGoal.of(keepHead(strings.TrimSpace(goal), MaxGoalBytes))
 	o.History = keepTail(strings.TrimSpace(history), MaxHistoryBytes)
 	if !owned {
-		o.History = strings.Clone(o.History)
+		o.History = c.lastHistory.of(o.History)
 	}
 
 	if o.FocusedBID == "" && u.end-u.first > 1 {
@@ -258,6 +259,19 @@ func (c *conversation) describe(f located, o *Observation) {
 			}
 		}
 	}
+}
+
+// copied is the copy of a text last made: the pages of a tool loop share
+// their goal, stated once at the conversation's start, and each page's copy
+// of it was an allocation of its own.
+type copied struct{ from, copy string }
+
+// of returns a copy of s, the one made last when s is the same text.
+func (l *copied) of(s string) string {
+	if s != l.from {
+		l.from, l.copy = s, strings.Clone(s)
+	}
+	return l.copy
 }
 
 // focusStatements lists, once per unit, where its text states a focused
@@ -562,23 +576,54 @@ func (c *conversation) turnText(ui int) string {
 		return t.text
 	}
 	u := &c.units[ui]
-	var buf [4]string // a turn is a text, a call or two
-	parts := buf[:0]
+	// A turn is its texts and calls as joinText joins them. A lone text is
+	// the turn as it is; the others are written into the request's turns, one
+	// text for them all, not a string each.
+	lone, n := "", len(u.calls)
 	for si := u.first; si < u.end; si++ {
-		parts = append(parts, c.segText(si))
-	}
-	for _, fn := range u.calls {
-		args := c.body[fn.args.start:fn.args.end]
-		if fn.raw {
-			parts = append(parts, c.decode(fn.name)+"("+string(args)+")")
-		} else {
-			parts = append(parts, c.decode(fn.name)+"("+c.decode(fn.args)+")")
+		if t := strings.TrimSpace(c.segText(si)); t != "" {
+			lone, n = t, n+1
 		}
 	}
-	text := joinText(parts...)
-	c.note(int64(len(text))) // held with the request, like the decoded segments
-	c.turnTexts[ui] = turn{text: text, made: true}
-	return text
+	if n > 1 || len(u.calls) > 0 {
+		b := &c.turnsMade
+		start := b.Len()
+		for si := u.first; si < u.end; si++ {
+			if t := strings.TrimSpace(c.segText(si)); t != "" {
+				c.turnPart(start)
+				b.WriteString(t)
+			}
+		}
+		for _, fn := range u.calls {
+			// A call, name(args), ends with a parenthesis: only the
+			// start of its name is trimmed.
+			c.turnPart(start)
+			name := asString(c.body[fn.name.start:fn.name.end])
+			if strings.IndexByte(name, '\\') >= 0 {
+				name = unquote(name)
+			}
+			b.WriteString(strings.TrimLeftFunc(name, unicode.IsSpace))
+			b.WriteByte('(')
+			if args := asString(c.body[fn.args.start:fn.args.end]); fn.raw {
+				b.WriteString(args)
+			} else {
+				unquoteTo(b, args)
+			}
+			b.WriteByte(')')
+		}
+		lone = b.String()[start:]
+	}
+	c.note(int64(len(lone))) // held with the request, like the decoded segments
+	c.turnTexts[ui] = turn{text: lone, made: true}
+	return lone
+}
+
+// turnPart separates a turn's next part, in c.turnsMade, from those of the
+// turn since start.
+func (c *conversation) turnPart(start int) {
+	if c.turnsMade.Len() > start {
+		c.turnsMade.WriteString("\n\n")
+	}
 }
 
 // joinText joins the non-blank texts, trimmed, with blank lines.

@@ -264,14 +264,18 @@ func (c *conversation) turn(t *turnShape, top string, n, m, d int) (int, error) 
 			calls = calls[:0]
 			return c.content(&t.holds, segment{field: field, part: -1, sub: -1}, v, d+1, &calls)
 		case is(k, t.calls):
-			listed = listed[:0]
+			listed = c.callRoom()
 			return c.callList(&t.call, v, d+1, &listed)
 		case t.call.at == "" && (is(k, t.call.name) || is(k, t.call.args)):
 			return c.callMember(&t.call, k, v, d+1, &self)
 		}
 		return skipValue(b, v, d+1)
 	})
-	calls = append(calls, listed...)
+	if len(calls) == 0 {
+		calls = c.keepCalls(listed) // most turns have only one list: it need not be copied
+	} else {
+		calls = append(calls, listed...)
+	}
 	if t.kind != "" {
 		var what []byte
 		if kinded {
@@ -525,6 +529,25 @@ func dot(path []byte) []byte {
 		return path
 	}
 	return append(path, '.')
+}
+
+// callRoom returns an empty list with room for a turn's calls in the chunk
+// the request's lists of calls share (see chunk).
+func (c *conversation) callRoom() []call {
+	if cap(c.freeCalls) == 0 {
+		c.freeCalls = make([]call, 0, chunk(&c.callsChunk, 32))
+	}
+	return c.freeCalls
+}
+
+// keepCalls returns listed, taken out of the room callRoom gave when it was
+// filled there and not in an array of its own.
+func (c *conversation) keepCalls(listed []call) []call {
+	n := len(listed)
+	if n > 0 && cap(c.freeCalls) > 0 && &listed[0] == &c.freeCalls[:1][0] {
+		c.freeCalls = c.freeCalls[n:n]
+	}
+	return listed[:n:n]
 }
 
 // callList reads a list of tool calls (chat's tool_calls): each element
