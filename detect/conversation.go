@@ -323,9 +323,8 @@ func (c *conversation) context(ui int) *unitContext {
 // last one, *n, from 2 up to most. States, contexts and lists of calls are
 // made a chunk at a time: a tool loop's request has a page, a unit and a
 // call for every step, and made one by one they were a fifth of its
-// allocations.
-// Chunks that start small keep a request of a page or two as small as it
-// was.
+// allocations. Chunks that start small keep a request of a page or two as
+// small as it was.
 func chunk(n *int, most int) int {
 	*n = min(max(2**n, 2), most)
 	return *n

@@ -486,7 +486,7 @@ func (p *Pipeline) recoverPage(ctx context.Context, o detect.Observation, res *p
 
 // pageInput is what the pruner is given for page o of plan pl.
 func pageInput(pl plan, o detect.Observation, noCall bool) prune.Input {
-	tree := prune.NewTree(o.Text, o.Format, o.Lines, o.FocusedBID)
+	tree := prune.NewTree(o.Text, syntaxOf(o.Format), o.Lines, o.FocusedBID)
 	tree.Known = o.Known
 	return prune.Input{
 		Tree:       tree,
@@ -542,4 +542,23 @@ func (p *Pipeline) bypassed(model string) bool {
 		}
 	}
 	return false
+}
+
+// syntaxes holds each registered format as a prune.Syntax, made once: a
+// Format is a string, and making it an interface value for every page
+// allocated.
+var syntaxes = func() map[detect.Format]prune.Syntax {
+	m := map[detect.Format]prune.Syntax{}
+	for _, f := range detect.Formats() {
+		m[f] = f
+	}
+	return m
+}()
+
+// syntaxOf returns format f as a prune.Syntax.
+func syntaxOf(f detect.Format) prune.Syntax {
+	if s, ok := syntaxes[f]; ok {
+		return s
+	}
+	return f
 }
