@@ -103,6 +103,8 @@ type unitContext struct {
 
 	focus       []span // the statements of a focused element in text (see focusStatements)
 	focusListed bool
+
+	recalled bool // all of the above is a shape the Finder remembers, shared
 }
 
 // conversation is a parsed request body.
@@ -121,6 +123,7 @@ type conversation struct {
 	// written is the Finder's memory of trees written back, handed to each
 	// observation; nil for none.
 	written *memo.Memo[writing]
+	shapes  *memo.Memo[shape] // the Finder's memory of units' shapes; nil for none
 	// known are the strings found in seen as the body was read, by the
 	// offset of their content: they were searched before, and are not
 	// validated or searched again.
@@ -340,7 +343,7 @@ func chunk(n *int, most int) int {
 // must read as one section.
 func (c *conversation) unitText(ui int) (string, []int) {
 	u, ctx := &c.units[ui], c.context(ui)
-	if ctx.bases != nil {
+	if ctx.bases != nil || c.recallShape(ui, ctx) {
 		return ctx.text, ctx.bases
 	}
 	ctx.bases = make([]int, u.end-u.first)
@@ -549,7 +552,8 @@ func (c *conversation) found(ui, si int) []tree {
 	}
 	size, peeled := searchedSize(text, s.trees)
 	c.note(int64(size - len(text) - peeled)) // the text was noted when decoded, the views as they were peeled
-	c.seen.put(raw, searched{text: text, trees: s.trees}, size)
+	s.id = stringIDs.Add(1)
+	c.seen.put(raw, s.searched, size)
 	return s.trees
 }
 

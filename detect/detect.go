@@ -124,6 +124,7 @@ func Find(body []byte, api focusgate.API, opts Options) ([]Observation, error) {
 // A nil *Finder remembers nothing. A Finder is safe for concurrent use.
 type Finder struct {
 	seen    *strMemory
+	shapes  *memo.Memo[shape]
 	written *memo.Memo[writing]
 }
 
@@ -132,13 +133,16 @@ type Finder struct {
 type searched struct {
 	text  string
 	trees []tree
+	id    uint64 // the string's number (see stringIDs), 0 for one not searched
 }
 
 // NewFinder returns a Finder that remembers about maxBytes of strings, their
-// decoded texts and their trees (three quarters), and of trees as they were
+// decoded texts and their trees (eleven sixteenths), of the shapes of the
+// units around them (a sixteenth, see shape), and of trees as they were
 // written back (a quarter).
 func NewFinder(maxBytes int) *Finder {
-	return &Finder{seen: newStrMemory(maxBytes - maxBytes/4), written: memo.New[writing](maxBytes / 4)}
+	return &Finder{seen: newStrMemory(maxBytes - maxBytes/4 - maxBytes/16), shapes: memo.New[shape](maxBytes / 16),
+		written: memo.New[writing](maxBytes / 4)}
 }
 
 // Find is the package's Find, remembering what it decodes and finds.
@@ -161,21 +165,29 @@ type Request struct {
 
 // Read is Find that also reports the request's model, read in the same walk.
 func (f *Finder) Read(body []byte, api focusgate.API, opts Options) (Request, error) {
+	r, _, err := f.read(body, api, opts)
+	return r, err
+}
+
+// read is Read, and the conversation it read.
+func (f *Finder) read(body []byte, api focusgate.API, opts Options) (Request, *conversation, error) {
 	var seen *strMemory
-	var written *memo.Memo[writing]
 	if f != nil {
-		seen, written = f.seen, f.written
+		seen = f.seen
 	}
 	c, err := parseConversation(body, api, seen, opts.Reserve)
 	if err != nil {
-		return Request{}, err
+		return Request{}, nil, err
 	}
-	c.written = written
+	if f != nil {
+		c.written, c.shapes = f.written, f.shapes
+	}
 	obs := c.observations(opts)
 	if err := c.account(); err != nil {
-		return Request{}, err
+		return Request{}, nil, err
 	}
-	return Request{Observations: obs, Model: c.model, Messages: c.countMessages()}, nil
+	c.rememberShapes()
+	return Request{Observations: obs, Model: c.model, Messages: c.countMessages()}, c, nil
 }
 
 // MayHoldPage reports whether body may hold a page, before any of it is

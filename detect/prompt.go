@@ -307,11 +307,11 @@ const maxPooledMarks = 1024
 // structure finds, once per unit, its goal and history sections.
 func (c *conversation) structure(ui int) *unitContext {
 	ctx := c.context(ui)
+	text, _ := c.unitText(ui) // which may recall the unit's shape, structure and all
 	if ctx.structured {
 		return ctx
 	}
 	ctx.structured = true
-	text, _ := c.unitText(ui)
 	// The trees are cut out of the text: each is the point it was at.
 	var points [4]int // a unit holds a tree or two
 	var spans [4]span
