@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"sync"
 )
 
@@ -39,31 +40,45 @@ type deleter interface {
 // version first, so that a change in what a value means never reads old
 // entries. Secrets must never be passed: the key is stored in clear in Redis.
 func Key(parts ...string) string {
-	h := sha256.New()
 	buf := hashBuffers.Get().(*[4096]byte)
 	defer hashBuffers.Put(buf)
 	// The parts are copied into buf, not written one by one: most are
 	// short (a model's name, a hash), and a page is written a buffer at a
-	// time; []byte(part) would copy the whole of it.
+	// time; []byte(part) would copy the whole of it. Parts that fit the
+	// buffer, as a cache key's do, are hashed at once without a digest on
+	// the heap: a tool loop's request builds a key for each of its pages.
+	var h hash.Hash
+	write := func(b []byte) []byte {
+		if h == nil {
+			h = sha256.New()
+		}
+		h.Write(b)
+		return b[:0]
+	}
 	b := buf[:0]
 	for _, p := range parts {
 		if cap(b)-len(b) < 8 {
-			h.Write(b)
-			b = b[:0]
+			b = write(b)
 		}
 		b = binary.BigEndian.AppendUint64(b, uint64(len(p)))
 		for len(p) > 0 {
 			if len(b) == cap(b) {
-				h.Write(b)
-				b = b[:0]
+				b = write(b)
 			}
 			n := copy(b[len(b):cap(b)], p)
 			b, p = b[:len(b)+n], p[n:]
 		}
 	}
-	h.Write(b)
 	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0]))
+	if h == nil {
+		sum = sha256.Sum256(b)
+	} else {
+		h.Write(b)
+		h.Sum(sum[:0])
+	}
+	var key [2 * sha256.Size]byte
+	hex.Encode(key[:], sum[:])
+	return string(key[:])
 }
 
 var hashBuffers = sync.Pool{New: func() any { return new([4096]byte) }}

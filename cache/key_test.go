@@ -28,3 +28,13 @@ func TestKeysStayTheSame(t *testing.T) {
 		}
 	}
 }
+
+// A key of parts that fit its buffer, as a selection's do, costs one
+// allocation, the key itself: a tool loop's request builds one for each of
+// its pages.
+func TestAShortKeyAllocatesOnlyItself(t *testing.T) {
+	parts := []string{"v3", "gpt-4.1-mini", "line", strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)}
+	if n := testing.AllocsPerRun(100, func() { cache.Key(parts...) }); n != 1 {
+		t.Errorf("Key allocated %v times, want once", n)
+	}
+}
