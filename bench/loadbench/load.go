@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -92,43 +93,56 @@ type loader struct {
 	log      *slog.Logger
 }
 
-// run warms the target up with the case's requests, then measures it with
-// clients concurrent clients.
-func (l *loader) run(ctx context.Context, c bodyCase, clients int, t target) (result, error) {
-	send := func(ctx context.Context) error {
-		_, err := l.send(ctx, c, t)
+// runTogether warms the targets up with the case's requests, then measures
+// them all at once: each of clients concurrent clients sends one request to
+// every target, in an order shuffled anew each time, before it sends the next
+// to any. A moment the machine is busy then falls on every target alike,
+// which measuring them one after the other cannot promise. Each target's CPU
+// time is its own process's, divided by the requests it served.
+func (l *loader) runTogether(ctx context.Context, c bodyCase, clients int, ts []target) ([]result, error) {
+	send := func(ctx context.Context, k int) error {
+		_, err := l.send(ctx, c, ts[k])
 		return err
 	}
-	if t.proc != nil {
-		l.warn(t.proc.resetPeakRSS())
-	}
-	if _, _, err := drive(ctx, clients, 0, l.warmup, send); err != nil {
-		return result{}, fmt.Errorf("warm-up: %w", err)
-	}
-	var cpuBefore time.Duration
-	var cpuErr error
-	if t.proc != nil {
-		cpuBefore, cpuErr = t.proc.cpuTime()
-	}
-	lat, elapsed, err := drive(ctx, clients, l.requests, l.duration, send)
-	if err != nil {
-		return result{}, err
-	}
-	res := result{
-		body: c.name, clients: clients, target: t.name,
-		requests: len(lat), elapsed: elapsed,
-		p50: percentile(lat, 0.50), p99: percentile(lat, 0.99),
-	}
-	if t.proc != nil {
-		cpuAfter, err := t.proc.cpuTime()
-		if err = errors.Join(cpuErr, err); err == nil && len(lat) > 0 {
-			res.cpu = (cpuAfter - cpuBefore) / time.Duration(len(lat))
+	for _, t := range ts {
+		if t.proc != nil {
+			l.warn(t.proc.resetPeakRSS())
 		}
-		l.warn(err)
-		res.peakRSS, err = t.proc.peakRSS()
-		l.warn(err)
 	}
-	return res, nil
+	if _, _, err := drive(ctx, clients, 0, len(ts), l.warmup, send); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	cpuBefore := make([]time.Duration, len(ts))
+	cpuErr := make([]error, len(ts))
+	for i, t := range ts {
+		if t.proc != nil {
+			cpuBefore[i], cpuErr[i] = t.proc.cpuTime()
+		}
+	}
+	lats, elapsed, err := drive(ctx, clients, l.requests, len(ts), l.duration, send)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]result, len(ts))
+	for i, t := range ts {
+		lat := lats[i]
+		res := result{
+			body: c.name, clients: clients, target: t.name,
+			requests: len(lat), elapsed: elapsed,
+			p50: percentile(lat, 0.50), p99: percentile(lat, 0.99),
+		}
+		if t.proc != nil {
+			cpuAfter, err := t.proc.cpuTime()
+			if err = errors.Join(cpuErr[i], err); err == nil && len(lat) > 0 {
+				res.cpu = (cpuAfter - cpuBefore[i]) / time.Duration(len(lat))
+			}
+			l.warn(err)
+			res.peakRSS, err = t.proc.peakRSS()
+			l.warn(err)
+		}
+		out[i] = res
+	}
+	return out, nil
 }
 
 // warn logs a failure to read a proxy's statistics, which leaves them out of
@@ -166,11 +180,13 @@ func (l *loader) send(ctx context.Context, c bodyCase, t target) (*http.Response
 }
 
 // drive runs send from workers goroutines at once, each sending its next
-// request when the last one is answered, until requests have been sent in
-// all or, when requests is zero, until d has passed. It returns the latency
-// of every request, sorted, and the time the whole run took. The first error
-// stops the run.
-func drive(ctx context.Context, workers, requests int, d time.Duration, send func(context.Context) error) ([]time.Duration, time.Duration, error) {
+// request when the last one is answered. Each request goes to one of kinds
+// targets, the kind send is given: a worker sends one request of every kind,
+// in an order shuffled anew, before it sends the next of any. It stops when
+// each kind has been sent requests or, when requests is zero, when d has
+// passed. It returns the latencies of each kind, sorted, and the time the
+// whole run took. The first error stops the run.
+func drive(ctx context.Context, workers, requests, kinds int, d time.Duration, send func(ctx context.Context, kind int) error) ([][]time.Duration, time.Duration, error) {
 	var left atomic.Int64
 	left.Store(int64(requests))
 	deadline := time.Now().Add(d)
@@ -181,25 +197,38 @@ func drive(ctx context.Context, workers, requests int, d time.Duration, send fun
 		return time.Now().Before(deadline)
 	}
 
-	latencies := make([][]time.Duration, workers)
+	latencies := make([][][]time.Duration, workers)
 	g, ctx := errgroup.WithContext(ctx)
 	start := time.Now()
 	for w := range workers {
+		latencies[w] = make([][]time.Duration, kinds)
 		g.Go(func() error {
+			order := make([]int, kinds)
+			for i := range order {
+				order[i] = i
+			}
 			for more() {
-				t0 := time.Now()
-				if err := send(ctx); err != nil {
-					return err
+				rand.Shuffle(kinds, func(i, j int) { order[i], order[j] = order[j], order[i] })
+				for _, k := range order {
+					t0 := time.Now()
+					if err := send(ctx, k); err != nil {
+						return err
+					}
+					latencies[w][k] = append(latencies[w][k], time.Since(t0))
 				}
-				latencies[w] = append(latencies[w], time.Since(t0))
 			}
 			return nil
 		})
 	}
 	err := g.Wait()
 	elapsed := time.Since(start)
-	all := slices.Concat(latencies...)
-	slices.Sort(all)
+	all := make([][]time.Duration, kinds)
+	for k := range all {
+		for w := range workers {
+			all[k] = append(all[k], latencies[w][k]...)
+		}
+		slices.Sort(all[k])
+	}
 	return all, elapsed, err
 }
 

@@ -61,6 +61,7 @@ type options struct {
 	pagesDir              string
 	upstreamMbit          float64
 	modelLast             bool
+	interleave            bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -68,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&opts.duration, "duration", 3*time.Second, "how long each run is measured, after its warm-up")
-	fs.IntVar(&opts.requests, "requests", 0, "measure each run over this many requests instead of -duration")
+	fs.IntVar(&opts.requests, "requests", 0, "measure each run over this many requests to each target instead of -duration")
 	fs.IntVar(&opts.rounds, "rounds", 1, "runs of every case, client count and target, interleaved; the report shows medians")
 	fs.DurationVar(&opts.warmup, "warmup", 500*time.Millisecond, "unmeasured load before each run")
 	fs.Func("concurrency", "comma-separated numbers of concurrent clients (default 1,64)", func(s string) error {
@@ -104,6 +105,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"megabits per second at which each request body reaches the upstream, as over a path to a provider (0: loopback's own pace)")
 	fs.BoolVar(&opts.modelLast, "model-last", false,
 		"name the model after the conversation in the tree, nopage and prose cases' requests, as the Python SDKs of OpenAI and Anthropic write it")
+	fs.BoolVar(&opts.interleave, "interleave", false,
+		"measure a case's targets at once, each client sending a request to every target in a shuffled order before the next, instead of one target after another")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
@@ -258,35 +261,58 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	for round := range opts.rounds {
 		for _, name := range opts.cases {
 			for _, clients := range opts.concurrency {
+				var ts []target
 				for _, t := range targets {
-					if t.name == defaultProxy && name == "stream" {
-						// httputil.ReverseProxy forwarding the request body as a
-						// stream cuts streamed answers short now and then (its
-						// read of the upstream's answer fails with "use of closed
-						// network connection"), and a baseline that drops answers
-						// cannot be measured; the tuned proxy buffers the body.
-						continue
+					// httputil.ReverseProxy forwarding the request body as a
+					// stream cuts streamed answers short now and then (its read
+					// of the upstream's answer fails with "use of closed network
+					// connection"), and a baseline that drops answers cannot be
+					// measured; the tuned proxy buffers the body.
+					if t.name != defaultProxy || name != "stream" {
+						ts = append(ts, t)
 					}
+				}
+				batches := [][]target{ts}
+				if !opts.interleave {
+					batches = nil
+					for _, t := range ts {
+						batches = append(batches, []target{t})
+					}
+				}
+				for _, batch := range batches {
 					calls := rt.calls.Load()
-					res, err := l.run(ctx, cases[name], clients, t)
+					results, err := l.runTogether(ctx, cases[name], clients, batch)
 					rep.retrieverCalls[name] += rt.calls.Load() - calls
 					if err != nil {
-						err = fmt.Errorf("round %d, %s, %d clients, %s: %w", round+1, name, clients, t.name, err)
-						if t.proc != nil {
-							err = fmt.Errorf("%w; its log ends:\n%s", err, t.proc.logTail())
+						err = fmt.Errorf("round %d, %s, %d clients, %s: %w", round+1, name, clients, names(batch), err)
+						for _, t := range batch {
+							if t.proc != nil {
+								err = fmt.Errorf("%w; %s's log ends:\n%s", err, t.name, t.proc.logTail())
+							}
 						}
 						return err
 					}
-					res.round = round
-					log.Info("run", "round", round+1, "case", name, "clients", clients, "target", t.name, "requests", res.requests,
-						"rps", int(res.rps()), "p50", res.p50, "p99", res.p99, "cpu", res.cpu)
-					rep.results = append(rep.results, res)
+					for _, res := range results {
+						res.round = round
+						log.Info("run", "round", round+1, "case", name, "clients", clients, "target", res.target, "requests", res.requests,
+							"rps", int(res.rps()), "p50", res.p50, "p99", res.p99, "cpu", res.cpu)
+						rep.results = append(rep.results, res)
+					}
 				}
 			}
 		}
 	}
 	rep.loadAfter = loadAverage()
 	return rep.write(stdout)
+}
+
+// names joins the targets' names for an error.
+func names(ts []target) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = t.name
+	}
+	return strings.Join(s, ", ")
 }
 
 // loopModel is the model the toolloop case's requests name, dated as agents

@@ -59,25 +59,56 @@ func TestGrouped(t *testing.T) {
 
 func TestDriveSendsExactlyTheRequestsAsked(t *testing.T) {
 	var sent atomic.Int64
-	lat, _, err := drive(t.Context(), 4, 25, time.Hour, func(context.Context) error {
+	lat, _, err := drive(t.Context(), 4, 25, 1, time.Hour, func(context.Context, int) error {
 		sent.Add(1)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lat) != 25 || sent.Load() != 25 {
-		t.Errorf("%d latencies for %d requests sent, want 25 of each", len(lat), sent.Load())
+	if len(lat) != 1 || len(lat[0]) != 25 || sent.Load() != 25 {
+		t.Fatalf("%d kinds of latencies for %d requests sent, want 25 of one kind", len(lat), sent.Load())
 	}
-	if !slices.IsSorted(lat) {
+	if !slices.IsSorted(lat[0]) {
 		t.Error("latencies are not sorted")
+	}
+}
+
+// With several targets, a client sends to each once in every cycle, in an
+// order that changes, so that no target always follows the same other.
+func TestDriveSendsToEveryTargetInEachCycle(t *testing.T) {
+	const kinds, cycles = 3, 40
+	var order []int
+	lat, _, err := drive(t.Context(), 1, cycles, kinds, time.Hour, func(_ context.Context, k int) error {
+		order = append(order, k)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders := map[[kinds]int]bool{}
+	for c := range cycles {
+		var cycle [kinds]int
+		copy(cycle[:], order[c*kinds:])
+		if sorted := slices.Sorted(slices.Values(cycle[:])); !slices.Equal(sorted, []int{0, 1, 2}) {
+			t.Fatalf("cycle %d sent to %v, want each of the 3 targets once", c, cycle)
+		}
+		orders[cycle] = true
+	}
+	if len(orders) < 2 {
+		t.Errorf("all %d cycles sent in the order %v", cycles, order[:kinds])
+	}
+	for k, l := range lat {
+		if len(l) != cycles {
+			t.Errorf("target %d: %d latencies, want %d", k, len(l), cycles)
+		}
 	}
 }
 
 func TestDriveStopsAtTheFirstError(t *testing.T) {
 	boom := errors.New("boom")
 	var sent atomic.Int64
-	_, _, err := drive(t.Context(), 4, 0, time.Hour, func(ctx context.Context) error {
+	_, _, err := drive(t.Context(), 4, 0, 2, time.Hour, func(ctx context.Context, _ int) error {
 		if sent.Add(1) == 10 {
 			return boom
 		}
@@ -119,26 +150,12 @@ func TestCheckRejectsWhatTheCaseDoesNotExpect(t *testing.T) {
 	}
 }
 
-// TestRunEndToEnd builds focusgate and the bare proxy and runs every case
+// TestRunEndToEnd builds focusgate and the bare proxies and runs every case
 // briefly, over a path of 1 Gbit/s to the upstream: the report must have a
 // row for each run, and focusgate must have asked the retriever once for the
 // whole run.
 func TestRunEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the gateways")
-	}
-	var out bytes.Buffer
-	err := run(t.Context(), []string{
-		"-requests", "20", "-warmup", "0", "-concurrency", "1,4", "-rounds", "2", "-upstream-mbit", "1000",
-		"-tree", "../../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt",
-		"-request", "../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
-		"-notes", filepath.Join("../..", workload.NotesFile),
-		"-pages", filepath.Join("../..", workload.PagesDir),
-	}, &out, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	report := out.String()
+	report := runReport(t, "-requests", "20", "-warmup", "0", "-concurrency", "1,4", "-rounds", "2", "-upstream-mbit", "1000")
 	for _, c := range caseNames {
 		for _, clients := range []string{"1", "4"} {
 			for _, tg := range []string{direct, defaultProxy, reverseProxy, gateway} {
@@ -157,6 +174,43 @@ func TestRunEndToEnd(t *testing.T) {
 	if !strings.Contains(report, "retriever calls in the whole run: 1)") {
 		t.Errorf("the report does not show a single retriever call:\n%s", report)
 	}
+}
+
+// TestRunInterleaved measures a case's targets at once: the requests of a
+// run are shared among them, each answered as the case expects.
+func TestRunInterleaved(t *testing.T) {
+	report := runReport(t, "-interleave", "-requests", "15", "-warmup", "0", "-concurrency", "2", "-cases", "tree,stream")
+	for _, row := range []string{
+		"| tree | 2 | direct | 15 |", "| tree | 2 | default-proxy | 15 |", "| tree | 2 | reverse-proxy | 15 |", "| tree | 2 | focusgate | 15 |",
+		"| stream | 2 | direct | 15 |", "| stream | 2 | reverse-proxy | 15 |", "| stream | 2 | focusgate | 15 |",
+	} {
+		if !strings.Contains(report, row) {
+			t.Errorf("the report has no row starting %q:\n%s", row, report)
+		}
+	}
+	if !strings.Contains(report, "targets run at once") {
+		t.Errorf("the report does not say its targets ran at once:\n%s", report)
+	}
+}
+
+// runReport runs loadbench on the repository's test data with args and
+// returns its report.
+func runReport(t *testing.T, args ...string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the gateways")
+	}
+	var out bytes.Buffer
+	err := run(t.Context(), append(args,
+		"-tree", "../../testdata/axtrees/bgym-pr301_web_amazon_macbook.txt",
+		"-request", "../../testdata/requests/genericagent_workarena_standard_laptop_step5_with_history.json",
+		"-notes", filepath.Join("../..", workload.NotesFile),
+		"-pages", filepath.Join("../..", workload.PagesDir),
+	), &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }
 
 func TestCarried(t *testing.T) {

@@ -70,6 +70,9 @@ func (r report) write(w io.Writer) error {
 		run = fmt.Sprintf("%d requests", r.opts.requests)
 	}
 	p("Each run: %s of warm-up, then %s, with every client sending its next request when its last is answered. ", r.opts.warmup, run)
+	if r.opts.interleave {
+		p("A case's targets run at once: each client sends a request to every target, in an order shuffled anew, before it sends the next to any. ")
+	}
 	p("Latency runs from sending a request to reading the last byte of its answer. ")
 	if r.opts.upstreamMbit > 0 {
 		p("The upstream answers no sooner than a path of %g Mbit/s, one for each request, would have carried the request body to it, "+
@@ -111,8 +114,12 @@ func (r report) write(w io.Writer) error {
 	}
 
 	if r.opts.rounds > 1 {
-		p("\n%d rounds, each running every case, client count and target in turn. Every figure is the median over the rounds "+
-			"(added latency paired within a round), except peak RSS, the highest.\n", r.opts.rounds)
+		each := "every case, client count and target in turn"
+		if r.opts.interleave {
+			each = "every case and client count in turn"
+		}
+		p("\n%d rounds, each running %s. Every figure is the median over the rounds "+
+			"(added latency paired within a round), except peak RSS, the highest.\n", r.opts.rounds, each)
 	}
 	p("\n| case | clients | target | requests | req/s | p50 | p99 | added p50 | added p99 | proxy CPU/req | proxy peak RSS |\n")
 	p("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
