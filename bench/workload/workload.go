@@ -352,7 +352,9 @@ func Keep(n int) []focusgate.Range {
 }
 
 // BareProxy is the baseline focusgate is measured against: an
-// httputil.ReverseProxy to target that flushes every write, over a transport
+// httputil.ReverseProxy to target set up as focusgate's (newReverseProxy in
+// proxy/forward.go: it flushes streams event by event and an answer of known
+// length once, and copies answers through reused buffers), over a transport
 // with the settings of focusgate's upstream transport (newTransport in
 // proxy/server.go), and nothing else but one thing focusgate also does: it
 // reads each request body whole before forwarding it, as focusgate reads it,
@@ -376,7 +378,8 @@ func BareProxy(target *url.URL) http.Handler {
 			ResponseHeaderTimeout: 10 * time.Minute,
 			DisableCompression:    true,
 		},
-		FlushInterval: -1,
+		FlushInterval: 0,
+		BufferPool:    copyBuffers{},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(r)
@@ -388,6 +391,16 @@ func BareProxy(target *url.URL) http.Handler {
 		rp.ServeHTTP(w, r)
 	})
 }
+
+// copyBuffers lends BareProxy's ReverseProxy the buffers it copies answers
+// through, as focusgate's does.
+type copyBuffers struct{}
+
+var copyBufferPool = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+func (copyBuffers) Get() []byte { return copyBufferPool.Get().(*[32 << 10]byte)[:] }
+
+func (copyBuffers) Put(b []byte) { copyBufferPool.Put((*[32 << 10]byte)(b)) }
 
 // bodies are BareProxy's reused body buffers.
 var bodies sync.Pool
