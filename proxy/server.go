@@ -148,12 +148,13 @@ func (s *Server) Drain() {
 }
 
 // newTransport is http.DefaultTransport tuned for a gateway: many idle
-// connections to one host, bounded connection set-up, and no transparent
+// connections to one host, bounded connection set-up, no transparent
 // decompression, so that response bytes reach the client exactly as the
-// upstream sent them.
+// upstream sent them, and request bodies written from where they lie
+// (bodyConn).
 func newTransport(headerTimeout time.Duration) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.DialContext = dialBodyConns((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
 	t.MaxIdleConns, t.MaxIdleConnsPerHost = 512, 256
 	t.ResponseHeaderTimeout = headerTimeout
 	t.DisableCompression = true

@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/focusgate/focusgate/internal/allocs"
+)
+
+// echoUpstream is an upstream that reads each request body whole and answers
+// with it, so that a test sees exactly what reached it.
+func echoUpstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("X-Content-Length", strconv.FormatInt(r.ContentLength, 10))
+		w.Write(b)
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// Every body reaches the upstream whole and unchanged over the gateway's
+// transport, whether it is held in memory, as the gateway's are, or only a
+// reader, at every size around the transport's 4 KiB buffer and its 32 KiB
+// copies.
+func TestUpstreamBodiesArriveWhole(t *testing.T) {
+	up := echoUpstream(t)
+	tr := newTransport(time.Minute)
+	t.Cleanup(tr.CloseIdleConnections)
+	bodies := map[string]func(b []byte) io.ReadCloser{
+		"held":        func(b []byte) io.ReadCloser { return holding(b).reader(b) },
+		"bytes":       func(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) },
+		"reader only": func(b []byte) io.ReadCloser { return io.NopCloser(iotest.HalfReader(bytes.NewReader(b))) },
+	}
+	for name, body := range bodies {
+		for _, n := range []int{1, 4000, 4096, 32 << 10, 100_000, 1 << 20} {
+			want := []byte(strings.Repeat("abcdefghijklmnopqrstuvwxyz\n", n/27+1)[:n])
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, up.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Body, req.ContentLength = body(bytes.Clone(want)), int64(n)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("%s, %d bytes: %v", name, n, err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s, %d bytes: status %d, %v", name, n, resp.StatusCode, err)
+			}
+			if !bytes.Equal(got, want) || resp.Header.Get("X-Content-Length") != strconv.Itoa(n) {
+				t.Errorf("%s, %d bytes: the upstream read %d bytes (Content-Length %s), not the body sent",
+					name, n, len(got), resp.Header.Get("X-Content-Length"))
+			}
+		}
+	}
+}
+
+// A body held in memory goes upstream from where it lies: the transport's
+// own copy of it, 32 KiB allocated for every request, is gone.
+func TestAHeldBodyIsWrittenWithoutACopyBuffer(t *testing.T) {
+	if allocs.Race {
+		t.Skip("the race detector allocates for itself")
+	}
+	up := echoUpstream(t)
+	body := bytes.Repeat([]byte("x"), 100_000)
+	perRequest := func(tr *http.Transport) float64 {
+		t.Cleanup(tr.CloseIdleConnections)
+		var failed error
+		m := allocs.Measure(3, 30, func(int) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, up.URL, nil)
+			if err != nil {
+				failed = err
+				return
+			}
+			setBody(req, body, holding(body))
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				failed = err
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+		if failed != nil {
+			t.Fatal(failed)
+		}
+		return m.Bytes
+	}
+	gateway := newTransport(time.Minute)
+	stock := gateway.Clone()
+	stock.DialContext = nil // net/http's own dialer, whose connections copy bodies
+	ours, theirs := perRequest(gateway), perRequest(stock)
+	if theirs-ours < 30<<10 {
+		t.Errorf("a request allocates %.0f bytes over the gateway's transport and %.0f over one with net/http's connections: "+
+			"want at least the 32 KiB copy buffer fewer", ours, theirs)
+	}
+}
+
+// A body longer than its Content-Length puts no more than that on the wire:
+// the bytes after it would be read upstream as the start of another request.
+func TestABodyConnWritesNoMoreThanTheLimit(t *testing.T) {
+	body := []byte(strings.Repeat("a", 100) + "GET /smuggled HTTP/1.1\r\nHost: upstream\r\n\r\n")
+	for name, r := range map[string]io.Reader{
+		"held":        holding(body).reader(body),
+		"reader only": iotest.HalfReader(bytes.NewReader(body)),
+	} {
+		client, server := net.Pipe()
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := bodyConn{client}.ReadFrom(&io.LimitedReader{R: r, N: 100})
+			client.Close()
+			wrote <- err
+		}()
+		got, err := io.ReadAll(server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-wrote; err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if string(got) != string(body[:100]) {
+			t.Errorf("%s: %d bytes written, want the first 100: %q", name, len(got), got)
+		}
+	}
+}
