@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 )
@@ -36,8 +37,9 @@ type heldBytes interface {
 }
 
 var (
-	_ io.ReaderFrom = bodyConn{}
-	_ heldBytes     = (*heldReader)(nil)
+	_ io.ReaderFrom                   = bodyConn{}
+	_ interface{ CloseWrite() error } = bodyConn{}
+	_ heldBytes                       = (*heldReader)(nil)
 )
 
 func (c bodyConn) ReadFrom(r io.Reader) (int64, error) {
@@ -52,4 +54,14 @@ func (c bodyConn) ReadFrom(r io.Reader) (int64, error) {
 	defer copyBuffers{}.Put(buf)
 	// Only the Write of the connection: its own ReadFrom is what allocates.
 	return io.CopyBuffer(struct{ io.Writer }{c.Conn}, r, buf)
+}
+
+// CloseWrite half-closes the connection as a TCP connection does: a protocol
+// switched to after a 101 answer (a WebSocket passed through) ends each
+// direction on its own.
+func (c bodyConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }

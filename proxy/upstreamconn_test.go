@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,5 +139,56 @@ func TestABodyConnWritesNoMoreThanTheLimit(t *testing.T) {
 		if string(got) != string(body[:100]) {
 			t.Errorf("%s: %d bytes written, want the first 100: %q", name, len(got), got)
 		}
+	}
+}
+
+// A WebSocket passed through to a plain-HTTP upstream ends each direction on
+// its own: the client's half-close reaches the upstream, whose last words
+// still reach the client.
+func TestAnUpgradedConnectionHalfCloses(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+		rw.Flush()
+		io.Copy(conn, rw) // echoes until the client's half of the connection ends
+		conn.Write([]byte("bye"))
+	}))
+	t.Cleanup(up.Close)
+	base, err := url.Parse(up.URL + "/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(New(Options{Upstreams: map[string]Upstream{"openai": {URL: base.String()}}}))
+	t.Cleanup(gw.Close)
+
+	conn, err := net.Dial("tcp", gw.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET /v1/realtime HTTP/1.1\r\nHost: gateway\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d, want 101", resp.StatusCode)
+	}
+	fmt.Fprint(conn, "ping")
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(rest) != "pingbye" {
+		t.Errorf("the client read %q after its half-close, want %q", rest, "pingbye")
 	}
 }
