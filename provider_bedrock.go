@@ -57,20 +57,58 @@ var BedrockProvider = Provider{
 	Windows:         bedrockWindows,
 }
 
-var bedrockRetrieverModel = Setting{Name: "BEDROCK_RETRIEVER_MODEL", Default: "us.anthropic.claude-haiku-4-5-20251001-v1:0",
-	Help: "retriever for Bedrock requests, a Bedrock model id called through invoke on Bedrock with the gateway's credentials"}
+// bedrockRetrieverModel is Claude Haiku 4.5 through the cross-region
+// inference profile of the gateway's geography: Bedrock serves Claude 4.5
+// only through such profiles, and a profile takes requests only from its
+// own geography's regions, so that one fixed "us." profile would fail every
+// call made from Frankfurt or Tokyo.
+var bedrockRetrieverModel = Setting{Name: "BEDROCK_RETRIEVER_MODEL", Default: "{geo}.anthropic.claude-haiku-4-5-20251001-v1:0",
+	Help:   "retriever for Bedrock requests, a Bedrock model id called through invoke on Bedrock with the gateway's credentials; {geo} is the inference profile's geography for AWS_REGION: us, us-gov, eu, or global for any other region",
+	Expand: awsGeography}
 
 // awsRegion fills in the region of Bedrock's default URL, as the AWS SDKs
 // find it in the environment.
 func awsRegion(value string, getenv func(string) string) string {
+	region := envRegion(getenv)
+	if region == "" {
+		return value
+	}
+	return strings.ReplaceAll(value, "{region}", region)
+}
+
+// envRegion is the AWS region the environment names, as the AWS SDKs find
+// it, or "".
+func envRegion(getenv func(string) string) string {
 	region := getenv("AWS_REGION")
 	if region == "" {
 		region = getenv("AWS_DEFAULT_REGION")
 	}
-	if region == "" || !isRegion(region) {
-		return value
+	if !isRegion(region) {
+		return ""
 	}
-	return strings.ReplaceAll(value, "{region}", region)
+	return region
+}
+
+// awsGeography fills in the geography of the retriever's inference
+// profile from the environment's region. A region outside the geographies
+// named is served by the global profile, which takes requests from every
+// commercial region; without a region, Bedrock's requests need
+// FOCUSGATE_BEDROCK_URL, and the retriever the US profile, as before
+// geographies were told apart.
+func awsGeography(value string, getenv func(string) string) string {
+	region := envRegion(getenv)
+	geo := "global"
+	switch {
+	case region == "":
+		geo = "us"
+	case strings.HasPrefix(region, "us-gov-"):
+		geo = "us-gov"
+	case strings.HasPrefix(region, "us-"):
+		geo = "us"
+	case strings.HasPrefix(region, "eu-"):
+		geo = "eu"
+	}
+	return strings.ReplaceAll(value, "{geo}", geo)
 }
 
 // resolveBedrock refuses requests while the URL still lacks its region.

@@ -65,7 +65,7 @@ func TestLoadDefaults(t *testing.T) {
 		"UPSTREAM_URL": "https://api.openai.com/v1", "RETRIEVER_MODEL": "gpt-4.1-mini",
 		"ANTHROPIC_URL": "https://api.anthropic.com", "ANTHROPIC_RETRIEVER_MODEL": "claude-haiku-4-5",
 		"GEMINI_URL": "https://generativelanguage.googleapis.com", "GEMINI_RETRIEVER_MODEL": "gemini-2.5-flash-lite",
-		"BEDROCK_URL": "https://bedrock-runtime.{region}.amazonaws.com", "BEDROCK_RETRIEVER_MODEL": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+		"BEDROCK_URL": "https://bedrock-runtime.{region}.amazonaws.com", "BEDROCK_RETRIEVER_MODEL": "us.anthropic.claude-haiku-4-5-20251001-v1:0", // no region: the US profile
 		"VERTEX_URL": "https://{location}-aiplatform.googleapis.com", "VERTEX_RETRIEVER_MODEL": "claude-haiku-4-5@20251001",
 		"AZURE_URL": "", "AZURE_RETRIEVER_DEPLOYMENT": "gpt-4.1-mini", "UPSTREAM_API_KEY": "",
 	} {
@@ -97,6 +97,32 @@ func TestBedrockRegion(t *testing.T) {
 		}
 		if got := cfg.Upstream(&focusgate.BedrockProvider).URL; got != want {
 			t.Errorf("AWS_REGION=%q AWS_DEFAULT_REGION=%q: %q, want %q", env[0], env[1], got, want)
+		}
+	}
+}
+
+// Bedrock's default retriever is Claude Haiku 4.5's inference profile for
+// the geography of the region its calls are made from: a profile refuses
+// calls from another geography's regions. An operator's own model is kept.
+func TestBedrockRetrieverGeography(t *testing.T) {
+	for _, tc := range []struct{ region, configured, want string }{
+		{"us-east-1", "", "us.anthropic.claude-haiku-4-5-20251001-v1:0"},
+		{"us-gov-west-1", "", "us-gov.anthropic.claude-haiku-4-5-20251001-v1:0"},
+		{"eu-west-1", "", "eu.anthropic.claude-haiku-4-5-20251001-v1:0"},
+		{"eu-central-2", "", "eu.anthropic.claude-haiku-4-5-20251001-v1:0"},
+		{"ap-northeast-1", "", "global.anthropic.claude-haiku-4-5-20251001-v1:0"},
+		{"sa-east-1", "", "global.anthropic.claude-haiku-4-5-20251001-v1:0"},
+		{"", "", "us.anthropic.claude-haiku-4-5-20251001-v1:0"},
+		{"evil.com/x", "", "us.anthropic.claude-haiku-4-5-20251001-v1:0"},
+		{"eu-west-1", "anthropic.claude-3-5-haiku-20241022-v1:0", "anthropic.claude-3-5-haiku-20241022-v1:0"},
+		{"eu-west-1", "arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/abc", "arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/abc"},
+	} {
+		cfg, err := config.Load(getenv(map[string]string{"AWS_REGION": tc.region, "FOCUSGATE_BEDROCK_RETRIEVER_MODEL": tc.configured}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.RetrieverFor(&focusgate.BedrockProvider, focusgate.APIMessages).Model; got != tc.want {
+			t.Errorf("AWS_REGION=%q FOCUSGATE_BEDROCK_RETRIEVER_MODEL=%q: the retriever is %q, want %q", tc.region, tc.configured, got, tc.want)
 		}
 	}
 }
@@ -350,7 +376,11 @@ func TestRetrieverFor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			want := tt.want
 			want.Provider, want.Spec = tt.on, tt.on.RetrieverFor(tt.api)
-			if got := base(tt.env).RetrieverFor(tt.provider, tt.api); !reflect.DeepEqual(got, want) {
+			got := base(tt.env).RetrieverFor(tt.provider, tt.api)
+			// A setting's Expand is a func, which DeepEqual never finds
+			// equal, even to itself.
+			got.Spec.Model.Expand, want.Spec.Model.Expand = nil, nil
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got %+v\nwant %+v", got, want)
 			}
 		})

@@ -46,6 +46,8 @@ type anthropicResponse struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
+	// Message is Bedrock's error, which names its kind in a header.
+	Message string `json:"message"`
 }
 
 // messagesCall asks Claude through the Messages API: Anthropic's own, or
@@ -72,9 +74,9 @@ func messagesCall(ctx context.Context, c *client, x exchange, system string, tur
 	var out anthropicResponse
 	err = postCall(ctx, c, x, header, req, &out, func() string {
 		if out.Error == nil {
-			return ""
+			return out.Message
 		}
-		return out.Error.Type + ": " + out.Error.Message
+		return strings.TrimPrefix(out.Error.Type+": "+out.Error.Message, ": ")
 	})
 	if err != nil {
 		return answer{}, focusgate.RetrieverUsage{}, err

@@ -133,3 +133,24 @@ func TestAnthropicRetrieverErrors(t *testing.T) {
 		}
 	}
 }
+
+// What the retriever's cloud says of a refused call is in the error, which
+// the gateway logs: Bedrock's {"message": …} as Anthropic's error object.
+func TestAnthropicRetrieverErrorSays(t *testing.T) {
+	for _, tc := range []struct{ answer, want string }{
+		{`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too large"}}`, "invalid_request_error: max_tokens: too large"},
+		{`{"message":"The provided model identifier is invalid."}`, "The provided model identifier is invalid."},
+		{`{"error":{"code":400,"message":"Publisher model not found.","status":"NOT_FOUND"}}`, "Publisher model not found."},
+		{`<html>Bad Request</html>`, "Bad Request"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, tc.answer)
+		}))
+		t.Cleanup(srv.Close)
+		_, err := messagesRetriever(RetrieverConfig{BaseURL: srv.URL, Model: "m"}).Select(context.Background(), Query{Numbered: "   1 x", Lines: 1})
+		if err == nil || !strings.HasSuffix(err.Error(), ": "+tc.want) {
+			t.Errorf("answer %s: error %v, want one ending in %q", tc.answer, err, tc.want)
+		}
+	}
+}
