@@ -345,7 +345,7 @@ func hasSetting(s []Setting, name string) bool {
 // their own, come first, so that a request claimed by its path is never
 // taken by a header another provider's clients also send.
 var Providers = []*Provider{
-	&BedrockProvider, &VertexProvider, &AzureProvider,
+	&BedrockProvider, &VertexProvider, &VertexExpressProvider, &AzureProvider,
 	&OpenAIProvider, &AnthropicProvider, &GeminiProvider,
 }
 

@@ -316,7 +316,7 @@ func TestContextOverflow(t *testing.T) {
 	}
 	takes := map[string][]string{
 		"openai": {"openai"}, "azure": {"openai"}, "anthropic": {"anthropic"}, "gemini": {"gemini"},
-		"vertex": {"gemini", "anthropic"}, "bedrock": {"bedrock", "bedrock-invoke", "bedrock-convers"},
+		"vertex": {"gemini", "anthropic"}, "vertex-express": {"gemini"}, "bedrock": {"bedrock", "bedrock-invoke", "bedrock-convers"},
 	}
 	for _, p := range focusgate.Providers {
 		for name, body := range refusals {

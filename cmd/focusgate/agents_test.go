@@ -374,6 +374,8 @@ func cloudGatewayEnv(t *testing.T, b *cloudtest.Bedrock, v *cloudtest.Vertex, a 
 	if v != nil {
 		env["FOCUSGATE_VERTEX_URL"] = v.URL
 		env["GOOGLE_APPLICATION_CREDENTIALS"] = v.CredentialsFile(t)
+		env["FOCUSGATE_VERTEX_EXPRESS_URL"] = v.URL
+		env["FOCUSGATE_VERTEX_API_KEY"] = cloudtest.TestVertexAPIKey
 	}
 	if a != nil {
 		env["FOCUSGATE_AZURE_URL"] = a.URL

@@ -202,10 +202,11 @@ type gatewayWant struct {
 }
 
 var (
-	bedrockGateway      = gatewayWant{"sigv4:" + cloudtest.TestAccessKeyID, "invoke", "us.anthropic.claude-haiku-4-5-20251001-v1:0"}
-	vertexClaudeGateway = gatewayWant{"oauth", "rawPredict", "claude-haiku-4-5@20251001"}
-	vertexGeminiGateway = gatewayWant{"oauth", "generateContent", "gemini-2.5-flash-lite"}
-	azureGateway        = gatewayWant{"api-key", "v1/chat/completions", "gpt-4.1-mini"}
+	bedrockGateway       = gatewayWant{"sigv4:" + cloudtest.TestAccessKeyID, "invoke", "us.anthropic.claude-haiku-4-5-20251001-v1:0"}
+	vertexClaudeGateway  = gatewayWant{"oauth", "rawPredict", "claude-haiku-4-5@20251001"}
+	vertexGeminiGateway  = gatewayWant{"oauth", "generateContent", "gemini-2.5-flash-lite"}
+	vertexExpressGateway = gatewayWant{"api-key", "generateContent", "gemini-2.5-flash-lite"}
+	azureGateway         = gatewayWant{"api-key", "v1/chat/completions", "gpt-4.1-mini"}
 )
 
 // gatewayStats are what a run through the gateway measured.
@@ -415,6 +416,7 @@ func TestCloudSDKsAgainstFakeClouds(t *testing.T) {
 		{"ai-sdk-bedrock/gateway", "ai-sdk-bedrock.mjs", "gateway", "bedrock", "", []string{"converse-stream", "converse"}, viaGateway, bedrockGateway},
 		{"vertex-sdk/gateway", "vertex-sdk.mjs", "", "vertex", "", []string{"streamRawPredict", "rawPredict"}, viaGateway, vertexClaudeGateway},
 		{"genai-vertex/gateway", "genai-vertex.mjs", "", "vertex", "", []string{"streamGenerateContent", "generateContent"}, viaGateway, vertexGeminiGateway},
+		{"genai-vertex/gateway-express", "genai-vertex.mjs", "express", "vertex", "", []string{"streamGenerateContent", "generateContent"}, viaGateway, vertexExpressGateway},
 		{"azure-openai/gateway-chat", "azure-openai.mjs", "gateway-chat", "azure", "", []string{"deployments/{deployment}/chat/completions"}, viaGateway, azureGateway},
 		{"azure-openai/gateway-responses", "azure-openai.mjs", "gateway-responses", "azure", "", []string{"responses"}, viaGateway, azureGateway},
 		{"azure-openai/gatewayv1-chat", "azure-openai.mjs", "gatewayv1-chat", "azure", "", []string{"v1/chat/completions"}, viaGateway, azureGateway},

@@ -203,26 +203,32 @@ func pruneRequest(ctx context.Context, cfg config.Config, getenv func(string) st
 }
 
 // providerFor is the provider a body of api is sent to when the command
-// line says none: the first that serves api at a default address of its own
-// (OpenAI's, Anthropic's or Google's API), else the first that serves it (a
-// Converse body is Bedrock's).
+// line says none: its public API (OpenAI's, Anthropic's or Google's), else
+// the first that serves it (a Converse body is Bedrock's). focusgate.Providers
+// lists the clouds first, Vertex AI's express mode (an API key, a default
+// address) among them, and the public APIs after them: the last provider
+// that serves api at a default address with no cloud credential is its
+// public API.
 func providerFor(api focusgate.API) *focusgate.Provider {
-	var cloud *focusgate.Provider
+	var public, cloud *focusgate.Provider
 	for _, p := range focusgate.Providers {
 		for _, rt := range p.Routes {
 			if rt.API != api {
 				continue
 			}
 			if p.Cloud == focusgate.CloudNone && p.URL.Default != "" {
-				return p
+				public = p
 			}
 			if cloud == nil {
 				cloud = p
 			}
 		}
 	}
-	if cloud == nil {
-		return focusgate.DefaultProvider
+	switch {
+	case public != nil:
+		return public
+	case cloud != nil:
+		return cloud
 	}
-	return cloud
+	return focusgate.DefaultProvider
 }

@@ -1,14 +1,16 @@
 // A web agent on Google's Gen AI SDK (@google/genai) on Vertex AI: one tool
 // loop (see loop.mjs) against BASE_URL, the first step with
 // generateContentStream, the others with generateContent, with the access
-// token in VERTEX_TOKEN (through focusgate, the gateway key).
+// token in VERTEX_TOKEN (through focusgate, the gateway key). With AUTH
+// "express", VERTEX_TOKEN is an API key of Vertex AI's express mode.
 //
-//   VERTEX_TOKEN=ya29... node cloud/genai-vertex.mjs BASE_URL PAGE_URL
+//   VERTEX_TOKEN=ya29... node cloud/genai-vertex.mjs BASE_URL PAGE_URL [express]
 import { args, run, SYSTEM } from "./loop.mjs";
 import { genaiClients } from "./lib.mjs";
 
-const { base, page } = args("cloud/genai-vertex.mjs");
-const ai = genaiClients(base, process.env.VERTEX_TOKEN).token;
+const { base, page, auth } = args("cloud/genai-vertex.mjs");
+const clients = genaiClients(base, process.env.VERTEX_TOKEN);
+const ai = auth === "express" ? clients.express : clients.token;
 const model = "gemini-2.5-flash";
 
 const adapter = {

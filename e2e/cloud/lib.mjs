@@ -79,7 +79,9 @@ export function aiSdkClients(baseURL) {
   };
 }
 
-// genaiClients is Google's Gen AI SDK on Vertex AI with a fixed access token.
+// genaiClients is Google's Gen AI SDK on Vertex AI: with a fixed access
+// token in a project and location, and in express mode, with the same
+// string as its API key and neither.
 export function genaiClients(baseUrl, token) {
   return {
     token: new GoogleGenAI({
@@ -89,6 +91,7 @@ export function genaiClients(baseUrl, token) {
       httpOptions: { baseUrl },
       googleAuthOptions: { authClient: googleToken(token) },
     }),
+    express: new GoogleGenAI({ vertexai: true, apiKey: token, httpOptions: { baseUrl } }),
   };
 }
 

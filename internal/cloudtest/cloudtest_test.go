@@ -371,6 +371,33 @@ func TestVertexGeminiStreams(t *testing.T) {
 	}
 }
 
+// Express mode's paths name no project and take the API key alone, in
+// x-goog-api-key or ?key=; an access token or a wrong key is refused.
+func TestVertexExpressTakesItsAPIKey(t *testing.T) {
+	v := NewVertex(t, VertexOptions{Project: "p", Location: "us-east5", Answer: TextAnswer("Hi")})
+	for _, tc := range []struct {
+		name, path, header, value string
+		want                      int
+	}{
+		{"header", "/v1beta1/publishers/google/models/gemini-2.5-flash:generateContent", "X-Goog-Api-Key", TestVertexAPIKey, 200},
+		{"query", "/v1/publishers/google/models/gemini-2.5-flash:countTokens?key=" + TestVertexAPIKey, "", "", 200},
+		{"wrong key", "/v1/publishers/google/models/gemini-2.5-flash:generateContent", "X-Goog-Api-Key", "AQ.other", 400},
+		{"access token", "/v1/publishers/google/models/gemini-2.5-flash:generateContent", "Authorization", "Bearer " + v.Token(), 400},
+		{"Claude", "/v1/publishers/anthropic/models/claude-sonnet-4-5:rawPredict", "X-Goog-Api-Key", TestVertexAPIKey, 404},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, v.URL+tc.path, strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"Hi"}]}]}`))
+		if tc.header != "" {
+			req.Header.Set(tc.header, tc.value)
+		}
+		if resp, body := do(t, req); resp.StatusCode != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, body, tc.want)
+		}
+	}
+	if ok, refused := v.Authenticated(); len(ok) != 2 || ok[0].Auth != "api-key" || refused != 2 {
+		t.Errorf("%d authenticated (%+v), %d refused; want 2 with the API key, 2 refused", len(ok), ok, refused)
+	}
+}
+
 // Azure takes its key in api-key or as a bearer token, an Entra token as a
 // bearer token, and refuses a wrong key with 401 in its shape; the dated
 // routes need api-version.

@@ -1,6 +1,7 @@
 package cloudtest
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -33,7 +34,15 @@ type VertexOptions struct {
 	// Open accepts any credential, and none, recording what came.
 	Open   bool
 	Answer Answer
+	// APIKey is the key express mode's paths (/v1[beta1]/publishers/
+	// google/models/, which name no project) take in x-goog-api-key or
+	// ?key=, and take alone; empty: TestVertexAPIKey.
+	APIKey string
 }
+
+// TestVertexAPIKey is the Vertex fake's express mode API key when its
+// options name none.
+const TestVertexAPIKey = "AQ.cloudtest-not-a-real-vertex-key"
 
 // Vertex is a fake Vertex AI endpoint (what a client's
 // {location}-aiplatform.googleapis.com names) with its own OAuth2 token
@@ -132,9 +141,11 @@ func (v *Vertex) Token() string {
 }
 
 // vertexRoute reads a Vertex AI model path: /{v1,v1beta1}/projects/{p}/
-// locations/{l}/publishers/{anthropic,google}/models/{m}:{method}.
+// locations/{l}/publishers/{anthropic,google}/models/{m}:{method}, or
+// express mode's /{v1,v1beta1}/publishers/google/models/{m}:{method}.
 type vertexRoute struct {
 	project, location, publisher, model, method string
+	express                                     bool
 }
 
 func parseVertexRoute(path string) (vertexRoute, bool) {
@@ -144,6 +155,15 @@ func parseVertexRoute(path string) (vertexRoute, bool) {
 		return vr, false
 	}
 	s := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	if len(s) == 5 && (s[0] == "v1" || s[0] == "v1beta1") && s[1] == "publishers" && s[2] == "google" && s[3] == "models" {
+		model, method, ok := strings.Cut(s[4], ":")
+		vr = vertexRoute{publisher: "google", model: model, method: method, express: true}
+		switch method {
+		case "generateContent", "streamGenerateContent", "countTokens":
+			return vr, ok && model != ""
+		}
+		return vr, false
+	}
 	if len(s) != 9 || (s[0] != "v1" && s[0] != "v1beta1") || s[1] != "projects" || s[3] != "locations" || s[5] != "publishers" || s[7] != "models" {
 		return vr, false
 	}
@@ -151,7 +171,7 @@ func parseVertexRoute(path string) (vertexRoute, bool) {
 	if !ok || model == "" {
 		return vr, false
 	}
-	vr = vertexRoute{s[2], s[4], s[6], model, method}
+	vr = vertexRoute{project: s[2], location: s[4], publisher: s[6], model: model, method: method}
 	switch vr.publisher + ":" + method {
 	case "anthropic:rawPredict", "anthropic:streamRawPredict",
 		"google:generateContent", "google:streamGenerateContent", "google:countTokens":
@@ -186,6 +206,9 @@ func (v *Vertex) serve(w http.ResponseWriter, r *http.Request) {
 		req.Route, req.Model = "count-tokens", ""
 	}
 	auth, refusal := v.authenticate(r)
+	if vr.express {
+		auth, refusal = v.authenticateKey(r)
+	}
 	if refusal != nil && !v.opts.Open {
 		googleError(sw, *refusal)
 		return
@@ -194,7 +217,7 @@ func (v *Vertex) serve(w http.ResponseWriter, r *http.Request) {
 	if v.opts.Open && auth == "" {
 		req.Auth = "open"
 	}
-	if (v.opts.Project != "" && vr.project != v.opts.Project) || (v.opts.Location != "" && vr.location != v.opts.Location) {
+	if !vr.express && ((v.opts.Project != "" && vr.project != v.opts.Project) || (v.opts.Location != "" && vr.location != v.opts.Location)) {
 		googleError(sw, Refusal{http.StatusForbidden, "PERMISSION_DENIED",
 			fmt.Sprintf("Permission 'aiplatform.endpoints.predict' denied on resource '//aiplatform.googleapis.com/projects/%s/locations/%s/publishers/%s/models/%s' (or it may not exist).", vr.project, vr.location, vr.publisher, vr.model)})
 		return
@@ -270,6 +293,16 @@ func (v *Vertex) authenticate(r *http.Request) (string, *Refusal) {
 	}
 	return "", &Refusal{http.StatusUnauthorized, "UNAUTHENTICATED",
 		"Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."}
+}
+
+// authenticateKey accepts express mode's API key, in x-goog-api-key or
+// ?key=; express mode takes no access token.
+func (v *Vertex) authenticateKey(r *http.Request) (string, *Refusal) {
+	want := cmp.Or(v.opts.APIKey, TestVertexAPIKey)
+	if k := cmp.Or(r.Header.Get("X-Goog-Api-Key"), r.URL.Query().Get("key")); k == want {
+		return "api-key", nil
+	}
+	return "", &Refusal{http.StatusBadRequest, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."}
 }
 
 // token is the OAuth2 token endpoint: the JWT-bearer grant (RFC 7523) a
