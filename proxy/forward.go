@@ -36,6 +36,12 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		FlushInterval: 0,
 		ErrorHandler:  s.upstreamError,
 		BufferPool:    copyBuffers{},
+		ModifyResponse: func(res *http.Response) error {
+			if res.StatusCode == http.StatusSwitchingProtocols {
+				infoFrom(res.Request.Context()).switched.Store(true)
+			}
+			return nil
+		},
 	}
 }
 

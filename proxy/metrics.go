@@ -178,7 +178,7 @@ func registerRedis(reg prometheus.Registerer, stats func() focusgate.RedisStats)
 var labelledCodes = map[int]string{}
 
 func init() {
-	for _, c := range []int{200, 201, 204, 304, 400, 401, 403, 404, 408, 409, 413, 422, 429, 431, 499, 500, 501, 502, 503, 504, 529} {
+	for _, c := range []int{101, 200, 201, 204, 304, 400, 401, 403, 404, 408, 409, 413, 422, 429, 431, 499, 500, 501, 502, 503, 504, 529} {
 		labelledCodes[c] = strconv.Itoa(c)
 	}
 }
@@ -211,7 +211,7 @@ func routeLabel(c *gin.Context) string {
 type requestLabels struct{ route, provider, code, key string }
 
 func labelsOf(c *gin.Context) requestLabels {
-	l := requestLabels{route: routeLabel(c), code: codeLabel(c.Writer.Status()), key: keyName(c.Request.Context())}
+	l := requestLabels{route: routeLabel(c), code: codeLabel(answered(c)), key: keyName(c.Request.Context())}
 	if p := infoFrom(c.Request.Context()).match.Provider; p != nil && l.route != "own" {
 		l.provider = p.Name
 	}

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -217,5 +218,36 @@ func TestCodeLabelIsBounded(t *testing.T) {
 		if got := value(m, "focusgate_requests_total", map[string]string{"code": code}); got != 0 {
 			t.Errorf("code=%s has a series of its own", code)
 		}
+	}
+}
+
+// A WebSocket the upstream accepts (Codex's Responses API over a socket)
+// is answered 101 on the hijacked connection, and the access log and the
+// metrics say 101, not the status the router would give a request that
+// answered nothing.
+func TestAnUpgradeIsRecordedAs101(t *testing.T) {
+	gw := newGateway(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+		rw.Flush()
+	})
+	conn := rawRequest(t, gw.URL, "GET /v1/responses HTTP/1.1\r\nHost: gateway\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n", "")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d, want 101", resp.StatusCode)
+	}
+	conn.Close()
+	gw.logs.WaitFor(t, "path=/v1/responses status=101")
+	m := scrape(t, gw)
+	if got := value(m, "focusgate_requests_total", map[string]string{"route": "passthrough", "code": "101"}); got != 1 {
+		t.Errorf("focusgate_requests_total{route=passthrough,code=101} = %v, want 1", got)
 	}
 }

@@ -30,7 +30,7 @@ func (s *Server) accessLog(c *gin.Context) {
 			// flushing first would turn into chunked encoding.)
 			c.Writer.Flush()
 		}
-		status := c.Writer.Status()
+		status := answered(c)
 		if info.clientGone.Load() {
 			status = statusClientClosed
 		}

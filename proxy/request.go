@@ -5,8 +5,11 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"sync/atomic"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/focusgate/focusgate"
 )
@@ -29,6 +32,19 @@ type requestInfo struct {
 	// keyInPath is set on a request refused because its path holds a
 	// gateway key: the path is then recorded nowhere.
 	keyInPath bool
+	// switched is set when the upstream switched protocols (a WebSocket
+	// passed through): ReverseProxy answers 101 on the hijacked connection,
+	// which the response writer never sees.
+	switched atomic.Bool
+}
+
+// answered is the status the client was answered with, as the access log,
+// the metrics and the trace record it.
+func answered(c *gin.Context) int {
+	if infoFrom(c.Request.Context()).switched.Load() {
+		return http.StatusSwitchingProtocols
+	}
+	return c.Writer.Status()
 }
 
 // isTimeout reports whether err is a deadline passing, such as a

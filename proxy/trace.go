@@ -48,7 +48,7 @@ func (s *Server) traceRequest(c *gin.Context) {
 		span.SetAttributes(attribute.String("url.path", r.URL.Path))
 	}
 
-	status := c.Writer.Status()
+	status := answered(c)
 	span.SetAttributes(attribute.Int("http.response.status_code", status))
 	if status >= 500 {
 		span.SetStatus(codes.Error, http.StatusText(status))
