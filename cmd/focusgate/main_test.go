@@ -521,7 +521,7 @@ func TestRunSaysWhichModelPairsCannotPay(t *testing.T) {
 		"FOCUSGATE_PRICES":          `{"gpt-4.1": {"input": 2, "output": 8}, "cheap-action": {"input": 1, "output": 1}}`,
 	})
 	logs := gw.logs.String()
-	for _, want := range []string{"threshold_usd_per_mtok=4", "cheap-action", "gpt-4.1-mini", "reason=uneconomic"} {
+	for _, want := range []string{"gpt-4.1=4", "cheap-action", "gpt-4.1-mini", "reason=uneconomic"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("start-up logs lack %q:\n%s", want, logs)
 		}

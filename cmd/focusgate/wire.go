@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -276,37 +277,99 @@ func readTable(name string) ([]byte, error) {
 	return data, nil
 }
 
-// logEconomics says at start-up which action models pruning can pay for with
-// the configured retriever: the retriever reads the whole observation, so
-// pruning saves money only when it removes a larger share than the price
-// ratio of the two models.
+// logEconomics says at start-up which action models pruning can pay for
+// with each retriever: the retriever reads the whole observation, so pruning
+// saves money only when it removes a larger share than the price ratio of
+// the two models. Each provider's requests are judged by their own
+// retriever (Claude Haiku for Claude, a Gemini model for Gemini), so each
+// retriever is weighed against the models whose requests it prunes.
 func logEconomics(log *slog.Logger, cfg config.Config, prices *pricing.Table) {
-	retriever := cfg.RetrieverFor(focusgate.DefaultProvider, focusgate.APIChat).Model
-	r, ok := prices.Lookup(retriever)
-	if !ok {
-		log.Info("the retriever model has no known price: savings are reported in tokens only (set FOCUSGATE_PRICES)",
-			"retriever", retriever)
-		return
+	type judged struct {
+		providers []string
+		models    map[string]bool
 	}
-	threshold := r.Input / cfg.ExpectedReduction
-	var losing []string
-	for _, m := range prices.Models() {
-		if a, _ := prices.Lookup(m); a.Input > 0 && a.Input <= threshold {
-			losing = append(losing, m)
+	var order []string
+	byRetriever := map[string]*judged{}
+	for _, p := range focusgate.Providers {
+		for _, spec := range p.Retrievers {
+			retriever := cfg.RetrieverFor(p, spec.API).Model
+			j := byRetriever[retriever]
+			if j == nil {
+				j = &judged{models: map[string]bool{}}
+				byRetriever[retriever] = j
+				order = append(order, retriever)
+			}
+			if !slices.Contains(j.providers, p.Name) {
+				j.providers = append(j.providers, p.Name)
+			}
+			for _, m := range prunedModels(p, spec.API, prices) {
+				j.models[m] = true
+			}
 		}
 	}
-	log.Info("pruning pays for action models whose input costs more than the threshold",
-		"retriever", retriever, "retriever_input_usd_per_mtok", r.Input,
-		"expected_reduction", cfg.ExpectedReduction, "threshold_usd_per_mtok", threshold)
-	if len(losing) == 0 {
+	thresholds := []any{"expected_reduction", cfg.ExpectedReduction}
+	var uneconomic []any
+	for _, retriever := range order {
+		r, ok := prices.Lookup(retriever)
+		if !ok {
+			log.Info("the retriever model has no known price: savings are reported in tokens only (set FOCUSGATE_PRICES)",
+				"retriever", retriever, "providers", strings.Join(byRetriever[retriever].providers, ","))
+			continue
+		}
+		threshold := r.Input / cfg.ExpectedReduction
+		thresholds = append(thresholds, retriever, threshold)
+		var losing []string
+		for m := range byRetriever[retriever].models {
+			if a, _ := prices.Lookup(m); a.Input > 0 && a.Input <= threshold {
+				losing = append(losing, m)
+			}
+		}
+		if len(losing) > 0 {
+			slices.Sort(losing)
+			uneconomic = append(uneconomic, retriever, strings.Join(losing, ","))
+		}
+	}
+	log.Info("pruning pays for action models whose input costs more than their retriever's threshold, in USD per million tokens", thresholds...)
+	if len(uneconomic) == 0 {
 		return
 	}
-	what := "requests to them are forwarded unpruned (X-Focusgate-Status: skipped; reason=uneconomic), except with the defender prompt"
+	what := "their requests are forwarded unpruned (X-Focusgate-Status: skipped; reason=uneconomic), except with the defender prompt"
 	if !cfg.SkipUneconomic {
 		what = "they are pruned anyway (FOCUSGATE_SKIP_UNECONOMIC=false)"
 	}
-	log.Warn("with this retriever, pruning costs more than it saves for some action models; "+what,
-		"retriever", retriever, "models", strings.Join(losing, ","))
+	log.Warn("with its retriever, pruning costs more than it saves for each action model named after the retriever; "+what, uneconomic...)
+}
+
+// prunedModels are the priced models whose requests of api on p's routes
+// p's retriever for api judges: Claude's on a Messages route, Gemini's on a
+// Gemini route, any but Gemini's on Bedrock's Converse, and any other on
+// the rest. An OpenAI-compatible upstream may serve any model the price
+// table names (through LiteLLM or OpenRouter), so the default provider's
+// are all of them, FOCUSGATE_PRICES's included.
+func prunedModels(p *focusgate.Provider, api focusgate.API, prices *pricing.Table) []string {
+	names := slices.Collect(maps.Keys(p.Prices))
+	if p == focusgate.DefaultProvider {
+		return prices.Models()
+	}
+	var out []string
+	for _, m := range names {
+		f := focusgate.FamilyOf(m)
+		var ok bool
+		switch api {
+		case focusgate.APIMessages:
+			ok = f == focusgate.FamilyClaude
+		case focusgate.APIGemini:
+			ok = f == focusgate.FamilyGemini
+		case focusgate.APIConverse:
+			ok = f != focusgate.FamilyGemini
+		default:
+			ok = f != focusgate.FamilyClaude && f != focusgate.FamilyGemini
+		}
+		if ok {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // newRetriever is the retriever r describes, called with signer (nil: the
