@@ -2,13 +2,16 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/focusgate/focusgate"
@@ -203,6 +206,40 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 		writeError(w, http.StatusGatewayTimeout, "focusgate: the upstream did not answer in time", "upstream_error", "upstream_timeout")
 	default:
 		s.log.WarnContext(r.Context(), "upstream unreachable", "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusBadGateway, "focusgate: the upstream could not be reached", "upstream_error", "bad_gateway")
+		writeError(w, http.StatusBadGateway, unreachable(s.upstreamHost(info.match), err), "upstream_error", "bad_gateway")
 	}
+}
+
+// upstreamHost is the host of the upstream a request was sent to.
+func (s *Server) upstreamHost(m focusgate.Match) string {
+	if m.Provider == nil {
+		m.Provider = focusgate.DefaultProvider
+	}
+	if base, err := s.target(m); err == nil && base != nil {
+		return base.Host
+	}
+	return m.Provider.Name
+}
+
+// unreachable tells the client which upstream could not be reached and, in
+// a few words, why: an agent shows its user the message of a 502, and the
+// gateway's log, which has the whole error, is often not at hand. Only the
+// host is named, which the operator configured; the path and query, which
+// may hold a client's key, are not.
+func unreachable(host string, err error) string {
+	why := "the connection failed"
+	var dns *net.DNSError
+	var cert *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &dns):
+		why = "its name does not resolve from the gateway"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "it refused the connection"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		why = "it closed the connection without an answer"
+	case errors.As(err, &cert):
+		why = "its TLS certificate is not trusted by the gateway"
+	}
+	return "focusgate: the upstream " + host + " could not be reached: " + why
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -565,18 +566,47 @@ func TestAbortedStreamIsNotLoggedAsPanic(t *testing.T) {
 	}
 }
 
+// An upstream the gateway cannot reach gets the client a 502 that names the
+// upstream's host and why, in a few words, and nothing of the request's path
+// or query.
 func TestUnreachableUpstreamGets502(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
-	base, _ := url.Parse(dead.URL + "/v1")
+	deadHost := dead.Listener.Addr().String()
 	dead.Close()
-	gw := httptest.NewServer(proxy.New(proxy.Options{Upstreams: map[string]proxy.Upstream{"openai": {URL: base.String()}}}))
-	t.Cleanup(gw.Close)
-
-	resp := post(t, gw.URL+"/v1/chat/completions", []byte(`{}`), nil)
-	var e struct{ Error struct{ Type, Code string } }
-	json.Unmarshal(readBody(t, resp), &e)
-	if resp.StatusCode != http.StatusBadGateway || e.Error.Code != "bad_gateway" {
-		t.Errorf("got %d %+v, want 502 bad_gateway", resp.StatusCode, e)
+	hangup := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(hangup.Close)
+	for _, tc := range []struct{ name, upstream, want string }{
+		{"refused", "http://" + deadHost + "/v1", "the upstream " + deadHost + " could not be reached: it refused the connection"},
+		{"hung up", hangup.URL + "/v1", "the upstream " + hangup.Listener.Addr().String() + " could not be reached: it closed the connection without an answer"},
+		{"no such name", "http://upstream.invalid/v1", "the upstream upstream.invalid could not be reached: its name does not resolve from the gateway"},
+	} {
+		// The name's look-up fails as a resolver says so, with no resolver
+		// asked: a machine without one would time out instead.
+		noDNS := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if host, _, _ := net.SplitHostPort(addr); host == "upstream.invalid" {
+				return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}}
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}}
+		t.Cleanup(noDNS.CloseIdleConnections)
+		gw := httptest.NewServer(proxy.New(proxy.Options{Transport: noDNS, Upstreams: map[string]proxy.Upstream{"openai": {URL: tc.upstream}}}))
+		t.Cleanup(gw.Close)
+		resp := post(t, gw.URL+"/v1/chat/completions?key=sk-in-query", []byte(`{}`), nil)
+		var e struct {
+			Error struct{ Message, Type, Code string }
+		}
+		json.Unmarshal(readBody(t, resp), &e)
+		if resp.StatusCode != http.StatusBadGateway || e.Error.Code != "bad_gateway" || !strings.HasSuffix(e.Error.Message, tc.want) {
+			t.Errorf("%s: got %d %+v, want 502 bad_gateway saying %q", tc.name, resp.StatusCode, e, tc.want)
+		}
+		if strings.Contains(e.Error.Message, "sk-in-query") || strings.Contains(e.Error.Message, "/chat") {
+			t.Errorf("%s: the message names the request: %q", tc.name, e.Error.Message)
+		}
 	}
 }
 
