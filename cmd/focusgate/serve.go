@@ -158,6 +158,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("focusgate listening", append(attrs, "retriever", cfg.RetrieverFor(focusgate.DefaultProvider, focusgate.APIChat).Model,
 		"mode", cfg.Mode, "prompt", cfg.Prompt, "cache", cacheKind(cfg), "dashboard", dashboardState(cfg), "tracing", tracing)...)
+	log.Info("point agents at the gateway", agentSettings(ln.Addr(), cfg.UI)...)
 
 	if split != nil {
 		go split.Run(ctx)
@@ -171,6 +172,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Draining: pr.pipeline.Stop,
 		Stopped:  flushTraces,
 	})
+}
+
+// agentSettings are the base URLs an agent on this machine is given (see
+// the README's Quick start), and the dashboard's address, for the start-up
+// log: a new user's first question is where to point the agent.
+func agentSettings(addr net.Addr, ui bool) []any {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() || ip.IsLoopback() {
+		host = "localhost"
+	}
+	base := "http://" + net.JoinHostPort(host, port)
+	attrs := []any{"OPENAI_BASE_URL", base + "/v1", "ANTHROPIC_BASE_URL", base, "GOOGLE_GEMINI_BASE_URL", base}
+	if ui {
+		attrs = append(attrs, "dashboard", base+"/ui")
+	}
+	return attrs
 }
 
 // dashboardState says who can open /ui, for the start-up log line.

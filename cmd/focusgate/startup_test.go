@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -50,6 +51,37 @@ func TestStartUpEconomicsPerRetriever(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%s warned for %s: %v, want %v\n%s", tc.retriever, tc.model, got, tc.want, out.String())
+		}
+	}
+}
+
+// The start-up log tells a new user where to point an agent: the address
+// the gateway listens on, as an agent on the same machine reaches it when
+// it listens on every address or on loopback.
+func TestStartUpSaysWhereToPointAgents(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		ui   bool
+		want string
+	}{
+		{"[::]:8080", true, "OPENAI_BASE_URL=http://localhost:8080/v1 ANTHROPIC_BASE_URL=http://localhost:8080 GOOGLE_GEMINI_BASE_URL=http://localhost:8080 dashboard=http://localhost:8080/ui"},
+		{"127.0.0.1:9000", false, "OPENAI_BASE_URL=http://localhost:9000/v1 ANTHROPIC_BASE_URL=http://localhost:9000 GOOGLE_GEMINI_BASE_URL=http://localhost:9000"},
+		{"10.0.0.5:8080", false, "OPENAI_BASE_URL=http://10.0.0.5:8080/v1 ANTHROPIC_BASE_URL=http://10.0.0.5:8080 GOOGLE_GEMINI_BASE_URL=http://10.0.0.5:8080"},
+		{"[2001:db8::1]:80", false, "OPENAI_BASE_URL=http://[2001:db8::1]:80/v1 ANTHROPIC_BASE_URL=http://[2001:db8::1]:80 GOOGLE_GEMINI_BASE_URL=http://[2001:db8::1]:80"},
+	} {
+		addr, err := net.ResolveTCPAddr("tcp", tc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == slog.LevelKey || a.Key == slog.MessageKey {
+				return slog.Attr{}
+			}
+			return a
+		}})).Info("", agentSettings(addr, tc.ui)...)
+		if got := strings.TrimSpace(out.String()); got != tc.want {
+			t.Errorf("%s: %s\nwant %s", tc.addr, got, tc.want)
 		}
 	}
 }
