@@ -259,7 +259,7 @@ type item struct {
 	group *group
 	num   int32
 	kind  itemKind
-	neg   bool // the number had a minus sign: no line, and no range with it
+	neg   bool // the number had a minus sign or a fraction: no line, and no range with it
 }
 
 type group struct {
@@ -308,7 +308,19 @@ func (l *list) add(sec section) {
 			word := s[i:j]
 			switch {
 			case allDigits(word):
-				top().items = append(top().items, item{kind: number, num: atoi(word), neg: minus})
+				// A decimal is one number, not two with a separator:
+				// "2.0" is line 2, and "1.5" no line at all, nor any
+				// range with it, as a negative number is.
+				invalid := minus
+				if j+1 < len(s) && s[j] == '.' && s[j+1] >= '0' && s[j+1] <= '9' {
+					k := j + 1
+					for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+						k++
+					}
+					invalid = invalid || strings.Trim(s[j+1:k], "0") != ""
+					j = k
+				}
+				top().items = append(top().items, item{kind: number, num: atoi(word), neg: invalid})
 				l.numbers++
 				afterNumber, minus, lastIsNumber = true, false, true
 				i = j

@@ -85,6 +85,10 @@ func TestParseAnswer(t *testing.T) {
 		{"a negative line in a list", "<answer>[4, -7]</answer>", 50, []focusgate.Range{{From: 4, To: 4}}, nil, nil},
 		{"a dash after a comma is a minus", "<answer>1-3, -7</answer>", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
 		{"unicode minus", "<answer>[(−5, 2)]</answer>", 50, nil, nil, ErrBadAnswer},
+		{"whole decimals", "<answer>[(2.0, 4.00)]</answer>", 50, []focusgate.Range{{From: 2, To: 4}}, nil, nil},
+		{"a fraction is no line", "<answer>[(1.5,2)]</answer>", 50, nil, nil, ErrBadAnswer},
+		{"a fraction beside a good range", "<answer>[(1,3), (7.5,9)]</answer>", 50, []focusgate.Range{{From: 1, To: 3}}, nil, nil},
+		{"a full stop after a range", "<answer>1-3. 7..9.</answer>", 50, []focusgate.Range{{From: 1, To: 3}, {From: 7, To: 9}}, nil, nil},
 
 		// A list cut off mid-way keeps its complete ranges.
 		{"cut after a comma", "<answer>[(1,3), (20,25), (30,", 50, []focusgate.Range{{From: 1, To: 3}, {From: 20, To: 25}}, nil, nil},
