@@ -77,9 +77,10 @@ func (s *Server) rewriteRequest(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Path, pr.Out.URL.RawPath = up.Path, up.RawPath
 	pr.Out.Host = ""
 
-	// ReverseProxy drops X-Forwarded-* before Rewrite; a transparent gateway
-	// passes on what the client sent and adds nothing of its own.
-	for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+	// ReverseProxy drops Forwarded and X-Forwarded-* before Rewrite; a
+	// transparent gateway passes on what the client sent and adds nothing of
+	// its own.
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
 		if v, ok := pr.In.Header[h]; ok {
 			pr.Out.Header[h] = v
 		}

@@ -312,6 +312,7 @@ func TestPathsQueriesAndHeadersPassThrough(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer sk-client")
 	req.Header.Set("OpenAI-Organization", "org-1")
 	req.Header.Set("X-Forwarded-For", "10.0.0.1")
+	req.Header.Set("Forwarded", "for=10.0.0.1;proto=https")
 	req.Header.Set("X-Focusgate-Mode", "off")
 	req.Header.Set("Connection", "keep-alive, X-Hop")
 	req.Header.Set("X-Hop", "1")
@@ -329,6 +330,7 @@ func TestPathsQueriesAndHeadersPassThrough(t *testing.T) {
 		"Authorization":       "Bearer sk-client",
 		"Openai-Organization": "org-1",
 		"X-Forwarded-For":     "10.0.0.1",
+		"Forwarded":           "for=10.0.0.1;proto=https",
 		"X-Focusgate-Mode":    "",
 		"X-Hop":               "",
 	} {
