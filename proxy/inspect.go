@@ -95,11 +95,12 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 			defer forward.Release()
 		}
 		sent = len(body)
-		if req.Holdout && enc != "" && r.Header.Get("Content-Encoding") == "" {
-			// A held-out body goes as it came, compressed too.
-			body, forward = raw, held
-			r.Header.Set("Content-Encoding", enc)
-		}
+	}
+	if enc != "" && r.Header.Get("Content-Encoding") == "" && (req.Holdout || !rewritten(body, req.Body)) {
+		// A decoded body left as it was (held out, or with nothing
+		// pruned) goes as it came, compressed.
+		body, forward = raw, held
+		r.Header.Set("Content-Encoding", enc)
 	}
 	if out.Status != "" {
 		// Reported once the answer is over: a request refused for its
@@ -118,7 +119,7 @@ func (s *Server) inspect(c *gin.Context, m focusgate.Match, base *url.URL) {
 		// A held-out conversation is not rescued from its context window
 		// either: its overflows are part of the comparison. Nor is a body
 		// that was not read.
-		resp, out = s.rescue(ctx, r, dest, req, held, resp, len(body), out)
+		resp, out = s.rescue(ctx, r, dest, req, held, resp, sent, out)
 	}
 	setHeaders(c.Writer.Header(), out)
 	if err != nil {

@@ -429,28 +429,31 @@ func TestOversizedBodiesGet413(t *testing.T) {
 	}
 }
 
-func TestCompressedBodiesArriveDecoded(t *testing.T) {
+// A compressed body that focusgate decodes but does not prune (here, with
+// no pipeline; also one that is not JSON or holds no page) goes upstream as
+// it came, still compressed. A pruned one goes decoded
+// (TestRewrittenBodyGoesUpstreamWithItsLength).
+func TestCompressedBodiesNotPrunedGoAsTheyCame(t *testing.T) {
 	body, err := os.ReadFile("../testdata/requests/genericagent_webarena_shopping_step0.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	compress := compressors
 	gw := newGateway(t, nil)
-	for enc, fn := range compress {
-		t.Run(enc, func(t *testing.T) {
-			resp := post(t, gw.URL+"/v1/chat/completions", fn(body), map[string]string{"Content-Encoding": enc})
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("status %d", resp.StatusCode)
-			}
-			got := gw.upstream.last(t)
-			if !bytes.Equal(got.Body, body) {
-				t.Errorf("upstream did not receive the decoded body (%d bytes, want %d)", len(got.Body), len(body))
-			}
-			if got.Header.Get("Content-Encoding") != "" || got.ContentLength != int64(len(body)) {
-				t.Errorf("Content-Encoding %q, Content-Length %d; want none and %d",
-					got.Header.Get("Content-Encoding"), got.ContentLength, len(body))
-			}
-		})
+	for enc, fn := range compressors {
+		for name, plain := range map[string][]byte{"a page": body, "not JSON": []byte("hello world"), "JSON and garbage": []byte(`{"model":"x"}garbage`)} {
+			t.Run(enc+"/"+name, func(t *testing.T) {
+				wire := fn(plain)
+				resp := post(t, gw.URL+"/v1/chat/completions", wire, map[string]string{"Content-Encoding": enc})
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("status %d", resp.StatusCode)
+				}
+				got := gw.upstream.last(t)
+				if !bytes.Equal(got.Body, wire) || got.Header.Get("Content-Encoding") != enc || got.ContentLength != int64(len(wire)) {
+					t.Errorf("upstream got %d bytes, Content-Encoding %q, Content-Length %d; want the %d bytes sent, %q",
+						len(got.Body), got.Header.Get("Content-Encoding"), got.ContentLength, len(wire), enc)
+				}
+			})
+		}
 	}
 	t.Run("unknown encoding is forwarded as sent", func(t *testing.T) {
 		raw := []byte("\x0b\x01\x80not really brotli")

@@ -58,6 +58,9 @@ func (s *Server) rescue(ctx context.Context, in *http.Request, dest *url.URL, re
 		forward = holding(body)
 		defer forward.Release()
 	}
+	// The first request may have gone compressed, as it came; the
+	// rescued body is the decoded one, pruned.
+	in.Header.Del("Content-Encoding")
 	retry, err := s.send(ctx, in, dest, req.Provider, body, forward)
 	if err != nil {
 		// The refusal is the upstream's own answer to this request; a

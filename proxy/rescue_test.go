@@ -112,6 +112,18 @@ type windowUpstream struct {
 
 func (u *windowUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		// As the providers do: the window holds the decoded request.
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if body, err = io.ReadAll(zr); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
 	u.mu.Lock()
 	u.bodies = append(u.bodies, body)
 	u.mu.Unlock()
@@ -281,6 +293,27 @@ func TestARequestRefusedForItsLengthIsRescued(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A compressed request that the pipeline leaves whole goes as it came,
+// compressed; refused for its length, it is rescued with the pruned body,
+// decoded and without the Content-Encoding the first one carried.
+func TestACompressedRequestIsRescuedDecoded(t *testing.T) {
+	pages := rescuePages(t)
+	api := rescueAPIs[0]
+	body := api.body(t, pages, false)
+	up := &windowUpstream{api: api, limit: len(api.body(t, pages[:2], false))}
+	rw := &rescuer{rescued: api.body(t, firstLines(pages), false)}
+	gw := newWindowGateway(t, up, rw)
+	resp := post(t, api.url(gw.URL, false), compressors["gzip"](body), map[string]string{"Content-Encoding": "gzip"})
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Focusgate-Status") != "pruned; rescue=rescued" {
+		t.Fatalf("status %d, %s (%s): want the rescued request's answer", resp.StatusCode, resp.Header.Get("X-Focusgate-Status"), got)
+	}
+	if sent := up.received(); len(sent) != 2 || !bytes.Equal(sent[0], body) || !bytes.Equal(sent[1], rw.rescued) {
+		t.Errorf("upstream got %d requests; want the body as sent, then the pipeline's rescue", len(sent))
 	}
 }
 
