@@ -524,3 +524,55 @@ func TestModel(t *testing.T) {
 		t.Errorf("Model = %q, want empty", got)
 	}
 }
+
+// A client that writes the '=' of Playwright's "[ref=e3]" as a \u escape,
+// as Gson does, sends the same page: it is found as the upstream's JSON
+// reader will read it, though its raw bytes show no id. (chrome-devtools-mcp's
+// "uid=" lines so escaped are not: looking for them would cost every request
+// that holds no page.)
+func TestPagesWithEscapedIDsAreFound(t *testing.T) {
+	texts := []string{"Goal: submit\n" + playwrightTree, "Goal: submit\n" + bgTree}
+	request := func(escape func(string) string) string {
+		var lits []string
+		for _, text := range texts {
+			lit, err := json.Marshal(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lits = append(lits, `{"role":"user","content":`+escape(string(lit))+`}`)
+		}
+		return `{"model":"gpt-4.1","messages":[` + strings.Join(lits, ",") + `]}`
+	}
+	plain := request(func(lit string) string { return lit })
+	for _, tc := range []struct{ name, from, to string }{
+		{"'=' as Gson writes it", "=", `\u003d`},
+		{"'=' in capitals", "=", `\u003D`},
+		{"'=' and quotes as Gson writes them", "'", `\u0027`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := request(func(lit string) string {
+				lit = strings.ReplaceAll(lit[1:len(lit)-1], tc.from, tc.to)
+				return `"` + strings.ReplaceAll(lit, "=", `\u003d`) + `"`
+			})
+			if body == plain || !json.Valid([]byte(body)) {
+				t.Fatalf("the escaped body is not a different JSON text of the same request")
+			}
+			if !MayHoldPage([]byte(body)) {
+				t.Error("MayHoldPage says no page")
+			}
+			want, err := Find([]byte(plain), focusgate.APIChat, Options{All: true})
+			if err != nil || len(want) != 2 {
+				t.Fatalf("the plain body: %d pages, %v", len(want), err)
+			}
+			got, err := Find([]byte(body), focusgate.APIChat, Options{All: true})
+			if err != nil || len(got) != len(want) {
+				t.Fatalf("%d pages found, %v; want %d", len(got), err, len(want))
+			}
+			for i := range got {
+				if got[i].Text != want[i].Text {
+					t.Errorf("page %d: %q, want %q", i, got[i].Text, want[i].Text)
+				}
+			}
+		})
+	}
+}

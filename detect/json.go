@@ -115,18 +115,20 @@ const maxIDLen = 24
 
 // isID says whether the ']' at raw[end] closes an element id. It reads back
 // to the '[' and gives up at a blank or an escape, which no id holds, so
-// that a markdown link's text is left after a word.
+// that a markdown link's text is left after a word. A \u escape is read
+// over: a writer such as Gson writes the '=' of "[ref=e3]" as "\u003d".
 func isID(raw []byte, end int) bool {
 	if end == 0 || !isLetter(raw[end-1]) && !isDigit(raw[end-1]) {
 		return false
 	}
 	digit := false
-	for k := end - 1; k >= 0 && end-k <= maxIDLen+1; k-- {
+	for k := end - 1; k >= 0 && end-k <= maxIDLen+6; k-- {
 		switch c := raw[k]; {
 		case c == '[':
 			return digit && k+1 < end && (isLetter(raw[k+1]) || isDigit(raw[k+1]))
 		case isDigit(c):
 			digit = true
+		case c == '\\' && k+1 < end && raw[k+1] == 'u':
 		case c == ' ' || c == '\\' || c == ']':
 			return false
 		}
